@@ -1,0 +1,68 @@
+// The `burst` command. Exit codes: 0 success; 2 bad input or configuration (one line on
+// stderr); 1 an unexpected internal failure.
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "burst/util/error.h"
+#include "model_commands.h"
+
+namespace {
+
+constexpr int kExitBadInput = 2;
+constexpr int kExitInternal = 1;
+
+// Error messages may quote user strings: keep them on one line, whatever they hold.
+std::string one_line(const std::string& message) {
+  std::string line;
+  for (const char c : message) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      line += "\\n";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      line += fmt::format("\\x{:02x}", byte);
+    } else {
+      line += c;
+    }
+  }
+  return line;
+}
+
+int fail(int code, const std::string& message) {
+  std::cerr << "burst: error: " << one_line(message) << '\n';
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"burst: burst-parallel training for fixed global batches (strong scaling)", "burst"};
+  app.set_version_flag("--version", std::string("burst 0.1.0"));
+  app.require_subcommand(1);
+  burst::cli::add_model_commands(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    std::cout << app.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::CallForVersion& version) {
+    std::cout << version.what() << '\n';
+    return 0;
+  } catch (const CLI::ParseError& error) {
+    return fail(kExitBadInput, std::string(error.what()) + " (see burst --help)");
+  } catch (const burst::UserError& error) {
+    return fail(kExitBadInput, error.what());
+  } catch (const std::exception& error) {
+    return fail(kExitInternal, std::string("internal error: ") + error.what());
+  }
+  std::cout.flush();
+  if (!std::cout) return fail(kExitInternal, "could not write to standard output");
+  return 0;
+}

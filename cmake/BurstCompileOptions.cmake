@@ -1,0 +1,18 @@
+# Warnings for burst's own targets, and the sanitizer build.
+add_library(burst_compile_options INTERFACE)
+target_compile_options(burst_compile_options INTERFACE -Wall -Wextra -Wpedantic -Wshadow
+                                                       -Wnon-virtual-dtor)
+if(BURST_SANITIZE)
+  set(_burst_sanitizers -fsanitize=address,undefined -fno-sanitize-recover=undefined
+                        -fno-omit-frame-pointer)
+  target_compile_options(burst_compile_options INTERFACE ${_burst_sanitizers})
+  target_link_options(burst_compile_options INTERFACE ${_burst_sanitizers})
+endif()
+
+# burst_add_test(NAME SOURCES... LIBS ...): one GoogleTest executable registered with ctest.
+function(burst_add_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest_main burst_compile_options)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
+endfunction()

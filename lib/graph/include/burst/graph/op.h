@@ -1,0 +1,172 @@
+#pragma once
+// Operator kinds and their attributes. A layer's attributes are a std::variant with one
+// struct per op kind, so the op kind of a layer is the variant's active alternative.
+// Defaults mirror PyTorch's (torch.nn) so a model written from a torchvision definition
+// needs only the attributes it states there.
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "burst/graph/shape.h"
+
+namespace burst::graph {
+
+// A model input: images ([C, H, W] float32) or token ids ([T] int64, each < vocab).
+struct InputAttrs {
+  Shape shape;
+  DType dtype = DType::Float32;
+  int64_t vocab = 0;  // token inputs only: ids lie in [0, vocab)
+};
+
+// torch.nn.Conv2d on [C, H, W] -> [out_channels, H', W'].
+struct Conv2dAttrs {
+  int64_t out_channels = 0;
+  Pair kernel{0, 0};
+  Pair stride{1, 1};
+  Pair padding{0, 0};
+  Pair dilation{1, 1};
+  int64_t groups = 1;
+  bool bias = true;
+};
+
+// torch.nn.BatchNorm2d over the channels of [C, H, W] (affine; running stats are buffers).
+struct BatchNorm2dAttrs {
+  double eps = 1e-5;
+  double momentum = 0.1;
+};
+
+struct ReluAttrs {};
+// torch.nn.GELU; approximate = "none" (erf) or "tanh" (GPT-2's).
+struct GeluAttrs {
+  std::string approximate = "none";
+};
+
+// torch.nn.MaxPool2d / AvgPool2d on [C, H, W]. An unset stride equals the kernel.
+struct MaxPool2dAttrs {
+  Pair kernel{0, 0};
+  Pair stride{0, 0};
+  Pair padding{0, 0};
+  bool ceil_mode = false;
+};
+struct AvgPool2dAttrs {
+  Pair kernel{0, 0};
+  Pair stride{0, 0};
+  Pair padding{0, 0};
+  bool ceil_mode = false;
+  bool count_include_pad = true;
+};
+
+// torch.nn.AdaptiveAvgPool2d: [C, H, W] -> [C, output.h, output.w].
+struct AdaptiveAvgPool2dAttrs {
+  Pair output{1, 1};
+};
+
+// torch.nn.Linear on the last dimension: [..., in] -> [..., out_features].
+// `tied_to` names an embedding layer whose weight this layer shares (GPT-2's LM head):
+// the weight is then counted once, at the embedding.
+struct LinearAttrs {
+  int64_t out_features = 0;
+  bool bias = true;
+  std::string tied_to;
+};
+
+// Flattens every per-sample dimension: [d0, d1, ...] -> [d0 * d1 * ...]
+// (torch.flatten(x, 1)).
+struct FlattenAttrs {};
+
+struct DropoutAttrs {
+  double p = 0.5;
+};
+
+// Element-wise sum of two or more inputs of one shape (residual join).
+struct AddAttrs {};
+
+// Concatenation along a per-sample axis (0 = channels of [C, H, W]); other dims must agree.
+struct ConcatAttrs {
+  int64_t axis = 0;
+};
+
+// torch.nn.LayerNorm over the last dimension, with weight and bias.
+struct LayerNormAttrs {
+  double eps = 1e-5;
+};
+
+// torch.nn.Embedding: int64 ids [T] -> [T, dim].
+struct EmbeddingAttrs {
+  int64_t num_embeddings = 0;
+  int64_t dim = 0;
+};
+
+// Learned absolute positions added to [T, D]; a table of max_positions x D (T <= max_positions).
+struct PositionEmbeddingAttrs {
+  int64_t max_positions = 0;
+};
+
+// Prepends one learned token (ViT's class token): [T, D] -> [T + 1, D].
+struct ClassTokenAttrs {};
+
+// Turns a feature map into a token sequence: [C, H, W] -> [H * W, C] (ViT after patchify).
+struct ImageToTokensAttrs {};
+
+// Selects one token: [T, D] -> [D] (ViT's classification head reads token 0).
+struct TakeTokenAttrs {
+  int64_t index = 0;
+};
+
+// Multi-head self-attention (torch.nn.MultiheadAttention with bias): [T, D] -> [T, D].
+// Parameters: packed Q/K/V projection 3D x D + 3D, output projection D x D + D.
+struct SelfAttentionAttrs {
+  int64_t heads = 0;
+  bool causal = false;
+  double dropout = 0.0;
+};
+
+// Softmax cross-entropy against integer labels: logits [classes] or [T, classes] -> a
+// scalar per sample. `weight` scales this loss in the total (Inception's aux loss: 0.4).
+struct SoftmaxCrossEntropyAttrs {
+  double weight = 1.0;
+};
+
+using Attrs =
+    std::variant<InputAttrs, Conv2dAttrs, BatchNorm2dAttrs, ReluAttrs, GeluAttrs, MaxPool2dAttrs,
+                 AvgPool2dAttrs, AdaptiveAvgPool2dAttrs, LinearAttrs, FlattenAttrs, DropoutAttrs,
+                 AddAttrs, ConcatAttrs, LayerNormAttrs, EmbeddingAttrs, PositionEmbeddingAttrs,
+                 ClassTokenAttrs, ImageToTokensAttrs, TakeTokenAttrs, SelfAttentionAttrs,
+                 SoftmaxCrossEntropyAttrs>;
+
+// Same order as Attrs' alternatives: OpKind(attrs.index()) is a layer's op.
+enum class OpKind {
+  Input,
+  Conv2d,
+  BatchNorm2d,
+  Relu,
+  Gelu,
+  MaxPool2d,
+  AvgPool2d,
+  AdaptiveAvgPool2d,
+  Linear,
+  Flatten,
+  Dropout,
+  Add,
+  Concat,
+  LayerNorm,
+  Embedding,
+  PositionEmbedding,
+  ClassToken,
+  ImageToTokens,
+  TakeToken,
+  SelfAttention,
+  SoftmaxCrossEntropy,
+};
+inline constexpr int kOpKindCount = static_cast<int>(std::variant_size_v<Attrs>);
+
+inline OpKind op_kind(const Attrs& attrs) { return static_cast<OpKind>(attrs.index()); }
+
+// The op's name in model files and tables: "conv2d", "batchnorm2d", "self_attention", ...
+const char* op_name(OpKind kind);
+// Inverse of op_name; std::nullopt for an unknown name.
+std::optional<OpKind> op_from_name(const std::string& name);
+// Attributes of `kind` with PyTorch's defaults.
+Attrs default_attrs(OpKind kind);
+
+}  // namespace burst::graph

@@ -1,0 +1,89 @@
+#pragma once
+// Internal: the one list of every op's attributes, shared by the JSON reader and writer.
+// for_each_field(attrs, visit) calls visit(key, field, presence) for each attribute.
+#include "burst/graph/op.h"
+
+namespace burst::graph {
+
+enum class Presence {
+  Required,       // must appear in a model file
+  Optional,       // may be omitted; PyTorch's default applies; always written
+  OmitIfDefault,  // may be omitted; written only when not the default ("unset")
+};
+
+template <typename Visit> void for_each_field(InputAttrs& a, Visit&& v) {
+  v("shape", a.shape, Presence::Required);
+  v("dtype", a.dtype, Presence::Optional);
+  v("vocab", a.vocab, Presence::OmitIfDefault);
+}
+template <typename Visit> void for_each_field(Conv2dAttrs& a, Visit&& v) {
+  v("out_channels", a.out_channels, Presence::Required);
+  v("kernel", a.kernel, Presence::Required);
+  v("stride", a.stride, Presence::Optional);
+  v("padding", a.padding, Presence::Optional);
+  v("dilation", a.dilation, Presence::Optional);
+  v("groups", a.groups, Presence::Optional);
+  v("bias", a.bias, Presence::Optional);
+}
+template <typename Visit> void for_each_field(BatchNorm2dAttrs& a, Visit&& v) {
+  v("eps", a.eps, Presence::Optional);
+  v("momentum", a.momentum, Presence::Optional);
+}
+template <typename Visit> void for_each_field(ReluAttrs&, Visit&&) {}
+template <typename Visit> void for_each_field(GeluAttrs& a, Visit&& v) {
+  v("approximate", a.approximate, Presence::Optional);
+}
+template <typename Visit> void for_each_field(MaxPool2dAttrs& a, Visit&& v) {
+  v("kernel", a.kernel, Presence::Required);
+  v("stride", a.stride, Presence::OmitIfDefault);  // unset: equal to the kernel
+  v("padding", a.padding, Presence::Optional);
+  v("ceil_mode", a.ceil_mode, Presence::Optional);
+}
+template <typename Visit> void for_each_field(AvgPool2dAttrs& a, Visit&& v) {
+  v("kernel", a.kernel, Presence::Required);
+  v("stride", a.stride, Presence::OmitIfDefault);  // unset: equal to the kernel
+  v("padding", a.padding, Presence::Optional);
+  v("ceil_mode", a.ceil_mode, Presence::Optional);
+  v("count_include_pad", a.count_include_pad, Presence::Optional);
+}
+template <typename Visit> void for_each_field(AdaptiveAvgPool2dAttrs& a, Visit&& v) {
+  v("output", a.output, Presence::Optional);
+}
+template <typename Visit> void for_each_field(LinearAttrs& a, Visit&& v) {
+  v("out_features", a.out_features, Presence::Required);
+  v("bias", a.bias, Presence::Optional);
+  v("tied_to", a.tied_to, Presence::OmitIfDefault);
+}
+template <typename Visit> void for_each_field(FlattenAttrs&, Visit&&) {}
+template <typename Visit> void for_each_field(DropoutAttrs& a, Visit&& v) {
+  v("p", a.p, Presence::Optional);
+}
+template <typename Visit> void for_each_field(AddAttrs&, Visit&&) {}
+template <typename Visit> void for_each_field(ConcatAttrs& a, Visit&& v) {
+  v("axis", a.axis, Presence::Optional);
+}
+template <typename Visit> void for_each_field(LayerNormAttrs& a, Visit&& v) {
+  v("eps", a.eps, Presence::Optional);
+}
+template <typename Visit> void for_each_field(EmbeddingAttrs& a, Visit&& v) {
+  v("num_embeddings", a.num_embeddings, Presence::Required);
+  v("dim", a.dim, Presence::Required);
+}
+template <typename Visit> void for_each_field(PositionEmbeddingAttrs& a, Visit&& v) {
+  v("max_positions", a.max_positions, Presence::Required);
+}
+template <typename Visit> void for_each_field(ClassTokenAttrs&, Visit&&) {}
+template <typename Visit> void for_each_field(ImageToTokensAttrs&, Visit&&) {}
+template <typename Visit> void for_each_field(TakeTokenAttrs& a, Visit&& v) {
+  v("index", a.index, Presence::Optional);
+}
+template <typename Visit> void for_each_field(SelfAttentionAttrs& a, Visit&& v) {
+  v("heads", a.heads, Presence::Required);
+  v("causal", a.causal, Presence::Optional);
+  v("dropout", a.dropout, Presence::Optional);
+}
+template <typename Visit> void for_each_field(SoftmaxCrossEntropyAttrs& a, Visit&& v) {
+  v("weight", a.weight, Presence::Optional);
+}
+
+}  // namespace burst::graph

@@ -1,0 +1,49 @@
+#include "burst/graph/op.h"
+
+#include <array>
+
+#include "burst/util/error.h"
+
+namespace burst::graph {
+namespace {
+
+// Indexed by OpKind; the names used in model files and tables.
+constexpr std::array<const char*, kOpKindCount> kOpNames = {
+    "input",       "conv2d",         "batchnorm2d",        "relu",
+    "gelu",        "maxpool2d",      "avgpool2d",          "adaptive_avgpool2d",
+    "linear",      "flatten",        "dropout",            "add",
+    "concat",      "layernorm",      "embedding",          "position_embedding",
+    "class_token", "image_to_tokens", "take_token",        "self_attention",
+    "softmax_cross_entropy",
+};
+
+// default_attrs(kind) builds alternative number `kind` of the variant, value-initialised.
+template <size_t... Index>
+Attrs make_default(size_t kind, std::index_sequence<Index...>) {
+  Attrs result;
+  ((kind == Index ? (result.emplace<Index>(), 0) : 0), ...);
+  return result;
+}
+
+}  // namespace
+
+const char* op_name(OpKind kind) {
+  const auto index = static_cast<size_t>(kind);
+  BURST_ASSERT(index < kOpNames.size(), "op kind out of range");
+  return kOpNames[index];
+}
+
+std::optional<OpKind> op_from_name(const std::string& name) {
+  for (size_t i = 0; i < kOpNames.size(); ++i) {
+    if (name == kOpNames[i]) return static_cast<OpKind>(i);
+  }
+  return std::nullopt;
+}
+
+Attrs default_attrs(OpKind kind) {
+  const auto index = static_cast<size_t>(kind);
+  BURST_ASSERT(index < static_cast<size_t>(kOpKindCount), "op kind out of range");
+  return make_default(index, std::make_index_sequence<kOpKindCount>{});
+}
+
+}  // namespace burst::graph

@@ -1,0 +1,363 @@
+#include "shape_inference.h"
+
+#include <fmt/format.h>
+
+#include "burst/util/checked_math.h"
+#include "burst/util/error.h"
+
+namespace burst::graph {
+namespace {
+
+// FLOPs charged per output element by cheap element-wise and normalisation ops. They are
+// rough operation counts; the matmul-like ops dominate every real model.
+constexpr int64_t kReluFlops = 1;
+constexpr int64_t kGeluFlops = 8;        // erf/tanh polynomial, multiplies
+constexpr int64_t kDropoutFlops = 1;     // mask multiply
+constexpr int64_t kBatchNormFlops = 4;   // mean, variance, normalise, affine
+constexpr int64_t kLayerNormFlops = 5;   // mean, variance, normalise, scale, shift
+constexpr int64_t kSoftmaxFlops = 5;     // max, subtract, exp, sum, divide
+constexpr int64_t kCrossEntropyFlops = 4;  // log-softmax pieces per logit
+
+// Shape inference for one layer; every failure names the layer.
+class Inferrer {
+ public:
+  Inferrer(const LayerSpec& layer, const std::vector<const LayerInfo*>& inputs)
+      : layer_(layer), inputs_(inputs) {}
+
+  [[noreturn]] void fail(const std::string& reason) const {
+    throw UserError(fmt::format("layer '{}' ({}): {}", layer_.name, op_name(layer_.op()), reason));
+  }
+
+  int64_t mul(int64_t a, int64_t b, const char* what) const {
+    const auto product = checked_mul(a, b);
+    if (!product) fail(fmt::format("{} overflows int64 ({} x {})", what, a, b));
+    return *product;
+  }
+  int64_t add(int64_t a, int64_t b, const char* what) const {
+    const auto sum = checked_add(a, b);
+    if (!sum) fail(fmt::format("{} overflows int64 ({} + {})", what, a, b));
+    return *sum;
+  }
+  int64_t numel(const Shape& shape) const {
+    int64_t count = 1;
+    for (const int64_t dim : shape) count = mul(count, dim, "element count");
+    return count;
+  }
+  void require_positive(int64_t value, const char* what) const {
+    if (value <= 0) fail(fmt::format("{} must be positive, got {}", what, value));
+  }
+  void require_positive(Pair value, const char* what) const {
+    if (value.h <= 0 || value.w <= 0) {
+      fail(fmt::format("{} must be positive, got [{}, {}]", what, value.h, value.w));
+    }
+  }
+  void require_non_negative(Pair value, const char* what) const {
+    if (value.h < 0 || value.w < 0) {
+      fail(fmt::format("{} must not be negative, got [{}, {}]", what, value.h, value.w));
+    }
+  }
+
+  const LayerInfo& only_input() const { return *inputs_.at(0); }
+
+  // The single float input, which must have `rank` dims; `layout` names them for errors.
+  const Shape& float_input(size_t rank, const char* layout) const {
+    const LayerInfo& in = only_input();
+    if (in.output_dtype != DType::Float32) {
+      fail(fmt::format("input '{}' is {}, expected float32", layer_.inputs.at(0),
+                       dtype_name(in.output_dtype)));
+    }
+    if (rank != 0 && in.output_shape.size() != rank) {
+      fail(fmt::format("input '{}' has shape {}, expected {}", layer_.inputs.at(0),
+                       shape_to_string(in.output_shape), layout));
+    }
+    if (rank == 0 && in.output_shape.empty()) {
+      fail(fmt::format("input '{}' is a scalar, expected a tensor", layer_.inputs.at(0)));
+    }
+    return in.output_shape;
+  }
+
+  // Output size along one spatial dim of a sliding window (PyTorch's formula).
+  int64_t window_output(int64_t size, int64_t kernel, int64_t stride, int64_t padding,
+                        int64_t dilation, bool ceil_mode, const char* dim) const {
+    const int64_t padded = add(size, mul(2, padding, "padded size"), "padded size");
+    const int64_t span = add(mul(dilation, kernel - 1, "kernel span"), 1, "kernel span");
+    if (padded < span) {
+      fail(fmt::format("kernel span {} exceeds padded input {} {} (output would be empty)", span,
+                       dim, padded));
+    }
+    int64_t out = (padded - span) / stride + 1;
+    if (ceil_mode && (padded - span) % stride != 0) {
+      ++out;
+      // The last window must start inside the input or its left padding.
+      if ((out - 1) * stride >= size + padding) --out;
+    }
+    return out;
+  }
+
+  LayerInfo finish(Shape shape, int64_t params, int64_t flops, DType dtype = DType::Float32) const {
+    LayerInfo info;
+    info.output_bytes = mul(numel(shape), dtype_bytes(dtype), "output bytes");
+    info.output_shape = std::move(shape);
+    info.output_dtype = dtype;
+    info.params = params;
+    info.forward_flops = flops;
+    return info;
+  }
+
+  // Output shape of a pooling layer; stride 0 means "equal to the kernel".
+  template <typename PoolAttrs>
+  Shape pool_shape(const PoolAttrs& a, Pair* stride_out) const {
+    const Shape& in = float_input(3, "[C, H, W]");
+    require_positive(a.kernel, "kernel");
+    const Pair stride = (a.stride.h == 0 && a.stride.w == 0) ? a.kernel : a.stride;
+    require_positive(stride, "stride");
+    require_non_negative(a.padding, "padding");
+    if (a.padding.h * 2 > a.kernel.h || a.padding.w * 2 > a.kernel.w) {
+      fail(fmt::format("padding [{}, {}] exceeds half the kernel [{}, {}]", a.padding.h,
+                       a.padding.w, a.kernel.h, a.kernel.w));
+    }
+    *stride_out = stride;
+    return {in[0],
+            window_output(in[1], a.kernel.h, stride.h, a.padding.h, 1, a.ceil_mode, "height"),
+            window_output(in[2], a.kernel.w, stride.w, a.padding.w, 1, a.ceil_mode, "width")};
+  }
+
+  LayerInfo operator()(const InputAttrs& a) const {
+    if (a.shape.empty()) fail("shape must have at least one dimension");
+    for (const int64_t dim : a.shape) require_positive(dim, "every shape dimension");
+    if (a.dtype == DType::Int64) {
+      if (a.shape.size() != 1) fail("token input (int64) must have shape [T]");
+      require_positive(a.vocab, "vocab");
+    } else if (a.vocab != 0) {
+      fail("vocab applies only to int64 token inputs");
+    }
+    return finish(a.shape, 0, 0, a.dtype);
+  }
+
+  LayerInfo operator()(const Conv2dAttrs& a) const {
+    const Shape& in = float_input(3, "[C, H, W]");
+    require_positive(a.out_channels, "out_channels");
+    require_positive(a.kernel, "kernel");
+    require_positive(a.stride, "stride");
+    require_positive(a.dilation, "dilation");
+    require_non_negative(a.padding, "padding");
+    require_positive(a.groups, "groups");
+    if (in[0] % a.groups != 0 || a.out_channels % a.groups != 0) {
+      fail(fmt::format("groups {} must divide in_channels {} and out_channels {}", a.groups, in[0],
+                       a.out_channels));
+    }
+    const Shape out = {
+        a.out_channels,
+        window_output(in[1], a.kernel.h, a.stride.h, a.padding.h, a.dilation.h, false, "height"),
+        window_output(in[2], a.kernel.w, a.stride.w, a.padding.w, a.dilation.w, false, "width")};
+    // Weight [out, in/groups, kh, kw] plus bias [out].
+    const int64_t fan_in =
+        mul(mul(in[0] / a.groups, a.kernel.h, "fan-in"), a.kernel.w, "fan-in");
+    const int64_t params =
+        add(mul(a.out_channels, fan_in, "parameter count"), a.bias ? a.out_channels : 0,
+            "parameter count");
+    const int64_t per_output = add(mul(2, fan_in, "FLOPs"), a.bias ? 1 : 0, "FLOPs");
+    return finish(out, params, mul(numel(out), per_output, "FLOPs"));
+  }
+
+  LayerInfo operator()(const BatchNorm2dAttrs& a) const {
+    const Shape& in = float_input(3, "[C, H, W]");
+    if (!(a.eps > 0)) fail(fmt::format("eps must be positive, got {}", a.eps));
+    return finish(in, mul(2, in[0], "parameter count"),
+                  mul(kBatchNormFlops, numel(in), "FLOPs"));
+  }
+
+  LayerInfo operator()(const ReluAttrs&) const {
+    const Shape& in = float_input(0, "");
+    return finish(in, 0, mul(kReluFlops, numel(in), "FLOPs"));
+  }
+
+  LayerInfo operator()(const GeluAttrs& a) const {
+    const Shape& in = float_input(0, "");
+    if (a.approximate != "none" && a.approximate != "tanh") {
+      fail(fmt::format("approximate must be \"none\" or \"tanh\", got \"{}\"", a.approximate));
+    }
+    return finish(in, 0, mul(kGeluFlops, numel(in), "FLOPs"));
+  }
+
+  LayerInfo operator()(const MaxPool2dAttrs& a) const {
+    Pair stride;
+    Shape out = pool_shape(a, &stride);
+    const int64_t window = mul(a.kernel.h, a.kernel.w, "window");
+    return finish(out, 0, mul(numel(out), window, "FLOPs"));
+  }
+
+  LayerInfo operator()(const AvgPool2dAttrs& a) const {
+    Pair stride;
+    Shape out = pool_shape(a, &stride);
+    const int64_t window = mul(a.kernel.h, a.kernel.w, "window");
+    return finish(out, 0, mul(numel(out), window, "FLOPs"));
+  }
+
+  LayerInfo operator()(const AdaptiveAvgPool2dAttrs& a) const {
+    const Shape& in = float_input(3, "[C, H, W]");
+    require_positive(a.output, "output");
+    return finish({in[0], a.output.h, a.output.w}, 0, numel(in));
+  }
+
+  LayerInfo operator()(const LinearAttrs& a) const {
+    const Shape& in = float_input(0, "[..., features]");
+    require_positive(a.out_features, "out_features");
+    Shape out = in;
+    out.back() = a.out_features;
+    const int64_t rows = numel(in) / in.back();
+    const int64_t weight = a.tied_to.empty() ? mul(in.back(), a.out_features, "parameter count") : 0;
+    const int64_t params = add(weight, a.bias ? a.out_features : 0, "parameter count");
+    const int64_t per_output = add(mul(2, in.back(), "FLOPs"), a.bias ? 1 : 0, "FLOPs");
+    return finish(std::move(out), params,
+                  mul(mul(rows, a.out_features, "FLOPs"), per_output, "FLOPs"));
+  }
+
+  LayerInfo operator()(const FlattenAttrs&) const {
+    const Shape& in = float_input(0, "");
+    return finish({numel(in)}, 0, 0);
+  }
+
+  LayerInfo operator()(const DropoutAttrs& a) const {
+    const Shape& in = float_input(0, "");
+    if (!(a.p >= 0 && a.p < 1)) fail(fmt::format("p must be in [0, 1), got {}", a.p));
+    return finish(in, 0, mul(kDropoutFlops, numel(in), "FLOPs"));
+  }
+
+  LayerInfo operator()(const AddAttrs&) const {
+    const Shape& first = inputs_.front()->output_shape;
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      if (inputs_[i]->output_dtype != DType::Float32) {
+        fail(fmt::format("input '{}' is {}, expected float32", layer_.inputs[i],
+                         dtype_name(inputs_[i]->output_dtype)));
+      }
+      if (inputs_[i]->output_shape != first) {
+        fail(fmt::format("input '{}' has shape {} but input '{}' has {}", layer_.inputs[i],
+                         shape_to_string(inputs_[i]->output_shape), layer_.inputs[0],
+                         shape_to_string(first)));
+      }
+    }
+    const int64_t sums = static_cast<int64_t>(inputs_.size()) - 1;
+    return finish(first, 0, mul(sums, numel(first), "FLOPs"));
+  }
+
+  LayerInfo operator()(const ConcatAttrs& a) const {
+    const Shape& first = inputs_.front()->output_shape;
+    const auto rank = static_cast<int64_t>(first.size());
+    if (a.axis < 0 || a.axis >= rank) {
+      fail(fmt::format("axis {} is outside the {} dims of input '{}' {}", a.axis, rank,
+                       layer_.inputs[0], shape_to_string(first)));
+    }
+    Shape out = first;
+    out[a.axis] = 0;
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      const Shape& shape = inputs_[i]->output_shape;
+      bool compatible = inputs_[i]->output_dtype == DType::Float32 && shape.size() == first.size();
+      for (size_t d = 0; compatible && d < shape.size(); ++d) {
+        compatible = static_cast<int64_t>(d) == a.axis || shape[d] == first[d];
+      }
+      if (!compatible) {
+        fail(fmt::format("input '{}' has shape {}, incompatible with input '{}' {} outside axis {}",
+                         layer_.inputs[i], shape_to_string(shape), layer_.inputs[0],
+                         shape_to_string(first), a.axis));
+      }
+      out[a.axis] = add(out[a.axis], shape[a.axis], "concatenated size");
+    }
+    return finish(std::move(out), 0, 0);
+  }
+
+  LayerInfo operator()(const LayerNormAttrs& a) const {
+    const Shape& in = float_input(0, "[..., features]");
+    if (!(a.eps > 0)) fail(fmt::format("eps must be positive, got {}", a.eps));
+    return finish(in, mul(2, in.back(), "parameter count"),
+                  mul(kLayerNormFlops, numel(in), "FLOPs"));
+  }
+
+  LayerInfo operator()(const EmbeddingAttrs& a) const {
+    const LayerInfo& in = only_input();
+    if (in.output_dtype != DType::Int64 || in.output_shape.size() != 1) {
+      fail(fmt::format("input '{}' is {} {}, expected int64 token ids [T]", layer_.inputs[0],
+                       dtype_name(in.output_dtype), shape_to_string(in.output_shape)));
+    }
+    require_positive(a.num_embeddings, "num_embeddings");
+    require_positive(a.dim, "dim");
+    Shape out = {in.output_shape[0], a.dim};
+    const int64_t params = mul(a.num_embeddings, a.dim, "parameter count");
+    numel(out);  // overflow check before finish() multiplies by the dtype size
+    return finish(std::move(out), params, 0);
+  }
+
+  LayerInfo operator()(const PositionEmbeddingAttrs& a) const {
+    const Shape& in = float_input(2, "[T, D]");
+    require_positive(a.max_positions, "max_positions");
+    if (in[0] > a.max_positions) {
+      fail(fmt::format("sequence length {} exceeds max_positions {}", in[0], a.max_positions));
+    }
+    return finish(in, mul(a.max_positions, in[1], "parameter count"), numel(in));
+  }
+
+  LayerInfo operator()(const ClassTokenAttrs&) const {
+    const Shape& in = float_input(2, "[T, D]");
+    return finish({add(in[0], 1, "token count"), in[1]}, in[1], 0);
+  }
+
+  LayerInfo operator()(const ImageToTokensAttrs&) const {
+    const Shape& in = float_input(3, "[C, H, W]");
+    return finish({mul(in[1], in[2], "token count"), in[0]}, 0, 0);
+  }
+
+  LayerInfo operator()(const TakeTokenAttrs& a) const {
+    const Shape& in = float_input(2, "[T, D]");
+    if (a.index < 0 || a.index >= in[0]) {
+      fail(fmt::format("index {} is outside the {} tokens", a.index, in[0]));
+    }
+    return finish({in[1]}, 0, 0);
+  }
+
+  LayerInfo operator()(const SelfAttentionAttrs& a) const {
+    const Shape& in = float_input(2, "[T, D]");
+    require_positive(a.heads, "heads");
+    const int64_t tokens = in[0];
+    const int64_t width = in[1];
+    if (width % a.heads != 0) {
+      fail(fmt::format("width {} is not divisible by {} heads", width, a.heads));
+    }
+    if (!(a.dropout >= 0 && a.dropout < 1)) {
+      fail(fmt::format("dropout must be in [0, 1), got {}", a.dropout));
+    }
+    // Q/K/V and output projections: 4 D x D weights and 4 D biases.
+    const int64_t width_sq = mul(width, width, "parameter count");
+    const int64_t params = add(mul(4, width_sq, "parameter count"), mul(4, width, "parameter count"),
+                               "parameter count");
+    // Projections 8 T D^2 (+ 4 T D bias adds); scores Q K^T and weights x V: 2 T^2 D each;
+    // softmax over H x T x T scores. Causal attention is counted dense, as dense kernels run it.
+    const int64_t tokens_sq = mul(tokens, tokens, "FLOPs");
+    int64_t flops = mul(mul(8, tokens, "FLOPs"), width_sq, "FLOPs");
+    flops = add(flops, mul(4, mul(tokens, width, "FLOPs"), "FLOPs"), "FLOPs");
+    flops = add(flops, mul(mul(4, tokens_sq, "FLOPs"), width, "FLOPs"), "FLOPs");
+    flops = add(flops, mul(mul(kSoftmaxFlops, a.heads, "FLOPs"), tokens_sq, "FLOPs"), "FLOPs");
+    return finish(in, params, flops);
+  }
+
+  LayerInfo operator()(const SoftmaxCrossEntropyAttrs& a) const {
+    const Shape& in = float_input(0, "[classes] or [T, classes]");
+    if (in.size() > 2) {
+      fail(fmt::format("input '{}' has shape {}, expected [classes] or [T, classes]",
+                       layer_.inputs[0], shape_to_string(in)));
+    }
+    if (!(a.weight > 0)) fail(fmt::format("weight must be positive, got {}", a.weight));
+    return finish({}, 0, mul(kCrossEntropyFlops, numel(in), "FLOPs"));
+  }
+
+ private:
+  const LayerSpec& layer_;
+  const std::vector<const LayerInfo*>& inputs_;
+};
+
+}  // namespace
+
+LayerInfo infer_layer(const LayerSpec& layer, const std::vector<const LayerInfo*>& inputs) {
+  return std::visit(Inferrer(layer, inputs), layer.attrs);
+}
+
+}  // namespace burst::graph

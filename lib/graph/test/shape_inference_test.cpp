@@ -1,0 +1,169 @@
+// Per-op shapes, parameter counts and FLOPs, each derived by hand in a comment.
+#include <gtest/gtest.h>
+
+#include "burst/graph/builder.h"
+#include "burst/util/error.h"
+#include "test_models.h"
+
+namespace burst::graph {
+namespace {
+
+using testing::conv;
+
+// Builds input(shape) -> one layer named 'layer' and returns that layer's info.
+LayerInfo infer(const Shape& input_shape, const Attrs& attrs) {
+  GraphBuilder b("one");
+  auto x = b.input("input", input_shape);
+  b.add("layer", {x}, attrs);
+  const Graph graph = std::move(b).build();
+  return graph.info(*graph.find("layer"));
+}
+
+TEST(ShapeInference, Conv2dStridePaddingBias) {
+  // resnet conv1: [3,224,224], 64 filters 7x7, stride 2, pad 3, no bias.
+  // H' = floor((224 + 6 - 7) / 2) + 1 = 112. params = 64*3*7*7 = 9408.
+  // FLOPs = 2 * 3*7*7 * (64*112*112) = 2 * 147 * 802816 = 236,027,904.
+  const LayerInfo info = infer({3, 224, 224}, conv(64, 7, 2, 3, false));
+  EXPECT_EQ(info.output_shape, (Shape{64, 112, 112}));
+  EXPECT_EQ(info.params, 9408);
+  EXPECT_EQ(info.forward_flops, 236027904);
+  EXPECT_EQ(info.output_bytes, 64 * 112 * 112 * 4);
+}
+
+TEST(ShapeInference, Conv2dGroupsDilationAndAsymmetricKernel) {
+  // Depthwise 3x3, dilation 2, pad 2 on [8,10,10]: span 5, H' = (10 + 4 - 5) / 1 + 1 = 10.
+  // params = 8 * (8/8) * 9 + 8 bias = 80; FLOPs = (2*9 + 1) * 8*10*10 = 15,200.
+  Conv2dAttrs depthwise = conv(8, 3, 1, 2);
+  depthwise.dilation = {2, 2};
+  depthwise.groups = 8;
+  LayerInfo info = infer({8, 10, 10}, depthwise);
+  EXPECT_EQ(info.output_shape, (Shape{8, 10, 10}));
+  EXPECT_EQ(info.params, 80);
+  EXPECT_EQ(info.forward_flops, 15200);
+  // Inception's 1x7 with pad (0, 3) keeps [C, 17, 17]: params 192*128*7 = 172,032.
+  Conv2dAttrs one_by_seven = conv(192, 1, 1, 0, false);
+  one_by_seven.kernel = {1, 7};
+  one_by_seven.padding = {0, 3};
+  info = infer({128, 17, 17}, one_by_seven);
+  EXPECT_EQ(info.output_shape, (Shape{192, 17, 17}));
+  EXPECT_EQ(info.params, 172032);
+}
+
+TEST(ShapeInference, PoolsFollowPyTorchIncludingCeilMode) {
+  MaxPool2dAttrs pool;
+  pool.kernel = {3, 3};
+  pool.stride = {2, 2};
+  pool.padding = {1, 1};
+  // resnet maxpool: floor((112 + 2 - 3) / 2) + 1 = 56; FLOPs = 9 per output element.
+  LayerInfo info = infer({64, 112, 112}, pool);
+  EXPECT_EQ(info.output_shape, (Shape{64, 56, 56}));
+  EXPECT_EQ(info.forward_flops, 64 * 56 * 56 * 9);
+  // ceil_mode on [1,6,6], kernel 3, stride 2, no pad: (6-3)/2 = 1.5 -> ceil 2, +1 = 3;
+  // the last window starts at 4 < 6, so it is kept.
+  MaxPool2dAttrs ceil_pool;
+  ceil_pool.kernel = {3, 3};
+  ceil_pool.stride = {2, 2};
+  ceil_pool.ceil_mode = true;
+  EXPECT_EQ(infer({1, 6, 6}, ceil_pool).output_shape, (Shape{1, 3, 3}));
+  // Unset stride equals the kernel: [1,7,7] with a 2x2 window -> floor(5/2) + 1 = 3.
+  AvgPool2dAttrs avg;
+  avg.kernel = {2, 2};
+  EXPECT_EQ(infer({1, 7, 7}, avg).output_shape, (Shape{1, 3, 3}));
+}
+
+TEST(ShapeInference, LinearOnSequencesAndTiedWeights) {
+  // [T=4, 16] -> 32 features: params 16*32 + 32 = 544; FLOPs = 4*32 * (2*16 + 1) = 4,224.
+  const LayerInfo info = infer({4, 16}, LinearAttrs{32, true, ""});
+  EXPECT_EQ(info.output_shape, (Shape{4, 32}));
+  EXPECT_EQ(info.params, 544);
+  EXPECT_EQ(info.forward_flops, 4224);
+
+  // A head tied to the embedding counts no weight: 100 x 8 table counted once (800).
+  GraphBuilder b("tied");
+  auto ids = b.token_input("ids", 5, 100);
+  auto x = b.embedding("wte", ids, 100, 8);
+  x = b.linear("head", x, 100, false, "wte");
+  b.cross_entropy("loss", x);
+  const Graph graph = std::move(b).build();
+  EXPECT_EQ(graph.info(*graph.find("head")).params, 0);
+  EXPECT_EQ(graph.total_params(), 800);
+  EXPECT_EQ(graph.info(*graph.find("head")).output_shape, (Shape{5, 100}));
+}
+
+TEST(ShapeInference, SelfAttentionParamsAndFlops) {
+  // T=4, D=8, 2 heads: params 4*64 + 4*8 = 288.
+  // FLOPs = 8*T*D^2 (2048) + 4*T*D (128) + 4*T^2*D (512) + 5*H*T^2 (160) = 2,848.
+  const LayerInfo info = infer({4, 8}, SelfAttentionAttrs{2, true, 0.0});
+  EXPECT_EQ(info.output_shape, (Shape{4, 8}));
+  EXPECT_EQ(info.params, 288);
+  EXPECT_EQ(info.forward_flops, 2848);
+}
+
+TEST(ShapeInference, TokenOps) {
+  // ViT: [768,14,14] -> 196 tokens of 768 -> class token 197 -> take token 0 -> [768].
+  GraphBuilder b("tokens");
+  auto x = b.input("image", {768, 14, 14});
+  x = b.image_to_tokens("tokens", x);
+  x = b.class_token("cls", x);
+  x = b.position_embedding("pos", x, 197);
+  x = b.layernorm("ln", x, 1e-6);
+  x = b.take_token("take", x, 0);
+  const Graph graph = std::move(b).build();
+  EXPECT_EQ(graph.info(1).output_shape, (Shape{196, 768}));
+  EXPECT_EQ(graph.info(2).output_shape, (Shape{197, 768}));
+  EXPECT_EQ(graph.info(2).params, 768);
+  EXPECT_EQ(graph.info(3).params, 197 * 768);
+  EXPECT_EQ(graph.info(4).params, 2 * 768);
+  EXPECT_EQ(graph.info(5).output_shape, (Shape{768}));
+}
+
+TEST(ShapeInference, JoinsAddAndConcat) {
+  GraphBuilder b("joins");
+  auto x = b.input("input", {4, 5, 5});
+  auto left = b.conv2d("left", x, conv(6, 1));
+  auto right = b.conv2d("right", x, conv(10, 3, 1, 1));
+  auto joined = b.concat("cat", {left, right});
+  b.add_("sum", {joined, joined});
+  const Graph graph = std::move(b).build();
+  EXPECT_EQ(graph.info(*graph.find("cat")).output_shape, (Shape{16, 5, 5}));
+  EXPECT_EQ(graph.info(*graph.find("sum")).forward_flops, 16 * 5 * 5);  // one add per element
+}
+
+TEST(ShapeInference, LossIsAScalarPerSample) {
+  const Graph graph = testing::tiny_cnn();
+  const LayerInfo& loss = graph.info(*graph.find("loss"));
+  EXPECT_TRUE(loss.output_shape.empty());
+  EXPECT_EQ(loss.output_bytes, 4);
+  // conv: 4*1*9 + 4 = 40 params; fc: 256*10 + 10 = 2570.
+  EXPECT_EQ(graph.total_params(), 40 + 2570);
+}
+
+void expect_error(const Shape& input_shape, const Attrs& attrs, const std::string& fragment) {
+  try {
+    infer(input_shape, attrs);
+    FAIL() << "expected an error containing: " << fragment;
+  } catch (const UserError& error) {
+    EXPECT_NE(std::string(error.what()).find(fragment), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("layer 'layer'"), std::string::npos) << error.what();
+  }
+}
+
+TEST(ShapeInference, ErrorsNameTheLayerAndTheProblem) {
+  expect_error({3, 8}, conv(4, 3), "expected [C, H, W]");
+  expect_error({3, 8, 8}, conv(0, 3), "out_channels must be positive");
+  expect_error({3, 8, 8}, conv(4, 9), "kernel span 9 exceeds padded input height 8");
+  Conv2dAttrs grouped = conv(4, 1);
+  grouped.groups = 2;
+  expect_error({3, 8, 8}, grouped, "groups 2 must divide in_channels 3");
+  expect_error({3, 8, 8}, conv(int64_t{1} << 62, 3, 1, 1), "overflows int64");
+  expect_error({4, 10}, SelfAttentionAttrs{3, false, 0.0}, "not divisible by 3 heads");
+  expect_error({3, 8, 8}, TakeTokenAttrs{0}, "expected [T, D]");
+  expect_error({5}, PositionEmbeddingAttrs{4}, "expected [T, D]");
+  expect_error({6, 4}, PositionEmbeddingAttrs{4}, "sequence length 6 exceeds max_positions 4");
+  expect_error({3, 8, 8}, DropoutAttrs{1.5}, "p must be in [0, 1)");
+  expect_error({2, 3, 4, 5}, SoftmaxCrossEntropyAttrs{1.0}, "expected [classes] or [T, classes]");
+  expect_error({3, 8, 8}, EmbeddingAttrs{10, 4}, "expected int64 token ids");
+}
+
+}  // namespace
+}  // namespace burst::graph

@@ -1,0 +1,18 @@
+#pragma once
+// Human-readable number formatting for tables (locale-independent).
+#include <cstdint>
+#include <string>
+
+namespace burst {
+
+// 138357544 -> "138,357,544"; -1234 -> "-1,234".
+std::string with_thousands(int64_t value);
+
+// Compact magnitude with an SI suffix and three significant digits:
+// 15470000000 -> "15.5G", 2048 -> "2.05K", 12 -> "12".
+std::string si_compact(double value);
+
+// Bytes in binary units: 802816 -> "784 KiB", 1536 -> "1.50 KiB", 12 -> "12 B".
+std::string bytes_compact(double bytes);
+
+}  // namespace burst
