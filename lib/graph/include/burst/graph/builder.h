@@ -4,7 +4,10 @@
 //
 //   GraphBuilder b("tiny");
 //   auto x = b.input("input", {1, 28, 28});
-//   x = b.conv2d("conv1", x, Conv2dAttrs{.out_channels = 8, .kernel = {3, 3}});
+//   Conv2dAttrs conv;
+//   conv.out_channels = 8;
+//   conv.kernel = {3, 3};
+//   x = b.conv2d("conv1", x, conv);
 //   x = b.relu("relu1", x);
 //   Graph g = b.build();
 //
