@@ -5,7 +5,8 @@ target_compile_options(burst_compile_options INTERFACE -Wall -Wextra -Wpedantic 
 if(BURST_SANITIZE)
   set(_burst_sanitizers -fsanitize=address,undefined -fno-sanitize-recover=undefined
                         -fno-omit-frame-pointer)
-  target_compile_options(burst_compile_options INTERFACE ${_burst_sanitizers})
+  # -O1 keeps sanitizer builds quick to compile and run while keeping useful stack traces.
+  target_compile_options(burst_compile_options INTERFACE ${_burst_sanitizers} -O1)
   target_link_options(burst_compile_options INTERFACE ${_burst_sanitizers})
 endif()
 

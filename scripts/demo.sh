@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The main job on built-in defaults: set up, build in Release, then show the zoo and one model.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh
+scripts/build.sh release
+burst=build/release/apps/burst/burst
+
+echo "== burst models"
+"$burst" models
+echo
+echo "== burst model show vgg16"
+"$burst" model show vgg16

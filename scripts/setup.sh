@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what burst needs to build, test and compare against, from Debian 12's archive.
+# Idempotent: prints nothing and changes nothing when every package is present.
+set -euo pipefail
+
+packages=(
+  cmake g++ ninja-build ccache pkg-config           # build
+  libfmt-dev nlohmann-json3-dev libcli11-dev        # formatting, JSON, command line
+  libgtest-dev libgmock-dev libbenchmark-dev        # tests and benchmarks
+  libtorch-dev libgloo-dev                          # runtime and profiler (libtorch, c10d Gloo)
+  libopenblas0-openmp                               # fast BLAS for torch (reference BLAS is ~16x slower)
+  python3-torch python3-torchvision                 # the peers burst is checked against
+  dataset-fashion-mnist                             # real training data (IDX files)
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+echo "burst setup: installing ${missing[*]}" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
