@@ -91,10 +91,10 @@ TEST(ModelJson, ErrorsNameTheLayerAndField) {
                               R"( "out_channels": 18446744073709551615, "kernel": 3}]})"),
             "layer #1 'c' (conv2d): field 'out_channels' is too large: 18446744073709551615");
   EXPECT_EQ(load_error(R"({"format": "burst.model", "version": 2, "name": "m", "layers": []})"),
-            "model format version 2 is not supported (this burst reads version 1)");
+            "model file: format version 2 is not supported (this burst reads version 1)");
   EXPECT_EQ(load_error(R"({"format": "burst.plan", "version": 1, "name": "m", "layers": []})"),
-            "not a model file: format is \"burst.plan\", expected \"burst.model\"");
-  EXPECT_EQ(load_error(R"([1, 2])"), "model file must be a JSON object, got [1,2]");
+            "model file: format is \"burst.plan\", expected \"burst.model\"");
+  EXPECT_EQ(load_error(R"([1, 2])"), "model file: must be a JSON object, got [1,2]");
   EXPECT_EQ(load_error(std::string(100, '[') + std::string(100, ']')),
             "JSON nesting deeper than 64 levels");
   EXPECT_EQ(load_error(R"({"format": )").rfind("invalid JSON: parse error at line 1", 0), 0u);
@@ -115,6 +115,28 @@ TEST(ModelJson, LoadModelAcceptsZooSpecsAndFiles) {
     EXPECT_EQ(std::string(error.what()),
               "cannot open model file 'missing/file.json': No such file or directory");
   }
+}
+
+}  // namespace
+}  // namespace burst::graph
+
+namespace burst::graph {
+namespace {
+
+TEST(LayerSignature, SameWorkSameSignature) {
+  const Graph resnet = build_zoo_model("resnet50");
+  const auto sig = [&](const char* name) { return layer_signature(resnet, *resnet.find(name)); };
+  // layer1.1.conv2 and layer1.2.conv2 are both 3x3 64->64 convs on [64, 56, 56].
+  EXPECT_EQ(sig("layer1.1.conv2"), sig("layer1.2.conv2"));
+  EXPECT_NE(sig("layer1.0.conv2"), sig("layer2.0.conv2"));
+  EXPECT_EQ(sig("layer1.1.conv2"),
+            R"(conv2d{"bias":false,"dilation":[1,1],"groups":1,"kernel":[3,3],"out_channels":64,)"
+            R"("padding":[1,1],"stride":[1,1]}[64,56,56])");
+  EXPECT_EQ(sig("fc"), R"(linear{"bias":true,"out_features":1000}[2048])");
+  // A tied head and its untied twin do the same work.
+  const Graph gpt = build_zoo_model("gpt2:layers=1");
+  EXPECT_EQ(layer_signature(gpt, *gpt.find("lm_head")),
+            R"(linear{"bias":false,"out_features":50257}[1024,768])");
 }
 
 }  // namespace

@@ -14,6 +14,13 @@ inline constexpr int kModelFormatVersion = 1;
 // Canonical JSON of a graph: every attribute written out, layers in topological order.
 nlohmann::json model_to_json(const Graph& graph);
 
+// A layer's compute signature: op, canonical attributes and per-sample input shapes, e.g.
+//   conv2d{"bias":false,"dilation":[1,1],...}[64,56,56]
+// Layers with equal signatures do the same work (names, inputs, tied_to and a loss's
+// weight are left out), so a profile measures each signature once and any model with
+// that layer can reuse the timing.
+std::string layer_signature(const Graph& graph, LayerId id);
+
 // Parses and validates a model document. Throws UserError with a one-line reason that
 // names the layer (by name or index) and the field for any malformed input.
 Graph model_from_json(const nlohmann::json& document);

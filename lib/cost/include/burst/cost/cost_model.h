@@ -1,0 +1,53 @@
+#pragma once
+// The cost-model interface: how long a layer takes at a per-device batch on a device.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "burst/graph/graph.h"
+#include "burst/util/units.h"
+
+namespace burst::cost {
+
+// Time of one layer for one per-device batch. backward = input gradient + weight gradient.
+struct LayerTime {
+  Seconds forward;
+  Seconds backward;
+  Seconds total() const { return forward + backward; }
+};
+
+// Where a time came from, for reports ("measured" profile data or the "analytic" model).
+enum class CostSource { Measured, Interpolated, Analytic };
+const char* cost_source_name(CostSource source);
+
+struct LayerEstimate {
+  LayerTime time;
+  CostSource source = CostSource::Measured;
+};
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+
+  // The device kind these times describe ("cpu", "a100", "h100-sxm", ...).
+  virtual std::string device() const = 0;
+
+  // Time of layer `id` of `graph` at per-device batch `batch` >= 1. Returns std::nullopt
+  // when this model has no data for the layer (a fallback may then answer). Times are
+  // non-decreasing in `batch` for a fixed layer.
+  virtual std::optional<LayerEstimate> estimate(const graph::Graph& graph, graph::LayerId id,
+                                                int64_t batch) const = 0;
+
+  // estimate(), or a UserError naming the layer and its signature when there is no data.
+  LayerEstimate require(const graph::Graph& graph, graph::LayerId id, int64_t batch) const;
+};
+
+// Memory one device needs for a layer at a per-device batch (fp32 training).
+struct LayerMemory {
+  Bytes weights;      // parameters
+  Bytes gradients;    // one gradient per parameter
+  Bytes activations;  // the output kept for backward: output bytes per sample x batch
+};
+LayerMemory layer_memory(const graph::Graph& graph, graph::LayerId id, int64_t batch);
+
+}  // namespace burst::cost

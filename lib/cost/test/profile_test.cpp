@@ -1,0 +1,67 @@
+#include "burst/cost/profile.h"
+
+#include <gtest/gtest.h>
+
+#include "burst/util/error.h"
+
+namespace burst::cost {
+namespace {
+
+Profile two_entry_profile() {
+  Profile profile;
+  profile.device = "cpu";
+  profile.description = "test";
+  ProfileEntry a;
+  a.signature = "relu{}[4]";
+  a.op = "relu";
+  a.batch = 1;
+  a.forward = Seconds::from_ms(0.5);
+  a.backward = Seconds::from_ms(1.25);
+  a.backward_input = Seconds::from_ms(1.25);
+  a.repetitions = 10;
+  a.forward_flops_per_sample = 4;
+  ProfileEntry b = a;
+  b.batch = 4;
+  b.backward_input.reset();
+  profile.entries = {a, b};
+  profile.index();
+  return profile;
+}
+
+TEST(Profile, JsonRoundTrip) {
+  const Profile original = two_entry_profile();
+  const Profile read = profile_from_json_text(profile_to_json_text(original));
+  ASSERT_EQ(read.entries.size(), 2u);
+  EXPECT_EQ(read.device, "cpu");
+  EXPECT_DOUBLE_EQ(read.entries[0].backward.ms(), 1.25);
+  EXPECT_TRUE(read.entries[0].backward_input.has_value());
+  EXPECT_FALSE(read.entries[1].backward_input.has_value());
+  ASSERT_NE(read.find("relu{}[4]"), nullptr);
+  EXPECT_EQ(read.find("relu{}[4]")->size(), 2u);
+  EXPECT_EQ(profile_to_json_text(read), profile_to_json_text(original));
+}
+
+std::string read_error(const std::string& text) {
+  try {
+    profile_from_json_text(text);
+  } catch (const UserError& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+TEST(Profile, RefusesMalformedEntries) {
+  const std::string head = R"({"format": "burst.profile", "version": 1, "device": "cpu", "entries": [)";
+  EXPECT_EQ(read_error(head + R"({"signature": "x", "op": "relu", "batch": 0, "forward_ms": 1, "backward_ms": 1}]})"),
+            "profile entry #0: field 'batch' must be positive, got 0");
+  EXPECT_EQ(read_error(head + R"({"signature": "x", "op": "relu", "batch": 1, "forward_ms": -1, "backward_ms": 1}]})"),
+            "profile entry #0: field 'forward_ms' must be a time >= 0 ms, got -1");
+  EXPECT_EQ(read_error(head + R"({"signature": "x", "op": "relu", "batch": 1, "forward_ms": 1, "backward_ms": 1},)"
+                              R"({"signature": "x", "op": "relu", "batch": 1, "forward_ms": 1, "backward_ms": 1}]})"),
+            "profile has two entries for batch 1 of x");
+  EXPECT_EQ(read_error(R"({"format": "burst.model", "version": 1})"),
+            "profile: format is \"burst.model\", expected \"burst.profile\"");
+}
+
+}  // namespace
+}  // namespace burst::cost
