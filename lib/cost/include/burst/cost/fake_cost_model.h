@@ -1,0 +1,42 @@
+#pragma once
+// A cost model for tests: times stated by hand per layer name, so a test can derive its
+// expected answer on paper. time(batch) = fixed + per_sample x batch, for forward and
+// backward separately. Layers not in the map have no estimate.
+#include <map>
+#include <string>
+
+#include "burst/cost/cost_model.h"
+
+namespace burst::cost {
+
+struct LinearTime {
+  Seconds fixed;       // per call, independent of the batch (kernel launch, weights)
+  Seconds per_sample;  // added for every sample of the per-device batch
+  Seconds at(int64_t batch) const { return fixed + per_sample * static_cast<double>(batch); }
+};
+
+struct FakeLayerCost {
+  LinearTime forward;
+  LinearTime backward;
+};
+
+class FakeCostModel : public CostModel {
+ public:
+  FakeCostModel(std::string device, std::map<std::string, FakeLayerCost> by_layer_name)
+      : device_(std::move(device)), by_layer_name_(std::move(by_layer_name)) {}
+
+  std::string device() const override { return device_; }
+  std::optional<LayerEstimate> estimate(const graph::Graph& graph, graph::LayerId id,
+                                        int64_t batch) const override {
+    const auto found = by_layer_name_.find(graph.layer(id).name);
+    if (found == by_layer_name_.end()) return std::nullopt;
+    return LayerEstimate{{found->second.forward.at(batch), found->second.backward.at(batch)},
+                         CostSource::Measured};
+  }
+
+ private:
+  std::string device_;
+  std::map<std::string, FakeLayerCost> by_layer_name_;
+};
+
+}  // namespace burst::cost

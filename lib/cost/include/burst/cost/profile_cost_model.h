@@ -1,0 +1,35 @@
+#pragma once
+// A cost model backed by a measured profile table.
+#include "burst/cost/cost_model.h"
+#include "burst/cost/profile.h"
+
+namespace burst::cost {
+
+// Looks a layer up by its signature. At a measured batch the time is the measurement.
+// Between two measured batches b0 < b < b1 forward and backward are interpolated
+// linearly in log(time) vs log(batch); the measured points are first made non-decreasing
+// (a running maximum over batches) so the curve is monotone. Above the largest measured
+// batch time grows in proportion to the batch (a saturated device). Below the smallest
+// measured batch, or for an unknown signature, there is no estimate (std::nullopt).
+class ProfileCostModel : public CostModel {
+ public:
+  explicit ProfileCostModel(Profile profile);
+
+  std::string device() const override { return profile_.device; }
+  std::optional<LayerEstimate> estimate(const graph::Graph& graph, graph::LayerId id,
+                                        int64_t batch) const override;
+  // The same lookup by signature (for tools that have no graph at hand).
+  std::optional<LayerEstimate> estimate_signature(const std::string& signature, int64_t batch) const;
+
+  const Profile& profile() const { return profile_; }
+
+ private:
+  Profile profile_;
+};
+
+// Interpolates the points (batch -> time), batches ascending and times non-decreasing,
+// as described above. Exposed for tests.
+std::optional<Seconds> interpolate_log_log(const std::vector<std::pair<int64_t, Seconds>>& points,
+                                           int64_t batch);
+
+}  // namespace burst::cost

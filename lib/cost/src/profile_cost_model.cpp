@@ -1,0 +1,63 @@
+#include "burst/cost/profile_cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "burst/graph/model_json.h"
+
+namespace burst::cost {
+
+std::optional<Seconds> interpolate_log_log(const std::vector<std::pair<int64_t, Seconds>>& points,
+                                           int64_t batch) {
+  if (points.empty() || batch < points.front().first) return std::nullopt;
+  const auto& last = points.back();
+  if (batch >= last.first) {
+    // Saturated device: time proportional to the batch beyond the last measurement.
+    return last.second * (static_cast<double>(batch) / static_cast<double>(last.first));
+  }
+  // First point with a batch above `batch`; its predecessor is at or below.
+  const auto upper = std::upper_bound(points.begin(), points.end(), batch,
+                                      [](int64_t b, const auto& point) { return b < point.first; });
+  const auto& [b1, t1] = *upper;
+  const auto& [b0, t0] = *(upper - 1);
+  if (b0 == batch) return t0;
+  if (t0.s() <= 0 || t1.s() <= 0) {  // log undefined: fall back to linear interpolation
+    const double w = static_cast<double>(batch - b0) / static_cast<double>(b1 - b0);
+    return t0 + (t1 - t0) * w;
+  }
+  const double w = (std::log(static_cast<double>(batch)) - std::log(static_cast<double>(b0))) /
+                   (std::log(static_cast<double>(b1)) - std::log(static_cast<double>(b0)));
+  const Seconds interpolated(std::exp(std::log(t0.s()) + w * (std::log(t1.s()) - std::log(t0.s()))));
+  return std::clamp(interpolated, t0, t1);  // exp(log(x)) may miss x by an ulp
+}
+
+ProfileCostModel::ProfileCostModel(Profile profile) : profile_(std::move(profile)) {
+  profile_.index();
+}
+
+std::optional<LayerEstimate> ProfileCostModel::estimate(const graph::Graph& graph,
+                                                        graph::LayerId id, int64_t batch) const {
+  return estimate_signature(graph::layer_signature(graph, id), batch);
+}
+
+std::optional<LayerEstimate> ProfileCostModel::estimate_signature(const std::string& signature,
+                                                                  int64_t batch) const {
+  const auto* batches = profile_.find(signature);
+  if (batches == nullptr) return std::nullopt;
+  // Running maxima make both curves non-decreasing in the batch.
+  std::vector<std::pair<int64_t, Seconds>> forward, backward;
+  Seconds forward_max, backward_max;
+  for (const auto& [b, entry] : *batches) {
+    forward_max = std::max(forward_max, entry->forward);
+    backward_max = std::max(backward_max, entry->backward);
+    forward.emplace_back(b, forward_max);
+    backward.emplace_back(b, backward_max);
+  }
+  const auto f = interpolate_log_log(forward, batch);
+  const auto g = interpolate_log_log(backward, batch);
+  if (!f || !g) return std::nullopt;
+  const CostSource source = batches->count(batch) ? CostSource::Measured : CostSource::Interpolated;
+  return LayerEstimate{{*f, *g}, source};
+}
+
+}  // namespace burst::cost

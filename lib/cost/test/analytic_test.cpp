@@ -1,0 +1,100 @@
+#include "burst/cost/analytic.h"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "burst/cost/fake_cost_model.h"
+#include "burst/graph/zoo.h"
+#include "burst/util/error.h"
+
+namespace burst::cost {
+namespace {
+
+// A device with round numbers: 100 GFLOP/s peak, 10 GB/s, 1 us overhead.
+DeviceSpec round_device() {
+  DeviceSpec device;
+  device.kind = "test";
+  device.peak_flops = 100e9;
+  device.memory_bandwidth = Bandwidth::gigabytes_per_s(10);
+  device.overhead = Seconds::from_us(1);
+  device.curves[static_cast<int>(OpClass::Conv)] = EfficiencyCurve{0.5, 4, 2};
+  device.curves[static_cast<int>(OpClass::Matmul)] = EfficiencyCurve{1.0, 1, 2};
+  device.curves[static_cast<int>(OpClass::Memory)] = EfficiencyCurve{1.0, 0, 1};
+  return device;
+}
+
+TEST(Analytic, RooflineComputeBound) {
+  const AnalyticCostModel model(round_device());
+  // conv, 1 GFLOP per sample, batch 4: eff = 0.5 x 4 / (4 + 4) = 0.25.
+  // compute = 4e9 / (100e9 x 0.25) = 160 ms; bytes 4 x 1 KB / 10 GB/s = 0.4 us.
+  // forward = 160 ms + 1 us; backward = 2 x forward.
+  const LayerTime t = model.time("conv2d", 1'000'000'000, 1000, 0, 4);
+  EXPECT_NEAR(t.forward.ms(), 160.001, 1e-9);
+  EXPECT_NEAR(t.backward.ms(), 320.002, 1e-9);
+}
+
+TEST(Analytic, RooflineMemoryBound) {
+  const AnalyticCostModel model(round_device());
+  // relu, 1M elements in + out per sample (8 MB with fp32 in and out), batch 2:
+  // bytes = 2 x 8e6 = 16 MB at 10 GB/s x eff 1 = 1.6 ms; FLOPs 2e6 / 100e9 = 20 us.
+  const LayerTime t = model.time("relu", 1'000'000, 8'000'000, 0, 2);
+  EXPECT_NEAR(t.forward.ms(), 1.601, 1e-9);
+  EXPECT_NEAR(t.backward.ms(), 1.601, 1e-9);  // backward_ratio 1
+  // Weights count as bytes too: a linear of 1M params reads 4 MB even at batch 1.
+  // matmul eff at batch 1 = 1 x 1/(1+1) = 0.5; compute 2e6/(50e9) = 40 us;
+  // bytes 4e6 + 8 = 0.4 ms dominates: forward = 0.4 ms + 8 B/10 GB/s + 1 us.
+  const LayerTime fc = model.time("linear", 2'000'000, 8, 1'000'000, 1);
+  EXPECT_NEAR(fc.forward.ms(), 0.4 + 0.0000008 + 0.001, 1e-9);
+}
+
+TEST(Analytic, FitRecoversAKnownCurve) {
+  // Synthesise a profile from known curves, then fit: the fit must reproduce it closely.
+  DeviceSpec truth = round_device();
+  truth.curves[static_cast<int>(OpClass::Conv)] = EfficiencyCurve{0.4, 6, 2.5};
+  const AnalyticCostModel generator(truth);
+  Profile profile;
+  profile.device = "test";
+  for (int64_t flops : {10'000'000, 300'000'000, 2'000'000'000}) {
+    for (int64_t batch : {1, 2, 4, 8, 16, 32}) {
+      ProfileEntry entry;
+      entry.signature = "conv" + std::to_string(flops);
+      entry.op = "conv2d";
+      entry.batch = batch;
+      entry.forward_flops_per_sample = flops;
+      entry.input_bytes_per_sample = 1000;
+      const LayerTime t = generator.time("conv2d", flops, 1000, 0, batch);
+      entry.forward = t.forward;
+      entry.backward = t.backward;
+      profile.entries.push_back(entry);
+    }
+  }
+  const DeviceSpec fitted = fit_device(round_device(), profile);
+  const FitError error = evaluate_fit(fitted, profile);
+  EXPECT_EQ(error.entries, 18);
+  EXPECT_LT(error.median_relative, 0.05);  // grid resolution, not noise: data is exact
+  EXPECT_NEAR(fitted.curves[static_cast<int>(OpClass::Conv)].backward_ratio, 2.5, 1e-9);
+}
+
+TEST(Analytic, CatalogKnowsItsDevices) {
+  EXPECT_DOUBLE_EQ(catalog_device("a100").peak_flops, 156e12);
+  EXPECT_DOUBLE_EQ(catalog_device("h200").memory_bandwidth.bytes_per_second(), 4800e9);
+  EXPECT_THROW(catalog_device("tpu"), UserError);
+}
+
+TEST(LayeredCostModel, MeasuredFirstAnalyticForGaps) {
+  const graph::Graph graph = graph::build_zoo_model("fmnist_cnn");
+  auto measured = std::make_unique<FakeCostModel>(
+      "test", std::map<std::string, FakeLayerCost>{
+                  {"conv1", {{Seconds::from_ms(1), Seconds::from_ms(0.5)}, {Seconds::from_ms(2), Seconds{}}}}});
+  const LayeredCostModel model(std::move(measured), std::make_unique<AnalyticCostModel>(round_device()));
+  // conv1 at batch 4 from the fake: forward 1 + 0.5 x 4 = 3 ms, backward 2 ms.
+  const auto conv = model.estimate(graph, *graph.find("conv1"), 4);
+  EXPECT_EQ(conv->source, CostSource::Measured);
+  EXPECT_DOUBLE_EQ(conv->time.forward.ms(), 3.0);
+  EXPECT_DOUBLE_EQ(conv->time.backward.ms(), 2.0);
+  EXPECT_EQ(model.estimate(graph, *graph.find("fc1"), 4)->source, CostSource::Analytic);
+}
+
+}  // namespace
+}  // namespace burst::cost
