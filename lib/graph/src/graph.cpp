@@ -13,6 +13,14 @@
 namespace burst::graph {
 namespace {
 
+// Names appear in tables and one-line errors: no newlines, escapes or other controls.
+bool has_control_character(const std::string& text) {
+  for (const char c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return true;
+  }
+  return false;
+}
+
 std::string describe(const LayerSpec& layer) {
   return fmt::format("layer '{}' ({})", layer.name, op_name(layer.op()));
 }
@@ -67,6 +75,9 @@ std::string cycle_path(const std::vector<std::vector<LayerId>>& inputs,
 }  // namespace
 
 Graph Graph::build(std::string name, std::vector<LayerSpec> specs) {
+  if (has_control_character(name)) {
+    throw UserError(fmt::format("model name '{}' contains a control character", name));
+  }
   if (specs.empty()) throw UserError(fmt::format("model '{}' has no layers", name));
   const size_t count = specs.size();
 
@@ -75,6 +86,10 @@ Graph Graph::build(std::string name, std::vector<LayerSpec> specs) {
   for (size_t i = 0; i < count; ++i) {
     if (specs[i].name.empty()) {
       throw UserError(fmt::format("layer #{} ({}): name is empty", i, op_name(specs[i].op())));
+    }
+    if (has_control_character(specs[i].name)) {
+      throw UserError(fmt::format("layer #{} ({}): name '{}' contains a control character", i,
+                                  op_name(specs[i].op()), specs[i].name));
     }
     if (!file_index.emplace(specs[i].name, static_cast<LayerId>(i)).second) {
       throw UserError(fmt::format("layer #{}: name '{}' is used by another layer", i, specs[i].name));

@@ -109,12 +109,6 @@ LayerSpec layer_from_json(const json& object, size_t index) {
   }
   LayerSpec layer;
   layer.name = AttrReader(object, layer_where(index, "", "")).get_string("name");
-  for (const char c : layer.name) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-      throw UserError(fmt::format("layer #{}: name {} contains a control character", index,
-                                  json_excerpt(json(layer.name))));
-    }
-  }
   const std::string op = AttrReader(object, layer_where(index, layer.name, "")).get_string("op");
   const auto kind = op_from_name(op);
   if (!kind) {

@@ -112,7 +112,7 @@ class Inferrer {
     const Pair stride = (a.stride.h == 0 && a.stride.w == 0) ? a.kernel : a.stride;
     require_positive(stride, "stride");
     require_non_negative(a.padding, "padding");
-    if (a.padding.h * 2 > a.kernel.h || a.padding.w * 2 > a.kernel.w) {
+    if (a.padding.h > a.kernel.h / 2 || a.padding.w > a.kernel.w / 2) {
       fail(fmt::format("padding [{}, {}] exceeds half the kernel [{}, {}]", a.padding.h,
                        a.padding.w, a.kernel.h, a.kernel.w));
     }

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <limits>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -36,19 +36,28 @@ json parse_json_text(const std::string& text) {
     if (reason.rfind("[json.exception", 0) == 0 && bracket != std::string::npos) {
       reason = reason.substr(bracket + 2);
     }
-    throw UserError("invalid JSON: " + reason);
+    // The parser quotes the bytes it last read, which may be invalid UTF-8: escape them.
+    std::string printable;
+    for (const char c : reason) {
+      const auto byte = static_cast<unsigned char>(c);
+      printable += byte < 0x80 ? std::string(1, c) : fmt::format("\\x{:02x}", byte);
+    }
+    throw UserError("invalid JSON: " + printable);
   }
 }
 
 std::string read_text_file(const std::string& path, const std::string& what) {
   std::ifstream file(path, std::ios::binary);
   if (!file) throw UserError(fmt::format("cannot open {} '{}': {}", what, path, std::strerror(errno)));
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad() || text.fail()) {
-    throw UserError(fmt::format("cannot read {} '{}' (is it a regular file?)", what, path));
+  std::string text;
+  try {
+    text.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+  } catch (const std::exception&) {  // libstdc++ throws when the path is a directory
+    file.setstate(std::ios::badbit);
   }
-  return text.str();
+  if (file.bad()) throw UserError(fmt::format("cannot read {} '{}' (is it a regular file?)", what, path));
+  if (text.empty()) throw UserError(fmt::format("{} '{}' is empty", what, path));
+  return text;
 }
 
 void write_text_file_atomically(const std::string& path, const std::string& text) {

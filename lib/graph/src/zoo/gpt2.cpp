@@ -83,7 +83,7 @@ std::vector<ZooEntry> gpt2_entries() {
   entry.build = [](const ZooOptions& options) {
     const std::string model = "gpt2";
     Gpt2Config c;
-    c.layers = option_int(options, model, "layers");
+    c.layers = option_int(options, model, "layers", kMaxZooBlocks);
     c.width = option_int(options, model, "width");
     c.heads = option_int(options, model, "heads");
     c.seq = option_int(options, model, "seq");

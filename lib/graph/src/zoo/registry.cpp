@@ -84,7 +84,8 @@ Graph build_zoo_model(const std::string& spec) {
   return entry->build(parse_options(*entry, option_text));
 }
 
-int64_t option_int(const ZooOptions& options, const std::string& model, const std::string& key) {
+int64_t option_int(const ZooOptions& options, const std::string& model, const std::string& key,
+                   int64_t max_value) {
   const std::string& text = options.at(key);
   size_t used = 0;
   long long value = 0;
@@ -96,6 +97,10 @@ int64_t option_int(const ZooOptions& options, const std::string& model, const st
   if (used != text.size() || text.empty() || value <= 0) {
     throw UserError(fmt::format("model '{}': option {}={} is not a positive integer", model, key,
                                 text));
+  }
+  if (value > max_value) {
+    throw UserError(fmt::format("model '{}': option {}={} exceeds the limit {}", model, key, text,
+                                max_value));
   }
   return value;
 }

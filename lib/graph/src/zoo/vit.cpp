@@ -96,7 +96,7 @@ std::vector<ZooEntry> vit_entries() {
     VitConfig c;
     c.image_size = option_int(options, model, "image_size");
     c.patch = option_int(options, model, "patch");
-    c.layers = option_int(options, model, "layers");
+    c.layers = option_int(options, model, "layers", kMaxZooBlocks);
     c.width = option_int(options, model, "width");
     c.heads = option_int(options, model, "heads");
     c.mlp = option_int(options, model, "mlp");

@@ -40,8 +40,15 @@ bool is_zoo_model(const std::string& spec);
 // Builds a model from a spec ("resnet50" or "resnet50:classes=10,image_size=160").
 Graph build_zoo_model(const std::string& spec);
 
+// Bounds on zoo options, so no option can overflow a builder's arithmetic or make a model
+// too large to hold: any integer option <= 2^20, block counts (layers) <= 1024.
+inline constexpr int64_t kMaxZooOptionValue = int64_t{1} << 20;
+inline constexpr int64_t kMaxZooBlocks = 1024;
+
 // Option parsing helpers for zoo builders; errors name the model and the key.
-int64_t option_int(const ZooOptions& options, const std::string& model, const std::string& key);
+// option_int accepts integers in [1, max_value].
+int64_t option_int(const ZooOptions& options, const std::string& model, const std::string& key,
+                   int64_t max_value = kMaxZooOptionValue);
 bool option_bool(const ZooOptions& options, const std::string& model, const std::string& key);
 
 }  // namespace burst::graph

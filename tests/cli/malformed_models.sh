@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Usage: malformed_models.sh BURST_BINARY CORPUS_DIR
+#
+# Feeds every CORPUS_DIR/*.json to `burst model show` (and a few to `burst model export`),
+# plus a directory, nonexistent paths, bad zoo options and bad command lines. Each must be
+# refused the same way: exit code exactly 2, nothing on stdout, and exactly one non-empty
+# line on stderr starting with "burst: error: " (no sanitizer report, no abort), within
+# 20 seconds. Exits 1 listing every input that broke the rule.
+set -u
+
+if [ $# -ne 2 ]; then
+  echo "usage: $0 BURST_BINARY CORPUS_DIR" >&2
+  exit 64
+fi
+burst=$1
+corpus=$2
+if [ ! -x "$burst" ]; then
+  echo "FAIL: $burst is not an executable" >&2
+  exit 1
+fi
+if [ ! -d "$corpus" ]; then
+  echo "FAIL: $corpus is not a directory" >&2
+  exit 1
+fi
+
+export LC_ALL=C
+work=$(mktemp -d "${TMPDIR:-/tmp}/burst-malformed.XXXXXX") || exit 1
+trap 'rm -rf "$work"' EXIT
+
+checked=0
+failures=0
+prefix="burst: error: "
+
+# refused LABEL ARGS...: runs `burst ARGS...` and checks the refusal rule.
+refused() {
+  local label=$1
+  shift
+  checked=$((checked + 1))
+  timeout -k 5 20 "$burst" "$@" >"$work/stdout" 2>"$work/stderr" </dev/null
+  local rc=$?
+  local problems=()
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    problems+=("did not finish within 20 s (timeout exit $rc)")
+  elif [ "$rc" -ne 2 ]; then
+    problems+=("exit code $rc, expected 2")
+  fi
+  if [ -s "$work/stdout" ]; then
+    problems+=("wrote $(wc -c <"$work/stdout") bytes to stdout")
+  fi
+  local bytes newlines first
+  bytes=$(wc -c <"$work/stderr")
+  newlines=$(tr -cd '\n' <"$work/stderr" | wc -c)
+  first=$(head -n 1 "$work/stderr")
+  if [ "$bytes" -eq 0 ]; then
+    problems+=("stderr is empty")
+  elif [ "$newlines" -ne 1 ] || [ "$(tail -c 1 "$work/stderr" | od -An -tx1 | tr -d ' ')" != "0a" ]; then
+    problems+=("stderr is not exactly one line ($newlines newlines in $bytes bytes)")
+  fi
+  if [ "$bytes" -ne 0 ]; then
+    case $first in
+      "$prefix"?*) ;;
+      *) problems+=("stderr does not start with '$prefix' followed by a message") ;;
+    esac
+  fi
+  local marker
+  for marker in AddressSanitizer LeakSanitizer "runtime error" terminate Aborted "Segmentation fault" "core dumped"; do
+    if grep -qF -- "$marker" "$work/stderr"; then
+      problems+=("stderr mentions '$marker'")
+    fi
+  done
+  if [ ${#problems[@]} -ne 0 ]; then
+    failures=$((failures + 1))
+    echo "FAIL: $label"
+    echo "  command: burst $*"
+    local problem
+    for problem in "${problems[@]}"; do echo "  - $problem"; done
+    echo "  stderr (first 5 lines):"
+    head -n 5 "$work/stderr" | cut -c 1-300 | sed 's/^/    | /'
+    if [ -s "$work/stdout" ]; then
+      echo "  stdout (first 5 lines):"
+      head -n 5 "$work/stdout" | cut -c 1-300 | sed 's/^/    | /'
+    fi
+  fi
+}
+
+# --- the corpus, through `model show` ------------------------------------------------------
+shopt -s nullglob
+files=("$corpus"/*.json)
+shopt -u nullglob
+if [ ${#files[@]} -lt 40 ]; then
+  echo "FAIL: only ${#files[@]} *.json files in $corpus, expected the full corpus (40 or more)"
+  exit 1
+fi
+for file in "${files[@]}"; do
+  refused "$(basename "$file")" model show "$file"
+done
+# The same files must be refused by --json too (the report is not even started).
+for name in cycle_three_layers.json truncated_mid_document.json invalid_utf8_in_name.json; do
+  if [ -f "$corpus/$name" ]; then
+    refused "$name (show --json)" model show --json "$corpus/$name"
+  fi
+done
+
+# --- `model export` must refuse before writing anything ------------------------------------
+for name in cycle_two_layers.json empty_file.json deep_nesting_arrays.json tied_shape_mismatch.json \
+            out_channels_2_pow_62.json; do
+  if [ -f "$corpus/$name" ]; then
+    rm -f "$work/exported.json"
+    refused "$name (export)" model export "$corpus/$name" -o "$work/exported.json"
+    if [ -e "$work/exported.json" ]; then
+      failures=$((failures + 1))
+      echo "FAIL: $name (export): wrote $work/exported.json although the model was refused"
+    fi
+  fi
+done
+
+# --- paths that are not model files ---------------------------------------------------------
+mkdir -p "$work/dir.json"
+refused "nonexistent path" model show "$work/does-not-exist.json"
+refused "nonexistent path, no .json" model show "$work/does-not-exist"
+refused "nonexistent relative name" model show no_such_model_or_file
+refused "directory path" model show "$work"
+refused "directory named *.json" model show "$work/dir.json"
+refused "corpus directory" model show "$corpus"
+refused "/dev/null" model show /dev/null
+refused "nonexistent path (export)" model export "$work/does-not-exist.json" -o "$work/x.json"
+refused "export to a directory" model export fmnist_cnn -o "$work/dir.json"
+refused "export into a missing directory" model export fmnist_cnn -o "$work/missing/x.json"
+
+# --- zoo specs with bad options -------------------------------------------------------------
+for spec in 'resnet50:foo=1' 'resnet50:classes=-3' 'resnet50:classes=0' 'resnet50:classes=' \
+            'resnet50:classes=3x' 'resnet50:classes=99999999999999999999' 'resnet50:classes' \
+            'resnet50:=1' 'resnet50:classes=1,classes=2' 'resnet50:image_size=0' \
+            'resnet:depth=42' 'vgg16:image_size=16' 'inception_v3:aux_logits=maybe' \
+            'vit_b_16:heads=7' 'vit_b_16:patch=15' 'gpt2:heads=7' 'gpt2:seq=2000' \
+            'fmnist_cnn:channels=9223372036854775807' 'RESNET50' ':' ''; do
+  refused "zoo spec '$spec'" model show "$spec"
+done
+refused "zoo spec 'resnet50:foo=1' (export)" model export 'resnet50:foo=1' -o "$work/x.json"
+
+# --- bad command lines ----------------------------------------------------------------------
+refused "no subcommand" 
+refused "unknown subcommand" frobnicate
+refused "unknown model subcommand" model frobnicate vgg16
+refused "model without subcommand" model
+refused "show without a model" model show
+refused "export without a model" model export -o "$work/x.json"
+refused "export without -o" model export vgg16
+refused "export -o without a value" model export vgg16 -o
+refused "unknown option" models --frobnicate
+refused "unknown option of show" model show vgg16 --frobnicate
+refused "extra argument" model show vgg16 resnet50
+refused "unknown global option" --frobnicate
+
+if [ -e "$work/x.json" ]; then
+  failures=$((failures + 1))
+  echo "FAIL: a refused export wrote $work/x.json"
+fi
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures of $checked malformed inputs were not refused with exit 2 and one line"
+  exit 1
+fi
+echo "$checked malformed inputs refused with exit 2 and one line"
