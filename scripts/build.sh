@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 flavour="${1:-release}"
 case "$flavour" in
   release) flags=(-DCMAKE_BUILD_TYPE=Release) ;;
-  sanitize) flags=(-DCMAKE_BUILD_TYPE=Debug -DBURST_SANITIZE=ON) ;;
+  sanitize) flags=(-DCMAKE_BUILD_TYPE=Debug -DBURST_SANITIZE=ON -DBURST_WITH_TORCH=OFF) ;;
   *) echo "usage: scripts/build.sh [release|sanitize]" >&2; exit 2 ;;
 esac
 

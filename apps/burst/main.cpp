@@ -8,7 +8,13 @@
 #include <fmt/format.h>
 
 #include "burst/util/error.h"
+#include "cluster_commands.h"
+#include "cost_commands.h"
+#include "import_commands.h"
 #include "model_commands.h"
+#ifdef BURST_HAVE_TORCH
+#include "profile_commands.h"
+#endif
 
 namespace {
 
@@ -43,6 +49,12 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("burst 0.1.0"));
   app.require_subcommand(1);
   burst::cli::add_model_commands(app);
+#ifdef BURST_HAVE_TORCH
+  burst::cli::add_profile_commands(app);
+#endif
+  burst::cli::add_cost_commands(app);
+  burst::cli::add_cluster_commands(app);
+  burst::cli::add_import_commands(app);
 
   try {
     app.parse(argc, argv);

@@ -27,61 +27,8 @@ export LC_ALL=C
 work=$(mktemp -d "${TMPDIR:-/tmp}/burst-malformed.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 
-checked=0
-failures=0
-prefix="burst: error: "
-
-# refused LABEL ARGS...: runs `burst ARGS...` and checks the refusal rule.
-refused() {
-  local label=$1
-  shift
-  checked=$((checked + 1))
-  timeout -k 5 20 "$burst" "$@" >"$work/stdout" 2>"$work/stderr" </dev/null
-  local rc=$?
-  local problems=()
-  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-    problems+=("did not finish within 20 s (timeout exit $rc)")
-  elif [ "$rc" -ne 2 ]; then
-    problems+=("exit code $rc, expected 2")
-  fi
-  if [ -s "$work/stdout" ]; then
-    problems+=("wrote $(wc -c <"$work/stdout") bytes to stdout")
-  fi
-  local bytes newlines first
-  bytes=$(wc -c <"$work/stderr")
-  newlines=$(tr -cd '\n' <"$work/stderr" | wc -c)
-  first=$(head -n 1 "$work/stderr")
-  if [ "$bytes" -eq 0 ]; then
-    problems+=("stderr is empty")
-  elif [ "$newlines" -ne 1 ] || [ "$(tail -c 1 "$work/stderr" | od -An -tx1 | tr -d ' ')" != "0a" ]; then
-    problems+=("stderr is not exactly one line ($newlines newlines in $bytes bytes)")
-  fi
-  if [ "$bytes" -ne 0 ]; then
-    case $first in
-      "$prefix"?*) ;;
-      *) problems+=("stderr does not start with '$prefix' followed by a message") ;;
-    esac
-  fi
-  local marker
-  for marker in AddressSanitizer LeakSanitizer "runtime error" terminate Aborted "Segmentation fault" "core dumped"; do
-    if grep -qF -- "$marker" "$work/stderr"; then
-      problems+=("stderr mentions '$marker'")
-    fi
-  done
-  if [ ${#problems[@]} -ne 0 ]; then
-    failures=$((failures + 1))
-    echo "FAIL: $label"
-    echo "  command: burst $*"
-    local problem
-    for problem in "${problems[@]}"; do echo "  - $problem"; done
-    echo "  stderr (first 5 lines):"
-    head -n 5 "$work/stderr" | cut -c 1-300 | sed 's/^/    | /'
-    if [ -s "$work/stdout" ]; then
-      echo "  stdout (first 5 lines):"
-      head -n 5 "$work/stdout" | cut -c 1-300 | sed 's/^/    | /'
-    fi
-  fi
-}
+# shellcheck source=refusal.sh
+source "$(dirname "$0")/refusal.sh"
 
 # --- the corpus, through `model show` ------------------------------------------------------
 shopt -s nullglob
@@ -157,8 +104,4 @@ if [ -e "$work/x.json" ]; then
   echo "FAIL: a refused export wrote $work/x.json"
 fi
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures of $checked malformed inputs were not refused with exit 2 and one line"
-  exit 1
-fi
-echo "$checked malformed inputs refused with exit 2 and one line"
+refusal_summary

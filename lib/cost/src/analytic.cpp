@@ -40,7 +40,7 @@ int64_t entry_bytes_per_sample(const ProfileEntry& entry) {
 // Forward time of the roofline for one class curve (see analytic.h).
 Seconds roofline(const DeviceSpec& device, OpClass cls, const EfficiencyCurve& curve,
                  double flops, double bytes, int64_t batch) {
-  const double efficiency = curve.efficiency(batch);
+  const double efficiency = curve.efficiency(batch, cls == OpClass::Memory ? bytes : flops);
   // Compute-bound classes scale peak FLOP/s by the curve; the memory class scales bandwidth.
   const double compute = cls == OpClass::Memory ? flops / device.peak_flops
                                                 : flops / (device.peak_flops * efficiency);
@@ -58,7 +58,9 @@ DeviceSpec gpu(std::string kind, std::string description, double peak_tflops, do
   spec.memory_bandwidth = Bandwidth::gigabytes_per_s(bandwidth_gb_s);
   spec.memory = Bytes(memory_gb * 1e9);
   spec.overhead = Seconds::from_us(10);
-  spec.curves = {EfficiencyCurve{0.5, 8, 2}, EfficiencyCurve{0.6, 8, 2}, EfficiencyCurve{0.7, 2, 1.5}};
+  using Scale = EfficiencyCurve::Scale;
+  spec.curves = {EfficiencyCurve{0.5, 8, Scale::Batch, 2}, EfficiencyCurve{0.6, 8, Scale::Batch, 2},
+                 EfficiencyCurve{0.7, 2, Scale::Batch, 1.5}};
   return spec;
 }
 
@@ -66,30 +68,65 @@ struct Sample {
   double flops;   // forward FLOPs at the entry's batch
   double bytes;   // forward bytes at the entry's batch
   int64_t batch;
-  double log_forward;
+  double log_total;  // log of measured forward + backward seconds
 };
 
-// Best (eff_max, b_half) for one class at a fixed overhead; returns the squared log error.
+// Squared log error of forward + backward times over `samples` for one class curve.
+double class_error(const DeviceSpec& device, OpClass cls, const EfficiencyCurve& curve,
+                   const std::vector<Sample>& samples) {
+  double error = 0;
+  for (const Sample& s : samples) {
+    const double predicted =
+        roofline(device, cls, curve, s.flops, s.bytes, s.batch).s() * (1 + curve.backward_ratio);
+    const double diff = std::log(predicted) - s.log_total;
+    error += diff * diff;
+  }
+  return error;
+}
+
+// Best (eff_max, x_half) for one class at a fixed overhead, given the class's backward
+// ratio, for both utilisation variables; returns the squared log error. Coarse-to-fine
+// search in log space: a 12 x 12 grid, then two 7 x 7 grids around the best point.
 double fit_class(const DeviceSpec& device, OpClass cls, const std::vector<Sample>& samples,
                  EfficiencyCurve* curve) {
-  static const std::vector<double> kEffGrid = geometric_grid(0.002, 1.0, 48);
-  static const std::vector<double> kHalfGrid = geometric_grid(0.05, 4096, 48);
+  using Scale = EfficiencyCurve::Scale;
   double best = std::numeric_limits<double>::infinity();
-  EfficiencyCurve candidate = *curve;
-  for (const double eff : kEffGrid) {
-    for (const double half : kHalfGrid) {
-      candidate.eff_max = eff;
-      candidate.b_half = half;
-      double error = 0;
-      for (const Sample& s : samples) {
-        const double predicted = roofline(device, cls, candidate, s.flops, s.bytes, s.batch).s();
-        const double diff = std::log(predicted) - s.log_forward;
-        error += diff * diff;
+  for (const Scale scale : {Scale::Batch, Scale::Work}) {
+    double eff_lo = 0.002, eff_hi = 1.0;
+    double half_lo = scale == Scale::Batch ? 0.05 : 1e2;
+    double half_hi = scale == Scale::Batch ? 4096 : 1e13;
+    int points = 12;
+    EfficiencyCurve candidate = *curve;
+    candidate.scale = scale;
+    for (int round = 0; round < 3; ++round) {
+      const std::vector<double> effs = geometric_grid(eff_lo, eff_hi, points);
+      const std::vector<double> halves = geometric_grid(half_lo, half_hi, points);
+      EfficiencyCurve round_best = candidate;
+      double round_error = std::numeric_limits<double>::infinity();
+      for (const double eff : effs) {
+        for (const double half : halves) {
+          candidate.eff_max = eff;
+          candidate.x_half = half;
+          const double error = class_error(device, cls, candidate, samples);
+          if (error < round_error) {
+            round_error = error;
+            round_best = candidate;
+          }
+        }
       }
-      if (error < best) {
-        best = error;
-        *curve = candidate;
+      candidate = round_best;
+      if (round_error < best) {
+        best = round_error;
+        *curve = round_best;
       }
+      // Next round: one grid step either side of the best point (eff_max stays <= 1).
+      const double eff_step = std::pow(eff_hi / eff_lo, 1.0 / (points - 1));
+      const double half_step = std::pow(half_hi / half_lo, 1.0 / (points - 1));
+      eff_lo = round_best.eff_max / eff_step;
+      eff_hi = std::min(1.0, round_best.eff_max * eff_step);
+      half_lo = round_best.x_half / half_step;
+      half_hi = round_best.x_half * half_step;
+      points = 7;
     }
   }
   return best;
@@ -101,6 +138,10 @@ OpClass op_class(const std::string& op_name) {
   if (op_name == "conv2d") return OpClass::Conv;
   if (op_name == "linear" || op_name == "self_attention") return OpClass::Matmul;
   return OpClass::Memory;
+}
+
+const char* scale_name(EfficiencyCurve::Scale scale) {
+  return scale == EfficiencyCurve::Scale::Batch ? "batch" : "work";
 }
 
 const char* op_class_name(OpClass op_class) {
@@ -166,7 +207,7 @@ DeviceSpec fit_device(DeviceSpec device, const Profile& profile) {
     const Sample sample{static_cast<double>(entry.forward_flops_per_sample) * b,
                         static_cast<double>(entry_bytes_per_sample(entry)) * b +
                             static_cast<double>(entry.params) * kFloatBytes,
-                        entry.batch, std::log(entry.forward.s())};
+                        entry.batch, std::log((entry.forward + entry.backward).s())};
     samples[static_cast<int>(cls)].push_back(sample);
     backward_ratios[static_cast<int>(cls)].push_back(entry.backward / entry.forward);
     min_forward = std::min(min_forward, entry.forward.s());
@@ -176,9 +217,15 @@ DeviceSpec fit_device(DeviceSpec device, const Profile& profile) {
       best_flops_per_s = std::max(best_flops_per_s, sample.flops / entry.forward.s());
     }
   }
+  if (!std::isfinite(min_forward)) {
+    throw UserError("cannot fit a device model: the profile has no entry with a positive forward time");
+  }
   if (device.kind == "cpu") {
     if (best_flops_per_s > 0) device.peak_flops = best_flops_per_s;
     if (best_bytes_per_s > 0) device.memory_bandwidth = Bandwidth(best_bytes_per_s);
+  }
+  for (int c = 0; c < kOpClassCount; ++c) {
+    if (!backward_ratios[c].empty()) device.curves[c].backward_ratio = median(backward_ratios[c]);
   }
   // Overhead is shared by all classes: try a grid below the fastest measured layer.
   double best_total = std::numeric_limits<double>::infinity();
@@ -195,9 +242,6 @@ DeviceSpec fit_device(DeviceSpec device, const Profile& profile) {
       best_total = total;
       best = candidate;
     }
-  }
-  for (int c = 0; c < kOpClassCount; ++c) {
-    if (!backward_ratios[c].empty()) best.curves[c].backward_ratio = median(backward_ratios[c]);
   }
   return best;
 }

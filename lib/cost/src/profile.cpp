@@ -65,14 +65,18 @@ ProfileEntry entry_from_json(const json& object, size_t index) {
   return entry;
 }
 
+// Milliseconds rounded to the nanosecond: seconds -> ms conversions would otherwise
+// print as 0.9990000000000001.
+double rounded_ms(Seconds time) { return std::round(time.ms() * 1e6) / 1e6; }
+
 json entry_to_json(const ProfileEntry& entry) {
   json object = {{"signature", entry.signature},
                  {"op", entry.op},
                  {"batch", entry.batch},
-                 {"forward_ms", entry.forward.ms()},
-                 {"backward_ms", entry.backward.ms()}};
-  if (entry.backward_input) object["backward_input_ms"] = entry.backward_input->ms();
-  if (entry.backward_weight) object["backward_weight_ms"] = entry.backward_weight->ms();
+                 {"forward_ms", rounded_ms(entry.forward)},
+                 {"backward_ms", rounded_ms(entry.backward)}};
+  if (entry.backward_input) object["backward_input_ms"] = rounded_ms(*entry.backward_input);
+  if (entry.backward_weight) object["backward_weight_ms"] = rounded_ms(*entry.backward_weight);
   object["forward_spread"] = entry.forward_spread;
   object["backward_spread"] = entry.backward_spread;
   object["repetitions"] = entry.repetitions;
@@ -84,6 +88,23 @@ json entry_to_json(const ProfileEntry& entry) {
 }
 
 }  // namespace
+
+Profile::Profile(const Profile& other)
+    : device(other.device), description(other.description), source(other.source),
+      entries(other.entries) {
+  index();
+}
+
+Profile& Profile::operator=(const Profile& other) {
+  if (this != &other) {
+    device = other.device;
+    description = other.description;
+    source = other.source;
+    entries = other.entries;
+    index();
+  }
+  return *this;
+}
 
 const std::map<int64_t, const ProfileEntry*>* Profile::find(const std::string& signature) const {
   const auto found = by_signature_.find(signature);

@@ -18,9 +18,9 @@ DeviceSpec round_device() {
   device.peak_flops = 100e9;
   device.memory_bandwidth = Bandwidth::gigabytes_per_s(10);
   device.overhead = Seconds::from_us(1);
-  device.curves[static_cast<int>(OpClass::Conv)] = EfficiencyCurve{0.5, 4, 2};
-  device.curves[static_cast<int>(OpClass::Matmul)] = EfficiencyCurve{1.0, 1, 2};
-  device.curves[static_cast<int>(OpClass::Memory)] = EfficiencyCurve{1.0, 0, 1};
+  device.curves[static_cast<int>(OpClass::Conv)] = EfficiencyCurve{0.5, 4, EfficiencyCurve::Scale::Batch, 2};
+  device.curves[static_cast<int>(OpClass::Matmul)] = EfficiencyCurve{1.0, 1, EfficiencyCurve::Scale::Batch, 2};
+  device.curves[static_cast<int>(OpClass::Memory)] = EfficiencyCurve{1.0, 0, EfficiencyCurve::Scale::Batch, 1};
   return device;
 }
 
@@ -51,7 +51,7 @@ TEST(Analytic, RooflineMemoryBound) {
 TEST(Analytic, FitRecoversAKnownCurve) {
   // Synthesise a profile from known curves, then fit: the fit must reproduce it closely.
   DeviceSpec truth = round_device();
-  truth.curves[static_cast<int>(OpClass::Conv)] = EfficiencyCurve{0.4, 6, 2.5};
+  truth.curves[static_cast<int>(OpClass::Conv)] = EfficiencyCurve{0.4, 6, EfficiencyCurve::Scale::Batch, 2.5};
   const AnalyticCostModel generator(truth);
   Profile profile;
   profile.device = "test";
@@ -74,6 +74,7 @@ TEST(Analytic, FitRecoversAKnownCurve) {
   EXPECT_EQ(error.entries, 18);
   EXPECT_LT(error.median_relative, 0.05);  // grid resolution, not noise: data is exact
   EXPECT_NEAR(fitted.curves[static_cast<int>(OpClass::Conv)].backward_ratio, 2.5, 1e-9);
+  EXPECT_EQ(fitted.curves[static_cast<int>(OpClass::Conv)].scale, EfficiencyCurve::Scale::Batch);
 }
 
 TEST(Analytic, CatalogKnowsItsDevices) {

@@ -3,8 +3,13 @@
 // class, fitted to measured profiles so that small-batch under-utilisation is reproduced.
 //
 //   forward(b)  = max(F·b / (peak · eff(class, b)), bytes(b) / bandwidth) + overhead
-//   eff(c, b)   = eff_max(c) · b / (b + b_half(c))
+//   eff(c, b)   = eff_max(c) · x / (x + x_half(c))
 //   backward(b) = backward_ratio(c) · forward(b)
+//
+// where x, the utilisation variable, is either the per-device batch b or the work of the
+// call (F·b FLOPs for compute classes, bytes(b) for the memory class): a device fills up
+// with samples for some ops and with total work for others, so the fit picks, per class,
+// whichever describes the measurements better.
 //
 // F is the layer's forward FLOPs per sample (a multiply-add = 2 FLOPs), bytes(b) the
 // input and output activations at batch b plus the fp32 weights.
@@ -25,14 +30,18 @@ OpClass op_class(const std::string& op_name);
 const char* op_class_name(OpClass op_class);
 
 struct EfficiencyCurve {
-  double eff_max = 0.5;       // asymptotic fraction of peak at large batch, in (0, 1]
-  double b_half = 4;          // batch at which half of eff_max is reached
+  enum class Scale { Batch, Work };
+  double eff_max = 0.5;       // asymptotic fraction of peak, in (0, 1]
+  double x_half = 4;          // value of the utilisation variable at half of eff_max
+  Scale scale = Scale::Batch;  // utilisation variable: batch, or FLOPs/bytes of the call
   double backward_ratio = 2;  // backward time / forward time
-  double efficiency(int64_t batch) const {
-    const double b = static_cast<double>(batch);
-    return eff_max * b / (b + b_half);
+  // `batch` samples doing `work` FLOPs (compute classes) or bytes (memory class).
+  double efficiency(int64_t batch, double work) const {
+    const double x = scale == Scale::Batch ? static_cast<double>(batch) : work;
+    return eff_max * x / (x + x_half);
   }
 };
+const char* scale_name(EfficiencyCurve::Scale scale);  // "batch" | "work"
 
 struct DeviceSpec {
   std::string kind;         // "a100", "h100-sxm", "cpu"
@@ -58,8 +67,9 @@ struct FitError {
   std::array<int, kOpClassCount> entries_by_class{};
 };
 
-// Fits overhead and every op class's curve to `profile` by a grid search minimising the
-// squared log error of forward times; backward_ratio is the median measured ratio.
+// Fits overhead and every op class's curve to `profile`: backward_ratio is the median
+// measured backward/forward ratio of the class, then a grid search over overhead, eff_max
+// and b_half minimises the squared log error of forward + backward times.
 // For the "cpu" kind, peak and bandwidth are first taken from the profile itself (the
 // best FLOP/s and bytes/s it achieved), so eff_max <= 1 is meaningful.
 DeviceSpec fit_device(DeviceSpec base, const Profile& profile);

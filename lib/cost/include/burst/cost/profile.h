@@ -36,6 +36,14 @@ struct ProfileEntry {
 };
 
 struct Profile {
+  Profile() = default;
+  // The index points into `entries`: copies rebuild it, moves keep it (a moved vector
+  // keeps its elements where they are).
+  Profile(const Profile& other);
+  Profile& operator=(const Profile& other);
+  Profile(Profile&&) noexcept = default;
+  Profile& operator=(Profile&&) noexcept = default;
+
   std::string device;       // device kind the times are for: "cpu", "a100", ...
   std::string description;  // hardware and software it was measured on
   std::string source;       // who measured it and how (attribution for imported data)

@@ -1,0 +1,81 @@
+#include "burst/cost/device_models.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "burst/cost/profile_cost_model.h"
+#include "burst/util/error.h"
+
+namespace burst::cost {
+
+std::optional<Profile> builtin_profile(const std::string& device) {
+  for (const auto& [kind, text] : builtin_profile_texts()) {
+    if (kind == device) return profile_from_json_text(std::string(text));
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+DeviceModel fitted(DeviceSpec base, Profile profile, std::string fitted_on) {
+  DeviceModel model;
+  model.spec = fit_device(std::move(base), profile);
+  model.fit_error = evaluate_fit(model.spec, profile);
+  model.fitted_on = std::move(fitted_on);
+  model.profile = std::move(profile);
+  return model;
+}
+
+}  // namespace
+
+DeviceModel resolve_device(const std::string& device, const std::optional<std::string>& profile_path) {
+  if (profile_path) {
+    Profile profile = load_profile_file(*profile_path);
+    if (!device.empty() && device != profile.device) {
+      throw UserError(fmt::format("profile '{}' is for device '{}', not '{}'", *profile_path,
+                                  profile.device, device));
+    }
+    const std::string kind = profile.device;
+    DeviceSpec base = catalog_device(kind == "cpu" || kind.empty() ? "cpu" : kind);
+    return fitted(std::move(base), std::move(profile), *profile_path);
+  }
+  if (device.empty()) throw UserError("give a device kind (--device) or a profile (--profile)");
+  if (device == "cpu") {
+    throw UserError("device 'cpu' needs a profile of this machine: run `burst profile --model M "
+                    "-o cpu.json` and pass --profile cpu.json");
+  }
+  if (auto profile = builtin_profile(device)) {
+    return fitted(catalog_device(device), std::move(*profile), "built-in " + device + " profile");
+  }
+  DeviceSpec target = catalog_device(device);  // throws for unknown kinds
+  auto a100 = builtin_profile("a100");
+  if (!a100) throw UserError(fmt::format("device '{}' needs the built-in a100 profile, which this build lacks", device));
+  DeviceModel reference = fitted(catalog_device("a100"), std::move(*a100), "built-in a100 profile");
+  DeviceModel model;
+  model.spec = with_curves_of(std::move(target), reference.spec);
+  model.fitted_on = "built-in a100 profile (curves moved to this device's peak and bandwidth)";
+  model.fit_error = reference.fit_error;
+  return model;
+}
+
+std::unique_ptr<CostModel> make_cost_model(const DeviceModel& device) {
+  auto analytic = std::make_unique<AnalyticCostModel>(device.spec);
+  if (!device.profile) return analytic;
+  return std::make_unique<LayeredCostModel>(std::make_unique<ProfileCostModel>(*device.profile),
+                                            std::move(analytic));
+}
+
+Profile filter_batches(const Profile& profile, const std::vector<int64_t>& batches) {
+  Profile kept = profile;
+  kept.entries.clear();
+  for (const ProfileEntry& entry : profile.entries) {
+    if (std::find(batches.begin(), batches.end(), entry.batch) != batches.end()) {
+      kept.entries.push_back(entry);
+    }
+  }
+  kept.index();
+  return kept;
+}
+
+}  // namespace burst::cost
