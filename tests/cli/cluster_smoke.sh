@@ -6,71 +6,27 @@
 # docs/cluster-format.md, independently of the C++ code. Exits 1 listing every failed check.
 set -u
 
-if [ $# -ne 2 ]; then
-  echo "usage: $0 BURST_BINARY EXAMPLE_CLUSTER_FILE" >&2
-  exit 64
-fi
-burst=$1
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
+cli_setup "$0 BURST_BINARY EXAMPLE_CLUSTER_FILE" 2 "$@"
 example=$2
-if [ -x /usr/bin/python3 ]; then
-  python=/usr/bin/python3
-else
-  python=$(command -v python3) || { echo "FAIL: python3 not found" >&2; exit 1; }
-fi
 
-export LC_ALL=C
-work=$(mktemp -d "${TMPDIR:-/tmp}/burst-cluster-smoke.XXXXXX") || exit 1
-trap 'rm -rf "$work"' EXIT
-
-checks=0
-failures=0
-fail() {
-  failures=$((failures + 1))
-  echo "FAIL: $*"
-}
-
-# ok NAME ARGS...: runs `burst ARGS...` (stdout to $work/NAME.out); it must exit 0 with an
-# empty stderr.
-ok() {
-  local name=$1
-  shift
-  checks=$((checks + 1))
-  timeout -k 5 60 "$burst" "$@" >"$work/$name.out" 2>"$work/$name.err" </dev/null
-  local rc=$?
-  if [ "$rc" -ne 0 ]; then
-    fail "burst $* exited with $rc"
-    head -n 5 "$work/$name.err" | sed 's/^/    | /'
-    return 1
-  fi
-  if [ -s "$work/$name.err" ]; then
-    fail "burst $* wrote to stderr"
-    head -n 5 "$work/$name.err" | sed 's/^/    | /'
-  fi
-  return 0
-}
-
-# contains NAME TEXT: the output of run NAME holds TEXT.
-contains() {
-  checks=$((checks + 1))
-  grep -qF -- "$2" "$work/$1.out" || fail "output of '$1' lacks '$2'"
-}
-
-ok example_table cluster --cluster "$example" && {
+quiet example_table cluster --cluster "$example" && {
   contains example_table "cluster lab-2x8-a100: 16 a100 devices on 2 nodes of 8"
   contains example_table "intra-node link: 300 GB/s (2400 Gb/s) per direction, latency 5 us"
   contains example_table "inter-node link: 25 GB/s (200 Gb/s) per direction, latency 10 us"
   contains example_table "hierarchical"
 }
-ok builtin_table cluster --device a100 --devices 12 && {
+quiet builtin_table cluster --device a100 --devices 12 && {
   contains builtin_table "cluster a100x12: 12 a100 devices on 2 nodes of 8 (the last node holds 4)"
   contains builtin_table "built-in defaults"
 }
-ok cpu_table cluster --device cpu --devices 4 && contains cpu_table "4 cpu devices on 1 node"
-ok single cluster --device h200 --devices 1 && contains single "nothing to all-reduce"
-ok help cluster --help && contains help "--cluster"
+quiet cpu_table cluster --device cpu --devices 4 && contains cpu_table "4 cpu devices on 1 node"
+quiet single cluster --device h200 --devices 1 && contains single "nothing to all-reduce"
+quiet help cluster --help && contains help "--cluster"
 
 # JSON: recompute every prediction for the example (A100 numbers) from the formulas.
-ok example_json cluster --cluster "$example" --json && {
+quiet example_json cluster --cluster "$example" --json && {
   checks=$((checks + 1))
   "$python" - "$work/example_json.out" <<'PY' || fail "JSON of the example file"
 import json, sys
@@ -103,7 +59,7 @@ PY
 }
 
 # The "cluster" object of the JSON is a cluster file: it loads back to the same report.
-ok builtin_json cluster --device h100-sxm --devices 20 --json && {
+quiet builtin_json cluster --device h100-sxm --devices 20 --json && {
   checks=$((checks + 1))
   "$python" -c 'import json,sys; json.dump(json.load(open(sys.argv[1]))["cluster"], open(sys.argv[2], "w"))' \
     "$work/builtin_json.out" "$work/h100.json" || fail "could not extract the cluster object"
@@ -119,8 +75,4 @@ PY
   fi
 }
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures of $checks checks failed"
-  exit 1
-fi
-echo "$checks checks passed"
+finish "checks passed"

@@ -8,36 +8,13 @@
 # every input that broke the rule.
 set -u
 
-if [ $# -ne 2 ]; then
-  echo "usage: $0 BURST_BINARY CORPUS_DIR" >&2
-  exit 64
-fi
-burst=$1
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
+cli_setup "$0 BURST_BINARY CORPUS_DIR" 2 "$@"
 corpus=$2
-if [ ! -x "$burst" ]; then
-  echo "FAIL: $burst is not an executable" >&2
-  exit 1
-fi
-if [ ! -d "$corpus" ]; then
-  echo "FAIL: $corpus is not a directory" >&2
-  exit 1
-fi
-
-export LC_ALL=C
-work=$(mktemp -d "${TMPDIR:-/tmp}/burst-malformed-clusters.XXXXXX") || exit 1
-trap 'rm -rf "$work"' EXIT
-
-# shellcheck source=refusal.sh
-source "$(dirname "$0")/refusal.sh"
+corpus_files "$corpus" 15
 
 # --- the corpus -----------------------------------------------------------------------------
-shopt -s nullglob
-files=("$corpus"/*.json)
-shopt -u nullglob
-if [ ${#files[@]} -lt 15 ]; then
-  echo "FAIL: only ${#files[@]} *.json files in $corpus (expected at least 15)"
-  exit 1
-fi
 for file in "${files[@]}"; do
   refused "$(basename "$file")" cluster --cluster "$file"
   refused "$(basename "$file") (--json)" cluster --cluster "$file" --json
@@ -73,4 +50,4 @@ refused "unknown option" cluster --device a100 --devices 8 --frobnicate
 refused "extra argument" cluster --device a100 --devices 8 extra
 refused "json only" cluster --json
 
-refusal_summary
+finish "malformed inputs refused with exit 2 and one line"

@@ -8,36 +8,13 @@
 # 20 seconds. Exits 1 listing every input that broke the rule.
 set -u
 
-if [ $# -ne 2 ]; then
-  echo "usage: $0 BURST_BINARY CORPUS_DIR" >&2
-  exit 64
-fi
-burst=$1
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
+cli_setup "$0 BURST_BINARY CORPUS_DIR" 2 "$@"
 corpus=$2
-if [ ! -x "$burst" ]; then
-  echo "FAIL: $burst is not an executable" >&2
-  exit 1
-fi
-if [ ! -d "$corpus" ]; then
-  echo "FAIL: $corpus is not a directory" >&2
-  exit 1
-fi
-
-export LC_ALL=C
-work=$(mktemp -d "${TMPDIR:-/tmp}/burst-malformed.XXXXXX") || exit 1
-trap 'rm -rf "$work"' EXIT
-
-# shellcheck source=refusal.sh
-source "$(dirname "$0")/refusal.sh"
+corpus_files "$corpus" 40
 
 # --- the corpus, through `model show` ------------------------------------------------------
-shopt -s nullglob
-files=("$corpus"/*.json)
-shopt -u nullglob
-if [ ${#files[@]} -lt 40 ]; then
-  echo "FAIL: only ${#files[@]} *.json files in $corpus, expected the full corpus (40 or more)"
-  exit 1
-fi
 for file in "${files[@]}"; do
   refused "$(basename "$file")" model show "$file"
 done
@@ -104,4 +81,4 @@ if [ -e "$work/x.json" ]; then
   echo "FAIL: a refused export wrote $work/x.json"
 fi
 
-refusal_summary
+finish "malformed inputs refused with exit 2 and one line"

@@ -6,27 +6,13 @@
 # must be refused by the rule in refusal.sh. Exits 1 listing every input that broke it.
 set -u
 
-if [ $# -ne 2 ]; then
-  echo "usage: $0 BURST_BINARY CORPUS_DIR" >&2
-  exit 64
-fi
-burst=$1
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
+cli_setup "$0 BURST_BINARY CORPUS_DIR" 2 "$@"
 corpus=$2
-export LC_ALL=C
-work=$(mktemp -d "${TMPDIR:-/tmp}/burst-malformed-profiles.XXXXXX") || exit 1
-trap 'rm -rf "$work"' EXIT
-
-# shellcheck source=refusal.sh
-source "$(dirname "$0")/refusal.sh"
+corpus_files "$corpus" 15
 
 # --- the corpus -----------------------------------------------------------------------------
-shopt -s nullglob
-files=("$corpus"/*.json)
-shopt -u nullglob
-if [ ${#files[@]} -lt 15 ]; then
-  echo "FAIL: only ${#files[@]} *.json files in $corpus (expected at least 15)"
-  exit 1
-fi
 for file in "${files[@]}"; do
   refused "$(basename "$file")" cost --model fmnist_cnn --profile "$file"
   refused "$(basename "$file") (devices)" devices --profile "$file" --json
@@ -51,4 +37,4 @@ refused "fit without a profile" fit
 refused "fit with a zero batch" fit --profile "${files[0]}" --fit-batches 0,4
 refused "unknown device listing" devices --device tpu
 
-refusal_summary
+finish "malformed inputs refused with exit 2 and one line"

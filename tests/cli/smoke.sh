@@ -6,46 +6,9 @@
 # subcommand and --version. Exits 1 listing every failed check.
 set -u
 
-if [ $# -ne 1 ]; then
-  echo "usage: $0 BURST_BINARY" >&2
-  exit 64
-fi
-burst=$1
-if [ ! -x "$burst" ]; then
-  echo "FAIL: $burst is not an executable" >&2
-  exit 1
-fi
-if [ -x /usr/bin/python3 ]; then
-  python=/usr/bin/python3
-else
-  python=$(command -v python3) || { echo "FAIL: python3 not found" >&2; exit 1; }
-fi
-
-export LC_ALL=C
-work=$(mktemp -d "${TMPDIR:-/tmp}/burst-smoke.XXXXXX") || exit 1
-trap 'rm -rf "$work"' EXIT
-
-checks=0
-failures=0
-fail() {
-  failures=$((failures + 1))
-  echo "FAIL: $*"
-}
-
-# ok NAME ARGS...: runs `burst ARGS...` (stdout to $work/NAME.out); it must exit 0.
-ok() {
-  local name=$1
-  shift
-  checks=$((checks + 1))
-  timeout -k 5 120 "$burst" "$@" >"$work/$name.out" 2>"$work/$name.err" </dev/null
-  local rc=$?
-  if [ "$rc" -ne 0 ]; then
-    fail "burst $* exited with $rc"
-    head -n 5 "$work/$name.err" | sed 's/^/    | /'
-    return 1
-  fi
-  return 0
-}
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
+cli_setup "$0 BURST_BINARY" 1 "$@"
 
 # json_check FILE PYTHON_EXPR DESCRIPTION: evaluates EXPR with `d` = the parsed JSON file.
 json_check() {
@@ -165,8 +128,4 @@ if ok export_opts model export 'resnet50:classes=10,image_size=160' -o "$work/r5
     fail "resnet50:classes=10,image_size=160 differs from its exported file"
 fi
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures of $checks smoke checks failed"
-  exit 1
-fi
-echo "$checks smoke checks passed ($help_pages help pages, round trips of: $models)"
+finish "smoke checks passed ($help_pages help pages, round trips of: $models)"
