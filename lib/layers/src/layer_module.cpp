@@ -1,0 +1,309 @@
+#include "burst/layers/layer_module.h"
+
+#include <algorithm>
+#include <functional>
+#include <utility>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "burst/util/error.h"
+#include "torch_modules.h"
+
+namespace burst::layers {
+
+using graph::Graph;
+using graph::LayerId;
+using graph::Shape;
+
+LayerModule::LayerModule(std::shared_ptr<torch::nn::Module> module, size_t arity,
+                         std::vector<torch::Tensor> extra_weights)
+    : module_(std::move(module)), arity_(arity), extra_weights_(std::move(extra_weights)) {}
+
+torch::Tensor LayerModule::forward(const std::vector<torch::Tensor>& inputs) {
+  BURST_ASSERT(inputs.size() == arity_,
+               fmt::format("layer module takes {} inputs, got {}", arity_, inputs.size()));
+  return run(inputs);
+}
+
+std::vector<torch::Tensor> LayerModule::weight_tensors() const {
+  std::vector<torch::Tensor> weights = parameters();
+  weights.insert(weights.end(), extra_weights_.begin(), extra_weights_.end());
+  return weights;
+}
+
+namespace {
+
+// A layer that applies one torch module (a torch::nn ModuleHolder such as torch::nn::Conv2d)
+// to its single input.
+template <typename Holder>
+class UnaryLayer final : public LayerModule {
+ public:
+  explicit UnaryLayer(Holder holder, std::vector<torch::Tensor> extra_weights = {})
+      : LayerModule(holder.ptr(), 1, std::move(extra_weights)), holder_(std::move(holder)) {}
+
+ private:
+  torch::Tensor run(const std::vector<torch::Tensor>& inputs) override {
+    return holder_->forward(inputs[0]);
+  }
+  Holder holder_;
+};
+
+// A stateless layer: a function of its inputs, with an empty module (so train()/eval() and
+// to() still work uniformly).
+class FunctionLayer final : public LayerModule {
+ public:
+  using Function = std::function<torch::Tensor(const std::vector<torch::Tensor>&)>;
+  FunctionLayer(size_t arity, Function function)
+      : LayerModule(std::make_shared<torch::nn::Module>(), arity), function_(std::move(function)) {}
+
+ private:
+  torch::Tensor run(const std::vector<torch::Tensor>& inputs) override { return function_(inputs); }
+  Function function_;
+};
+
+// The loss: logits from the graph, labels from the data.
+class LossLayer final : public LayerModule {
+ public:
+  explicit LossLayer(SoftmaxCrossEntropy loss)
+      : LayerModule(loss.ptr(), 2), loss_(std::move(loss)) {}
+
+ private:
+  torch::Tensor run(const std::vector<torch::Tensor>& inputs) override {
+    return loss_->forward(inputs[0], inputs[1]);
+  }
+  SoftmaxCrossEntropy loss_;
+};
+
+template <typename Holder>
+std::unique_ptr<LayerModule> unary(Holder holder) {
+  return std::make_unique<UnaryLayer<Holder>>(std::move(holder));
+}
+
+std::unique_ptr<LayerModule> function(size_t arity, FunctionLayer::Function f) {
+  return std::make_unique<FunctionLayer>(arity, std::move(f));
+}
+
+// "[3, 4]" for error messages.
+std::string sizes_text(const torch::Tensor& t) {
+  std::string text;
+  for (const int64_t size : t.sizes()) text += (text.empty() ? "" : ", ") + std::to_string(size);
+  return "[" + text + "]";
+}
+
+torch::ExpandingArray<2> pair(graph::Pair p) { return torch::ExpandingArray<2>({p.h, p.w}); }
+
+// A pooling window's stride: unset (0, 0) means "equal to the kernel", as in torch.nn.
+graph::Pair pool_stride(graph::Pair kernel, graph::Pair stride) {
+  return (stride.h == 0 && stride.w == 0) ? kernel : stride;
+}
+
+// Builds one layer's module; one operator() per op (std::visit makes the list complete).
+class Factory {
+ public:
+  Factory(const Graph& graph, LayerId id, const LayerModuleOptions& options)
+      : graph_(graph), id_(id), options_(options) {}
+
+  // Per-sample shape of the layer's i-th graph input.
+  const Shape& in(size_t i = 0) const { return graph_.info(graph_.inputs(id_).at(i)).output_shape; }
+  size_t input_count() const { return graph_.inputs(id_).size(); }
+
+  std::unique_ptr<LayerModule> operator()(const graph::InputAttrs&) const {
+    // The batch from the data pipeline, passed through: [B] + shape.
+    return function(1, [](const auto& x) { return x[0]; });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::Conv2dAttrs& a) const {
+    // [B, C, H, W] -> [B, out, H', W'].
+    return unary(torch::nn::Conv2d(torch::nn::Conv2dOptions(in()[0], a.out_channels, pair(a.kernel))
+                                       .stride(pair(a.stride))
+                                       .padding(pair(a.padding))
+                                       .dilation(pair(a.dilation))
+                                       .groups(a.groups)
+                                       .bias(a.bias)));
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::BatchNorm2dAttrs& a) const {
+    // [B, C, H, W] -> same; batch statistics in training mode, running ones in eval mode.
+    return unary(torch::nn::BatchNorm2d(
+        torch::nn::BatchNorm2dOptions(in()[0]).eps(a.eps).momentum(a.momentum)));
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::ReluAttrs&) const {
+    return function(1, [](const auto& x) { return torch::relu(x[0]); });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::GeluAttrs& a) const {
+    return unary(torch::nn::GELU(torch::nn::GELUOptions().approximate(a.approximate)));
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::MaxPool2dAttrs& a) const {
+    // [B, C, H, W] -> [B, C, H', W'].
+    return unary(torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(pair(a.kernel))
+                                          .stride(pair(pool_stride(a.kernel, a.stride)))
+                                          .padding(pair(a.padding))
+                                          .ceil_mode(a.ceil_mode)));
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::AvgPool2dAttrs& a) const {
+    return unary(torch::nn::AvgPool2d(torch::nn::AvgPool2dOptions(pair(a.kernel))
+                                          .stride(pair(pool_stride(a.kernel, a.stride)))
+                                          .padding(pair(a.padding))
+                                          .ceil_mode(a.ceil_mode)
+                                          .count_include_pad(a.count_include_pad)));
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::AdaptiveAvgPool2dAttrs& a) const {
+    // [B, C, H, W] -> [B, C, output.h, output.w].
+    return unary(torch::nn::AdaptiveAvgPool2d(
+        torch::nn::AdaptiveAvgPool2dOptions({a.output.h, a.output.w})));
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::LinearAttrs& a) const {
+    // [B, ..., in] -> [B, ..., out].
+    const int64_t in_features = in().back();
+    if (a.tied_to.empty()) {
+      return unary(torch::nn::Linear(
+          torch::nn::LinearOptions(in_features, a.out_features).bias(a.bias)));
+    }
+    torch::Tensor weight = options_.tied_weight;
+    if (!weight.defined()) {
+      // Untied twin: a stand-in weight initialised like torch.nn.Linear's, kept out of
+      // parameters() so the count still matches the graph (the weight is the embedding's).
+      weight = torch::empty({a.out_features, in_features});
+      torch::nn::init::kaiming_uniform_(weight, std::sqrt(5.0));
+      weight.requires_grad_(true);
+    } else if (weight.dim() != 2 || weight.size(0) != a.out_features ||
+               weight.size(1) != in_features) {
+      throw UserError(fmt::format(
+          "layer '{}' (linear) is tied to '{}': expected its weight [{}, {}], got {}",
+          graph_.layer(id_).name, a.tied_to, a.out_features, in_features, sizes_text(weight)));
+    }
+    TiedLinear module(weight, a.bias);
+    return std::make_unique<UnaryLayer<TiedLinear>>(std::move(module), std::vector{weight});
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::FlattenAttrs&) const {
+    return function(1, [](const auto& x) { return x[0].flatten(1); });  // [B, ...] -> [B, prod]
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::DropoutAttrs& a) const {
+    return unary(torch::nn::Dropout(torch::nn::DropoutOptions(a.p)));  // identity in eval mode
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::AddAttrs&) const {
+    return function(input_count(), [](const auto& x) {
+      torch::Tensor sum = x[0] + x[1];
+      for (size_t i = 2; i < x.size(); ++i) sum = sum + x[i];
+      return sum;
+    });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::ConcatAttrs& a) const {
+    // The axis is per sample (0 = channels of [C, H, W]); the batch dim shifts it by one.
+    const int64_t dim = a.axis + 1;
+    return function(input_count(), [dim](const auto& x) { return torch::cat(x, dim); });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::LayerNormAttrs& a) const {
+    // Normalises the last dim: [B, ..., D] -> same.
+    return unary(torch::nn::LayerNorm(torch::nn::LayerNormOptions({in().back()}).eps(a.eps)));
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::EmbeddingAttrs& a) const {
+    // int64 [B, T] -> [B, T, dim].
+    return unary(torch::nn::Embedding(torch::nn::EmbeddingOptions(a.num_embeddings, a.dim)));
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::PositionEmbeddingAttrs& a) const {
+    return unary(PositionEmbedding(a.max_positions, in()[1]));  // [B, T, D] -> same
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::ClassTokenAttrs&) const {
+    return unary(ClassToken(in()[1]));  // [B, T, D] -> [B, T + 1, D]
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::ImageToTokensAttrs&) const {
+    // [B, C, H, W] -> [B, C, H*W] -> [B, H*W, C]: token t = h*W + w holds pixel (h, w)'s
+    // channels (a view, as torchvision's ViT does).
+    return function(1, [](const auto& x) { return x[0].flatten(2).transpose(1, 2); });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::TakeTokenAttrs& a) const {
+    const int64_t index = a.index;
+    return function(1, [index](const auto& x) { return x[0].select(1, index); });  // [B, D]
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::SelfAttentionAttrs& a) const {
+    return unary(SelfAttention(in()[1], a.heads, a.causal, a.dropout));  // [B, T, D] -> same
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::SoftmaxCrossEntropyAttrs& a) const {
+    return std::make_unique<LossLayer>(SoftmaxCrossEntropy(a.weight));  // -> [B]
+  }
+
+ private:
+  const Graph& graph_;
+  LayerId id_;
+  const LayerModuleOptions& options_;
+};
+
+// Exclusive upper bound of the token ids layer `producer` (an int64 output) may emit so that
+// every embedding reading them accepts them.
+int64_t id_bound(const Graph& graph, LayerId producer) {
+  int64_t bound = 0;
+  if (const auto* input = std::get_if<graph::InputAttrs>(&graph.layer(producer).attrs)) {
+    bound = input->vocab;
+  }
+  for (const LayerId consumer : graph.consumers(producer)) {
+    if (const auto* e = std::get_if<graph::EmbeddingAttrs>(&graph.layer(consumer).attrs)) {
+      bound = bound == 0 ? e->num_embeddings : std::min(bound, e->num_embeddings);
+    }
+  }
+  BURST_ASSERT(bound > 0, fmt::format("no id range for the int64 output of layer {}", producer));
+  return bound;
+}
+
+// A random batch of layer `producer`'s output: [batch] + its per-sample shape.
+torch::Tensor random_output(const Graph& graph, LayerId producer, int64_t batch) {
+  const graph::LayerInfo& info = graph.info(producer);
+  std::vector<int64_t> sizes{batch};
+  sizes.insert(sizes.end(), info.output_shape.begin(), info.output_shape.end());
+  if (info.output_dtype == graph::DType::Int64) {
+    return torch::randint(id_bound(graph, producer), sizes, torch::kLong);
+  }
+  return torch::randn(sizes);
+}
+
+}  // namespace
+
+std::unique_ptr<LayerModule> make_layer_module(const Graph& graph, LayerId id,
+                                               const LayerModuleOptions& options) {
+  std::unique_ptr<LayerModule> layer =
+      std::visit(Factory(graph, id, options), graph.layer(id).attrs);
+  layer->module().train();
+  return layer;
+}
+
+std::vector<torch::Tensor> random_inputs(const Graph& graph, LayerId id, int64_t batch) {
+  BURST_ASSERT(batch >= 1, fmt::format("batch must be >= 1, got {}", batch));
+  std::vector<torch::Tensor> inputs;
+  if (graph.layer(id).op() == graph::OpKind::Input) {
+    inputs.push_back(random_output(graph, id, batch));
+    return inputs;
+  }
+  for (const LayerId producer : graph.inputs(id)) {
+    inputs.push_back(random_output(graph, producer, batch));
+  }
+  if (graph.layer(id).op() == graph::OpKind::SoftmaxCrossEntropy) {
+    // Labels: one class id per sample ([B]) or per token ([B, T]).
+    const torch::Tensor& logits = inputs.at(0);
+    std::vector<int64_t> sizes = logits.sizes().vec();
+    const int64_t classes = sizes.back();
+    sizes.pop_back();
+    inputs.push_back(torch::randint(classes, sizes, torch::kLong));
+  }
+  return inputs;
+}
+
+}  // namespace burst::layers

@@ -1,0 +1,104 @@
+#include "torch_modules.h"
+
+#include <cmath>
+#include <limits>
+
+#include <torch/torch.h>
+
+namespace burst::layers {
+
+namespace F = torch::nn::functional;
+
+PositionEmbeddingImpl::PositionEmbeddingImpl(int64_t max_positions, int64_t dim) {
+  weight = register_parameter("weight", torch::empty({max_positions, dim}));
+  torch::NoGradGuard no_grad;
+  weight.normal_(0.0, 0.02);
+}
+
+torch::Tensor PositionEmbeddingImpl::forward(const torch::Tensor& x) {
+  const int64_t tokens = x.size(1);
+  return x + weight.narrow(0, 0, tokens);  // [B, T, D] + [T, D]
+}
+
+ClassTokenImpl::ClassTokenImpl(int64_t dim) {
+  token = register_parameter("token", torch::zeros({dim}));
+}
+
+torch::Tensor ClassTokenImpl::forward(const torch::Tensor& x) {
+  const int64_t batch = x.size(0);
+  const torch::Tensor tokens =
+      token.view({1, 1, -1}).expand({batch, 1, token.size(0)});  // [B, 1, D]
+  return torch::cat({tokens, x}, 1);  // [B, T + 1, D]
+}
+
+TiedLinearImpl::TiedLinearImpl(torch::Tensor tied_weight, bool with_bias)
+    : weight(std::move(tied_weight)) {
+  if (with_bias) {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(weight.size(1)));
+    bias = register_parameter("bias", torch::empty({weight.size(0)}));
+    torch::NoGradGuard no_grad;
+    bias.uniform_(-bound, bound);
+  }
+}
+
+torch::Tensor TiedLinearImpl::forward(const torch::Tensor& x) {
+  return F::linear(x, weight, bias);  // [..., in] -> [..., out]
+}
+
+SelfAttentionImpl::SelfAttentionImpl(int64_t dim, int64_t heads, bool causal, double dropout)
+    : heads_(heads), causal_(causal), dropout_(dropout) {
+  in_proj_weight = register_parameter("in_proj_weight", torch::empty({3 * dim, dim}));
+  in_proj_bias = register_parameter("in_proj_bias", torch::zeros({3 * dim}));
+  out_proj = register_module("out_proj", torch::nn::Linear(dim, dim));
+  torch::NoGradGuard no_grad;
+  torch::nn::init::xavier_uniform_(in_proj_weight);
+  out_proj->bias.zero_();
+}
+
+torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x) {
+  const int64_t batch = x.size(0);
+  const int64_t tokens = x.size(1);
+  const int64_t dim = x.size(2);
+  const int64_t head_dim = dim / heads_;
+
+  // Packed projection, then split into heads: [B, T, 3D] -> 3 x [B, H, T, D/H].
+  const std::vector<torch::Tensor> qkv = F::linear(x, in_proj_weight, in_proj_bias).chunk(3, -1);
+  auto split_heads = [&](const torch::Tensor& t) {
+    return t.reshape({batch, tokens, heads_, head_dim}).transpose(1, 2);
+  };
+  const torch::Tensor q = split_heads(qkv[0]) / std::sqrt(static_cast<double>(head_dim));
+  const torch::Tensor k = split_heads(qkv[1]);
+  const torch::Tensor v = split_heads(qkv[2]);
+
+  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1));  // [B, H, T, T]
+  if (causal_) {
+    // Position i attends to positions <= i: mask the strict upper triangle.
+    const torch::Tensor future =
+        torch::ones({tokens, tokens}, torch::dtype(torch::kBool).device(x.device())).triu(1);
+    scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
+  }
+  torch::Tensor weights = torch::softmax(scores, -1);
+  if (dropout_ > 0 && is_training()) {
+    weights = F::dropout(weights, F::DropoutFuncOptions().p(dropout_));
+  }
+
+  // Weighted values, heads joined again: [B, H, T, D/H] -> [B, T, D].
+  const torch::Tensor context =
+      torch::matmul(weights, v).transpose(1, 2).reshape({batch, tokens, dim});
+  return out_proj->forward(context);
+}
+
+SoftmaxCrossEntropyImpl::SoftmaxCrossEntropyImpl(double weight) : weight_(weight) {}
+
+torch::Tensor SoftmaxCrossEntropyImpl::forward(const torch::Tensor& logits,
+                                               const torch::Tensor& labels) {
+  const int64_t batch = logits.size(0);
+  const int64_t classes = logits.size(-1);
+  // One loss per label: [B * T] (T = 1 for [B, C] logits).
+  const torch::Tensor per_label =
+      F::cross_entropy(logits.reshape({-1, classes}), labels.reshape({-1}),
+                       F::CrossEntropyFuncOptions().reduction(torch::kNone));
+  return per_label.view({batch, -1}).mean(1) * weight_;  // [B]
+}
+
+}  // namespace burst::layers

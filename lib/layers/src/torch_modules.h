@@ -1,0 +1,95 @@
+#pragma once
+// torch::nn modules for the graph ops torch.nn has no module for (or none that is
+// batch-first): learned positions, ViT's class token, a tied linear, multi-head
+// self-attention and a per-sample cross-entropy. All tensors are batch-first.
+#include <cstdint>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+namespace burst::layers {
+
+// Learned absolute positions: a table [max_positions, D]; forward adds its first T rows.
+// Initialised N(0, 0.02), as torchvision's ViT and GPT-2 do.
+class PositionEmbeddingImpl : public torch::nn::Module {
+ public:
+  PositionEmbeddingImpl(int64_t max_positions, int64_t dim);
+  // x [B, T, D] -> x + weight[0:T] (broadcast over B), [B, T, D].
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::Tensor weight;  // [max_positions, D]
+};
+TORCH_MODULE(PositionEmbedding);
+
+// ViT's class token: one learned token [D] (initialised to zeros, as torchvision does)
+// prepended to every sequence.
+class ClassTokenImpl : public torch::nn::Module {
+ public:
+  explicit ClassTokenImpl(int64_t dim);
+  // x [B, T, D] -> [B, T + 1, D]; row 0 of every sample is the token.
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::Tensor token;  // [D]
+};
+TORCH_MODULE(ClassToken);
+
+// A linear layer whose weight [out, in] belongs to another layer (GPT-2's LM head reuses
+// the token embedding). Only the bias, when present, is this module's parameter; it is
+// initialised like torch.nn.Linear's, uniform in +-1/sqrt(in).
+class TiedLinearImpl : public torch::nn::Module {
+ public:
+  TiedLinearImpl(torch::Tensor weight, bool bias);
+  // x [..., in] -> x weight^T + bias, [..., out].
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::Tensor weight;  // [out, in], not registered: counted at its owner
+  torch::Tensor bias;    // [out] or undefined
+};
+TORCH_MODULE(TiedLinear);
+
+// Multi-head self-attention with the parameters and initialisation of
+// torch.nn.MultiheadAttention(D, heads, bias=True) — packed in_proj_weight [3D, D] (Xavier
+// uniform), in_proj_bias [3D] (zeros), out_proj Linear(D, D) (bias zeros) — but batch-first
+// and with an optional causal mask (GPT-2). Dropout applies to the attention weights in
+// training mode.
+class SelfAttentionImpl : public torch::nn::Module {
+ public:
+  SelfAttentionImpl(int64_t dim, int64_t heads, bool causal, double dropout);
+  // x [B, T, D] -> [B, T, D].
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::Tensor in_proj_weight;  // [3D, D]: rows 0..D-1 make queries, then keys, then values
+  torch::Tensor in_proj_bias;    // [3D]
+  torch::nn::Linear out_proj{nullptr};
+
+ private:
+  int64_t heads_;
+  bool causal_;
+  double dropout_;
+};
+TORCH_MODULE(SelfAttention);
+
+// Softmax cross-entropy against integer labels, one loss per sample, scaled by the loss's
+// weight (Inception's aux loss: 0.4). No parameters.
+//
+// The value per sample is the cross-entropy of its logits, averaged over its T tokens for
+// [B, T, C] logits. forward() returns these per-sample losses [B] and does not reduce over the
+// batch: the batch a device holds is a slice of the global batch, so the caller sums them and
+// divides by the *global* batch (with every loss layer of the model added in):
+//   loss = sum over loss layers and samples / global_batch,
+// which equals torch.nn.functional.cross_entropy(..., reduction="mean") on one device over the
+// whole batch (mean over all B·T tokens, since every sample has the same T).
+class SoftmaxCrossEntropyImpl : public torch::nn::Module {
+ public:
+  explicit SoftmaxCrossEntropyImpl(double weight);
+  // logits [B, C] with labels int64 [B], or logits [B, T, C] with labels [B, T] -> [B].
+  torch::Tensor forward(const torch::Tensor& logits, const torch::Tensor& labels);
+
+ private:
+  double weight_;
+};
+TORCH_MODULE(SoftmaxCrossEntropy);
+
+}  // namespace burst::layers

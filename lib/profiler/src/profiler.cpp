@@ -1,0 +1,276 @@
+#include "burst/profiler/profiler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <new>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include "burst/graph/model_json.h"
+#include "burst/layers/layer_module.h"
+#include "burst/util/error.h"
+#include "measurement.h"
+#include "progress.h"
+
+namespace burst::profiler {
+
+using graph::Graph;
+using graph::LayerId;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point start, Clock::time_point end) {
+  return std::chrono::duration<double>(end - start).count();
+}
+
+RepetitionPolicy policy_of(const ProfileOptions& options) {
+  RepetitionPolicy policy;
+  policy.warmup = options.warmup;
+  policy.min_repetitions = options.min_repetitions;
+  policy.max_repetitions = options.max_repetitions;
+  policy.stable_within = options.stable_within;
+  policy.time_budget = options.time_budget;
+  return policy;
+}
+
+void check_options(const std::vector<int64_t>& batch_sizes, const ProfileOptions& o) {
+  if (batch_sizes.empty()) throw UserError("no batch sizes to profile");
+  for (const int64_t batch : batch_sizes) {
+    if (batch <= 0) throw UserError(fmt::format("batch sizes must be positive, got {}", batch));
+  }
+  if (o.threads < 1) throw UserError(fmt::format("threads must be at least 1, got {}", o.threads));
+  if (o.warmup < 0 || o.min_repetitions < 1 || o.max_repetitions < o.min_repetitions) {
+    throw UserError(fmt::format(
+        "repetitions need warmup >= 0 and 1 <= min <= max, got warmup {}, min {}, max {}",
+        o.warmup, o.min_repetitions, o.max_repetitions));
+  }
+  if (!(o.stable_within > 0) || !(o.time_budget.s() >= 0)) {
+    throw UserError(fmt::format("stability tolerance must be > 0 and the time budget >= 0, got {} "
+                                "and {} s",
+                                o.stable_within, o.time_budget.s()));
+  }
+}
+
+// The layer's work per sample, copied into every entry so analytic models can be fitted
+// from a profile alone.
+cost::ProfileEntry entry_skeleton(const Graph& graph, LayerId id, const std::string& signature,
+                                  int64_t batch) {
+  const graph::LayerInfo& info = graph.info(id);
+  cost::ProfileEntry entry;
+  entry.signature = signature;
+  entry.op = graph::op_name(graph.layer(id).op());
+  entry.batch = batch;
+  entry.forward_flops_per_sample = info.forward_flops;
+  for (const LayerId producer : graph.inputs(id)) {
+    entry.input_bytes_per_sample += graph.info(producer).output_bytes;
+  }
+  entry.output_bytes_per_sample = info.output_bytes;
+  entry.params = info.params;
+  return entry;
+}
+
+// Times one layer at one batch: forward, then backward w.r.t. everything (the full
+// backward), w.r.t. the inputs only and w.r.t. the weights only.
+//
+// Forward runs with autograd recording, in training mode, as in training. The backward
+// passes all replay one recorded graph (retain_graph), so no forward is repeated inside them;
+// torch::autograd::grad computes only the gradients asked for (e.g. a convolution computes
+// no weight gradient for "inputs only"). Each sample times only the call; results are freed
+// after the clock stops. A part with nothing to differentiate is 0 (a layer without
+// parameters has no weight gradient; an embedding's int64 ids have no input gradient); a
+// part that equals the full backward (only one kind of gradient exists) is not timed twice.
+cost::ProfileEntry measure_entry(const Graph& graph, LayerId id, layers::LayerModule& layer,
+                                 cost::ProfileEntry entry, const ProfileOptions& options) {
+  const RepetitionPolicy policy = policy_of(options);
+  torch::manual_seed(options.seed + static_cast<uint64_t>(entry.batch));
+  std::vector<torch::Tensor> inputs = layers::random_inputs(graph, id, entry.batch);
+  std::vector<torch::Tensor> differentiable_inputs;
+  for (size_t i = 0; i < graph.inputs(id).size(); ++i) {  // labels are not a graph input
+    if (inputs[i].is_floating_point()) {
+      differentiable_inputs.push_back(inputs[i].requires_grad_(true));
+    }
+  }
+  const std::vector<torch::Tensor> weights = layer.weight_tensors();
+
+  const Summary forward = measure(
+      [&] {
+        const auto start = Clock::now();
+        const torch::Tensor out = layer.forward(inputs);
+        return seconds_between(start, Clock::now());
+      },
+      policy);
+
+  const torch::Tensor out = layer.forward(inputs);
+  const torch::Tensor grad_out = torch::randn_like(out);
+  auto backward = [&](const std::vector<torch::Tensor>& wrt) {
+    if (wrt.empty()) return Summary{};
+    return measure(
+        [&] {
+          const auto start = Clock::now();
+          const auto grads = torch::autograd::grad({out}, wrt, {grad_out}, /*retain_graph=*/true,
+                                                   /*create_graph=*/false, /*allow_unused=*/true);
+          return seconds_between(start, Clock::now());
+        },
+        policy);
+  };
+  std::vector<torch::Tensor> everything = differentiable_inputs;
+  everything.insert(everything.end(), weights.begin(), weights.end());
+  const Summary full = backward(everything);
+  const bool both = !differentiable_inputs.empty() && !weights.empty();
+  const Summary input_part = both ? backward(differentiable_inputs)
+                                  : (differentiable_inputs.empty() ? Summary{} : full);
+  const Summary weight_part = both ? backward(weights) : (weights.empty() ? Summary{} : full);
+
+  entry.forward = forward.median;
+  entry.forward_spread = forward.spread;
+  entry.backward = full.median;
+  entry.backward_spread = full.spread;
+  entry.backward_input = input_part.median;
+  entry.backward_weight = weight_part.median;
+  // The least-sampled of the timed parts (an untimed part has 0 repetitions: skip it).
+  entry.repetitions = forward.repetitions;
+  for (const Summary& part : {full, input_part, weight_part}) {
+    if (part.repetitions > 0) entry.repetitions = std::min(entry.repetitions, part.repetitions);
+  }
+  return entry;
+}
+
+// The first line of a libtorch error, without its C++ backtrace.
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// Measures layer `id` (signature `signature`) at each of `batches`.
+std::vector<cost::ProfileEntry> measure_signature(const Graph& graph, LayerId id,
+                                                  const std::string& signature,
+                                                  const std::vector<int64_t>& batches,
+                                                  const ProfileOptions& options) {
+  std::vector<cost::ProfileEntry> entries;
+  if (graph.layer(id).op() == graph::OpKind::Input) {
+    // An input layer computes nothing: what it costs in training (reading and copying a
+    // batch) belongs to the data pipeline and the network model, so it is recorded as 0 with
+    // 0 repetitions, keeping the model's signatures complete for the cost model.
+    for (const int64_t batch : batches) {
+      cost::ProfileEntry entry = entry_skeleton(graph, id, signature, batch);
+      entry.backward_input = Seconds(0);
+      entry.backward_weight = Seconds(0);
+      entries.push_back(std::move(entry));
+    }
+    return entries;
+  }
+  const std::string& name = graph.layer(id).name;
+  const char* op = graph::op_name(graph.layer(id).op());
+  torch::manual_seed(options.seed);
+  std::unique_ptr<layers::LayerModule> layer = layers::make_layer_module(graph, id);
+  for (const int64_t batch : batches) {
+    try {
+      entries.push_back(
+          measure_entry(graph, id, *layer, entry_skeleton(graph, id, signature, batch), options));
+    } catch (const c10::Error& error) {
+      throw UserError(fmt::format("layer '{}' ({}) at batch {}: libtorch failed: {}", name, op,
+                                  batch, first_line(error.what_without_backtrace())));
+    } catch (const std::bad_alloc&) {
+      throw UserError(fmt::format("layer '{}' ({}) at batch {}: out of memory (try smaller batch "
+                                  "sizes)",
+                                  name, op, batch));
+    }
+  }
+  return entries;
+}
+
+// Loads `path` when it exists and checks it was measured where this run measures.
+std::optional<cost::Profile> existing_profile(const std::string& path, const cost::Profile& here) {
+  if (path.empty() || !std::filesystem::exists(path)) return std::nullopt;
+  cost::Profile existing = cost::load_profile_file(path);
+  if (existing.device != here.device || existing.description != here.description) {
+    throw UserError(fmt::format(
+        "'{}' holds a profile of {} ({}), but this run measures {} ({}); choose another output "
+        "file (-o) or delete it",
+        path, existing.device, existing.description, here.device, here.description));
+  }
+  return existing;
+}
+
+}  // namespace
+
+std::string cpu_description(int threads) {
+  std::string model = "unknown CPU";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const auto begin = line.find_first_not_of(" \t", colon + 1);
+    if (begin != std::string::npos) model = line.substr(begin);
+    break;
+  }
+  return fmt::format("{}, {} thread{}, libtorch {}", model, threads, threads == 1 ? "" : "s",
+                     TORCH_VERSION);
+}
+
+cost::Profile profile_model(const Graph& graph, const std::vector<int64_t>& batch_sizes,
+                            const ProfileOptions& options) {
+  check_options(batch_sizes, options);
+  std::vector<int64_t> batches = batch_sizes;
+  std::sort(batches.begin(), batches.end());
+  batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
+
+  const auto start = Clock::now();
+  cost::Profile profile;
+  profile.device = "cpu";
+  profile.description = cpu_description(options.threads);
+  profile.source = "measured by burst profile (medians of repeated runs; docs/profiler.md)";
+  const std::optional<cost::Profile> existing = existing_profile(options.output_path, profile);
+  std::set<std::pair<std::string, int64_t>> present;
+  if (existing) {
+    profile.entries = existing->entries;
+    for (const auto& entry : profile.entries) present.emplace(entry.signature, entry.batch);
+  }
+  // Write (or rewrite) the file before measuring anything, so an unwritable path fails now.
+  if (!options.output_path.empty()) cost::save_profile_file(profile, options.output_path);
+  torch::set_num_threads(options.threads);
+
+  // Distinct signatures, in graph order; each is measured with its first layer.
+  std::vector<std::pair<std::string, LayerId>> signatures;
+  std::set<std::string> seen;
+  for (LayerId id = 0; id < static_cast<LayerId>(graph.size()); ++id) {
+    std::string signature = graph::layer_signature(graph, id);
+    if (seen.insert(signature).second) signatures.emplace_back(std::move(signature), id);
+  }
+
+  ProfileStatus status;
+  status.signatures_total = signatures.size();
+  ProgressLine progress(options.progress, options.redraw, graph.name(), signatures.size());
+  progress.update(0, Seconds(0));
+  for (const auto& [signature, id] : signatures) {
+    std::vector<int64_t> missing;
+    for (const int64_t batch : batches) {
+      if (present.count({signature, batch}) == 0) missing.push_back(batch);
+    }
+    status.entries_reused += static_cast<int64_t>(batches.size() - missing.size());
+    if (!missing.empty()) {
+      for (auto& entry : measure_signature(graph, id, signature, missing, options)) {
+        present.emplace(entry.signature, entry.batch);
+        profile.entries.push_back(std::move(entry));
+      }
+      status.entries_measured += static_cast<int64_t>(missing.size());
+      if (!options.output_path.empty()) cost::save_profile_file(profile, options.output_path);
+    }
+    ++status.signatures_done;
+    status.elapsed = Seconds(seconds_between(start, Clock::now()));
+    progress.update(status.signatures_done, status.elapsed);
+    if (options.on_signature) options.on_signature(status);
+  }
+  progress.finish();
+  profile.index();
+  return profile;
+}
+
+}  // namespace burst::profiler
