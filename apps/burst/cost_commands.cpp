@@ -33,15 +33,20 @@ void add_device_options(CLI::App* command, DeviceOptions& options) {
   command->add_option("--profile", options.profile, "Measured profile (burst profile -o FILE)");
 }
 
+json curve_json(const cost::EfficiencyCurve& curve) {
+  return {{"eff_max", curve.eff_max}, {"x_half", curve.x_half}, {"scale", cost::scale_name(curve.scale)},
+          {"backward_ratio", curve.backward_ratio}};
+}
+
+// {"classes": {conv: curve, ...}, "ops": {conv2d: curve, ...}}
 json curves_json(const cost::DeviceSpec& spec) {
-  json curves = json::object();
+  json classes = json::object();
   for (int c = 0; c < cost::kOpClassCount; ++c) {
-    const auto& curve = spec.curves[c];
-    curves[cost::op_class_name(static_cast<cost::OpClass>(c))] = {
-        {"eff_max", curve.eff_max}, {"x_half", curve.x_half}, {"scale", cost::scale_name(curve.scale)},
-        {"backward_ratio", curve.backward_ratio}};
+    classes[cost::op_class_name(static_cast<cost::OpClass>(c))] = curve_json(spec.curves[c]);
   }
-  return curves;
+  json ops = json::object();
+  for (const auto& [op, curve] : spec.op_curves) ops[op] = curve_json(curve);
+  return {{"classes", classes}, {"ops", ops}};
 }
 
 json fit_json(const cost::FitError& fit) {
@@ -141,8 +146,14 @@ void run_devices(const DeviceOptions& options, bool as_json) {
   if (options.profile_path() || !options.device.empty()) {
     devices.push_back(cost::resolve_device(options.device, options.profile_path()));
   } else {
+    // One fit of the measured A100 serves every GPU that borrows its curves.
+    const cost::DeviceModel a100 = cost::resolve_device("a100", std::nullopt);
     for (const auto& kind : cost::catalog_kinds()) {
-      if (kind != "cpu") devices.push_back(cost::resolve_device(kind, std::nullopt));
+      if (kind == "a100") {
+        devices.push_back(a100);
+      } else if (kind != "cpu") {
+        devices.push_back(cost::borrow_curves(kind, a100));
+      }
     }
   }
   if (as_json) {
@@ -154,7 +165,8 @@ void run_devices(const DeviceOptions& options, bool as_json) {
   TextTable table({{"device", Align::Left}, {"TFLOP/s", Align::Right}, {"GB/s", Align::Right},
                    {"memory", Align::Right}, {"overhead", Align::Right},
                    {"conv eff_max/x_half", Align::Right}, {"matmul eff_max/x_half", Align::Right},
-                   {"memory eff_max/x_half", Align::Right}, {"measured", Align::Left}});
+                   {"memory eff_max/x_half", Align::Right}, {"op curves", Align::Right},
+                   {"measured", Align::Left}});
   for (const auto& device : devices) {
     const auto& spec = device.spec;
     std::vector<std::string> row = {spec.kind, fmt::format("{:.1f}", spec.peak_flops / 1e12),
@@ -164,6 +176,7 @@ void run_devices(const DeviceOptions& options, bool as_json) {
     for (const auto& curve : spec.curves) {
       row.push_back(fmt::format("{:.3f}/{:.3g} {}", curve.eff_max, curve.x_half, cost::scale_name(curve.scale)));
     }
+    row.push_back(std::to_string(spec.op_curves.size()));
     row.push_back(device.profile ? fmt::format("{} entries", device.profile->entries.size()) : "no (analytic)");
     table.add_row(row);
   }

@@ -24,33 +24,28 @@ std::vector<double> geometric_grid(double low, double high, int count) {
 
 double median(std::vector<double> values) {
   if (values.empty()) return 0;
-  const size_t middle = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(middle), values.end());
-  double result = values[middle];
+  const auto middle = static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), values.begin() + middle, values.end());
+  double result = values[static_cast<size_t>(middle)];
   if (values.size() % 2 == 0) {
-    result = (result + *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(middle))) / 2;
+    result = (result + *std::max_element(values.begin(), values.begin() + middle)) / 2;
   }
   return result;
 }
 
-int64_t entry_bytes_per_sample(const ProfileEntry& entry) {
-  return entry.input_bytes_per_sample + entry.output_bytes_per_sample;
+// The roofline time of a call at full efficiency.
+double roofline_seconds(const DeviceSpec& device, const LayerWork& work) {
+  return std::max(work.flops / device.peak_flops,
+                  work.bytes / device.memory_bandwidth.bytes_per_second());
 }
 
-// Forward time of the roofline for one class curve (see analytic.h).
-Seconds roofline(const DeviceSpec& device, OpClass cls, const EfficiencyCurve& curve,
-                 double flops, double bytes, int64_t batch) {
-  const double efficiency = curve.efficiency(batch, cls == OpClass::Memory ? bytes : flops);
-  // Compute-bound classes scale peak FLOP/s by the curve; the memory class scales bandwidth.
-  const double compute = cls == OpClass::Memory ? flops / device.peak_flops
-                                                : flops / (device.peak_flops * efficiency);
-  const double bandwidth = device.memory_bandwidth.bytes_per_second() *
-                           (cls == OpClass::Memory ? efficiency : 1.0);
-  return Seconds(std::max(compute, bytes / bandwidth)) + device.overhead;
+Seconds forward_time(const DeviceSpec& device, const EfficiencyCurve& curve, const LayerWork& work) {
+  return Seconds(roofline_seconds(device, work) / curve.efficiency(work)) + device.overhead;
 }
 
 DeviceSpec gpu(std::string kind, std::string description, double peak_tflops, double bandwidth_gb_s,
                double memory_gb) {
+  using Scale = EfficiencyCurve::Scale;
   DeviceSpec spec;
   spec.kind = std::move(kind);
   spec.description = std::move(description);
@@ -58,56 +53,52 @@ DeviceSpec gpu(std::string kind, std::string description, double peak_tflops, do
   spec.memory_bandwidth = Bandwidth::gigabytes_per_s(bandwidth_gb_s);
   spec.memory = Bytes(memory_gb * 1e9);
   spec.overhead = Seconds::from_us(10);
-  using Scale = EfficiencyCurve::Scale;
   spec.curves = {EfficiencyCurve{0.5, 8, Scale::Batch, 2}, EfficiencyCurve{0.6, 8, Scale::Batch, 2},
                  EfficiencyCurve{0.7, 2, Scale::Batch, 1.5}};
   return spec;
 }
 
+// One measured entry, ready for fitting.
 struct Sample {
-  double flops;   // forward FLOPs at the entry's batch
-  double bytes;   // forward bytes at the entry's batch
-  int64_t batch;
-  double log_total;  // log of measured forward + backward seconds
+  LayerWork work;
+  double forward;         // measured forward seconds (> 0)
+  double backward_ratio;  // measured backward / forward
+  double log_total;       // log of measured forward + backward seconds
+  double roofline = 0;    // roofline_seconds at full efficiency
 };
 
-// Squared log error of forward + backward times over `samples` for one class curve.
-double class_error(const DeviceSpec& device, OpClass cls, const EfficiencyCurve& curve,
-                   const std::vector<Sample>& samples) {
+// Squared log error of forward + backward times over `samples` for one curve.
+double curve_error(Seconds overhead, const EfficiencyCurve& curve, const std::vector<const Sample*>& samples) {
   double error = 0;
-  for (const Sample& s : samples) {
-    const double predicted =
-        roofline(device, cls, curve, s.flops, s.bytes, s.batch).s() * (1 + curve.backward_ratio);
-    const double diff = std::log(predicted) - s.log_total;
+  for (const Sample* s : samples) {
+    const double forward = s->roofline / curve.efficiency(s->work) + overhead.s();
+    const double diff = std::log(forward * (1 + curve.backward_ratio)) - s->log_total;
     error += diff * diff;
   }
   return error;
 }
 
-// Best (eff_max, x_half) for one class at a fixed overhead, given the class's backward
-// ratio, for both utilisation variables; returns the squared log error. Coarse-to-fine
-// search in log space: a 12 x 12 grid, then two 7 x 7 grids around the best point.
-double fit_class(const DeviceSpec& device, OpClass cls, const std::vector<Sample>& samples,
-                 EfficiencyCurve* curve) {
+// Best curve for `samples` at a fixed overhead and backward ratio, over the three
+// utilisation variables; returns the squared log error. Coarse-to-fine search in log space:
+// a 12 x 12 grid, then two 7 x 7 grids one coarse step around the best point.
+double fit_curve(Seconds overhead, const std::vector<const Sample*>& samples, EfficiencyCurve* curve) {
   using Scale = EfficiencyCurve::Scale;
   double best = std::numeric_limits<double>::infinity();
-  for (const Scale scale : {Scale::Batch, Scale::Work}) {
-    double eff_lo = 0.002, eff_hi = 1.0;
-    double half_lo = scale == Scale::Batch ? 0.05 : 1e2;
-    double half_hi = scale == Scale::Batch ? 4096 : 1e13;
+  for (const Scale scale : {Scale::Batch, Scale::Work, Scale::Rows}) {
+    double eff_lo = 1e-4, eff_hi = 1.0;
+    double half_lo = scale == Scale::Work ? 1e2 : 0.05;
+    double half_hi = scale == Scale::Work ? 1e13 : 1e6;
     int points = 12;
     EfficiencyCurve candidate = *curve;
     candidate.scale = scale;
     for (int round = 0; round < 3; ++round) {
-      const std::vector<double> effs = geometric_grid(eff_lo, eff_hi, points);
-      const std::vector<double> halves = geometric_grid(half_lo, half_hi, points);
       EfficiencyCurve round_best = candidate;
       double round_error = std::numeric_limits<double>::infinity();
-      for (const double eff : effs) {
-        for (const double half : halves) {
+      for (const double eff : geometric_grid(eff_lo, eff_hi, points)) {
+        for (const double half : geometric_grid(half_lo, half_hi, points)) {
           candidate.eff_max = eff;
           candidate.x_half = half;
-          const double error = class_error(device, cls, candidate, samples);
+          const double error = curve_error(overhead, candidate, samples);
           if (error < round_error) {
             round_error = error;
             round_best = candidate;
@@ -119,7 +110,6 @@ double fit_class(const DeviceSpec& device, OpClass cls, const std::vector<Sample
         best = round_error;
         *curve = round_best;
       }
-      // Next round: one grid step either side of the best point (eff_max stays <= 1).
       const double eff_step = std::pow(eff_hi / eff_lo, 1.0 / (points - 1));
       const double half_step = std::pow(half_hi / half_lo, 1.0 / (points - 1));
       eff_lo = round_best.eff_max / eff_step;
@@ -132,16 +122,58 @@ double fit_class(const DeviceSpec& device, OpClass cls, const std::vector<Sample
   return best;
 }
 
+// Samples grouped for fitting: by class (the fallbacks) and by op kind.
+struct SampleGroups {
+  std::array<std::vector<const Sample*>, kOpClassCount> by_class;
+  std::map<std::string, std::vector<const Sample*>> by_op;
+};
+
+double median_backward_ratio(const std::vector<const Sample*>& samples) {
+  std::vector<double> ratios;
+  for (const Sample* s : samples) ratios.push_back(s->backward_ratio);
+  return median(ratios);
+}
+
 }  // namespace
+
+LayerWork layer_work(const std::string& op, int64_t batch, int64_t flops_per_sample,
+                     int64_t input_bytes_per_sample, int64_t output_bytes_per_sample, int64_t params) {
+  const double b = static_cast<double>(batch);
+  const double outputs = std::max(1.0, static_cast<double>(output_bytes_per_sample) / kFloatBytes);
+  // As a GEMM: K = F / (2 outputs) multiply-adds per output, N = params / K columns,
+  // so M = outputs / N rows per sample (ops without weights: one column per output).
+  const double reduction = std::max(1.0, static_cast<double>(flops_per_sample) / (2 * outputs));
+  const double columns = params > 0 ? std::max(1.0, static_cast<double>(params) / reduction) : 1.0;
+  LayerWork work;
+  work.op = op;
+  work.batch = batch;
+  work.flops = static_cast<double>(flops_per_sample) * b;
+  work.bytes = static_cast<double>(input_bytes_per_sample + output_bytes_per_sample) * b +
+               static_cast<double>(params) * kFloatBytes;
+  work.rows = b * outputs / columns;
+  return work;
+}
+
+double EfficiencyCurve::efficiency(const LayerWork& work) const {
+  double x = static_cast<double>(work.batch);
+  if (scale == Scale::Work) x = op_class(work.op) == OpClass::Memory ? work.bytes : work.flops;
+  if (scale == Scale::Rows) x = work.rows;
+  return eff_max * x / (x + x_half);
+}
+
+const char* scale_name(EfficiencyCurve::Scale scale) {
+  switch (scale) {
+    case EfficiencyCurve::Scale::Batch: return "batch";
+    case EfficiencyCurve::Scale::Work: return "work";
+    case EfficiencyCurve::Scale::Rows: return "rows";
+  }
+  BURST_ASSERT(false, "unknown scale");
+}
 
 OpClass op_class(const std::string& op_name) {
   if (op_name == "conv2d") return OpClass::Conv;
   if (op_name == "linear" || op_name == "self_attention") return OpClass::Matmul;
   return OpClass::Memory;
-}
-
-const char* scale_name(EfficiencyCurve::Scale scale) {
-  return scale == EfficiencyCurve::Scale::Batch ? "batch" : "work";
 }
 
 const char* op_class_name(OpClass op_class) {
@@ -151,6 +183,12 @@ const char* op_class_name(OpClass op_class) {
     case OpClass::Memory: return "memory";
   }
   BURST_ASSERT(false, "unknown op class");
+}
+
+const EfficiencyCurve& DeviceSpec::curve(const std::string& op) const {
+  const auto found = op_curves.find(op);
+  if (found != op_curves.end()) return found->second;
+  return curves[static_cast<int>(op_class(op))];
 }
 
 std::vector<std::string> catalog_kinds() { return {"v100", "a100", "a100-80gb", "h100-sxm", "h200", "cpu"}; }
@@ -174,14 +212,9 @@ DeviceSpec catalog_device(const std::string& kind) {
   throw UserError(fmt::format("unknown device kind '{}' (known: {})", kind, kinds));
 }
 
-LayerTime AnalyticCostModel::time(const std::string& op, int64_t flops_per_sample,
-                                  int64_t bytes_per_sample, int64_t params, int64_t batch) const {
-  const OpClass cls = op_class(op);
-  const EfficiencyCurve& curve = device_.curves[static_cast<int>(cls)];
-  const double b = static_cast<double>(batch);
-  const double flops = static_cast<double>(flops_per_sample) * b;
-  const double bytes = static_cast<double>(bytes_per_sample) * b + static_cast<double>(params) * kFloatBytes;
-  const Seconds forward = roofline(device_, cls, curve, flops, bytes, batch);
+LayerTime AnalyticCostModel::time(const LayerWork& work) const {
+  const EfficiencyCurve& curve = device_.curve(work.op);
+  const Seconds forward = forward_time(device_, curve, work);
   return LayerTime{forward, forward * curve.backward_ratio};
 }
 
@@ -190,53 +223,68 @@ std::optional<LayerEstimate> AnalyticCostModel::estimate(const graph::Graph& gra
   int64_t input_bytes = 0;
   for (const graph::LayerId input : graph.inputs(id)) input_bytes += graph.info(input).output_bytes;
   const auto& info = graph.info(id);
-  return LayerEstimate{time(graph::op_name(graph.layer(id).op()), info.forward_flops,
-                            input_bytes + info.output_bytes, info.params, batch),
-                       CostSource::Analytic};
+  const LayerWork work = layer_work(graph::op_name(graph.layer(id).op()), batch, info.forward_flops,
+                                    input_bytes, info.output_bytes, info.params);
+  return LayerEstimate{time(work), CostSource::Analytic};
 }
 
 DeviceSpec fit_device(DeviceSpec device, const Profile& profile) {
-  if (profile.entries.empty()) throw UserError("cannot fit a device model to an empty profile");
-  std::array<std::vector<Sample>, kOpClassCount> samples;
-  std::array<std::vector<double>, kOpClassCount> backward_ratios;
-  double best_flops_per_s = 0, best_bytes_per_s = 0, min_forward = std::numeric_limits<double>::infinity();
+  std::vector<Sample> samples;
   for (const ProfileEntry& entry : profile.entries) {
     if (entry.forward.s() <= 0) continue;
-    const OpClass cls = op_class(entry.op);
-    const double b = static_cast<double>(entry.batch);
-    const Sample sample{static_cast<double>(entry.forward_flops_per_sample) * b,
-                        static_cast<double>(entry_bytes_per_sample(entry)) * b +
-                            static_cast<double>(entry.params) * kFloatBytes,
-                        entry.batch, std::log((entry.forward + entry.backward).s())};
-    samples[static_cast<int>(cls)].push_back(sample);
-    backward_ratios[static_cast<int>(cls)].push_back(entry.backward / entry.forward);
-    min_forward = std::min(min_forward, entry.forward.s());
-    if (cls == OpClass::Memory) {
-      best_bytes_per_s = std::max(best_bytes_per_s, sample.bytes / entry.forward.s());
-    } else {
-      best_flops_per_s = std::max(best_flops_per_s, sample.flops / entry.forward.s());
-    }
+    samples.push_back(Sample{layer_work(entry.op, entry.batch, entry.forward_flops_per_sample,
+                                        entry.input_bytes_per_sample, entry.output_bytes_per_sample,
+                                        entry.params),
+                             entry.forward.s(), entry.backward / entry.forward,
+                             std::log((entry.forward + entry.backward).s())});
   }
-  if (!std::isfinite(min_forward)) {
+  if (samples.empty()) {
     throw UserError("cannot fit a device model: the profile has no entry with a positive forward time");
   }
+  double min_forward = std::numeric_limits<double>::infinity();
   if (device.kind == "cpu") {
-    if (best_flops_per_s > 0) device.peak_flops = best_flops_per_s;
-    if (best_bytes_per_s > 0) device.memory_bandwidth = Bandwidth(best_bytes_per_s);
+    // A CPU's usable peak and bandwidth are whatever its best layers achieved.
+    double best_flops = 0, best_bytes = 0;
+    for (const Sample& sample : samples) {
+      if (op_class(sample.work.op) == OpClass::Memory) {
+        best_bytes = std::max(best_bytes, sample.work.bytes / sample.forward);
+      } else {
+        best_flops = std::max(best_flops, sample.work.flops / sample.forward);
+      }
+    }
+    if (best_flops > 0) device.peak_flops = best_flops;
+    if (best_bytes > 0) device.memory_bandwidth = Bandwidth(best_bytes);
+  }
+  SampleGroups groups;
+  for (Sample& sample : samples) {
+    sample.roofline = roofline_seconds(device, sample.work);
+    min_forward = std::min(min_forward, sample.forward);
+    groups.by_class[static_cast<int>(op_class(sample.work.op))].push_back(&sample);
+    groups.by_op[sample.work.op].push_back(&sample);
   }
   for (int c = 0; c < kOpClassCount; ++c) {
-    if (!backward_ratios[c].empty()) device.curves[c].backward_ratio = median(backward_ratios[c]);
+    if (!groups.by_class[c].empty()) {
+      device.curves[c].backward_ratio = median_backward_ratio(groups.by_class[c]);
+    }
   }
-  // Overhead is shared by all classes: try a grid below the fastest measured layer.
+  device.op_curves.clear();
+  for (const auto& [op, members] : groups.by_op) {
+    EfficiencyCurve curve = device.curves[static_cast<int>(op_class(op))];
+    curve.backward_ratio = median_backward_ratio(members);
+    device.op_curves[op] = curve;
+  }
+  // Overhead is shared by all ops: try a grid below the fastest measured layer.
   double best_total = std::numeric_limits<double>::infinity();
   DeviceSpec best = device;
-  for (const double overhead : geometric_grid(min_forward * 0.01, min_forward * 0.99, 16)) {
+  for (const double overhead : geometric_grid(min_forward * 0.01, min_forward * 0.99, 8)) {
     DeviceSpec candidate = device;
     candidate.overhead = Seconds(overhead);
     double total = 0;
     for (int c = 0; c < kOpClassCount; ++c) {
-      if (samples[c].empty()) continue;
-      total += fit_class(candidate, static_cast<OpClass>(c), samples[c], &candidate.curves[c]);
+      if (!groups.by_class[c].empty()) fit_curve(candidate.overhead, groups.by_class[c], &candidate.curves[c]);
+    }
+    for (const auto& [op, members] : groups.by_op) {
+      total += fit_curve(candidate.overhead, members, &candidate.op_curves[op]);
     }
     if (total < best_total) {
       best_total = total;
@@ -253,8 +301,9 @@ FitError evaluate_fit(const DeviceSpec& device, const Profile& profile) {
   for (const ProfileEntry& entry : profile.entries) {
     const double measured = (entry.forward + entry.backward).s();
     if (measured <= 0) continue;
-    const LayerTime predicted = model.time(entry.op, entry.forward_flops_per_sample,
-                                           entry_bytes_per_sample(entry), entry.params, entry.batch);
+    const LayerTime predicted =
+        model.time(layer_work(entry.op, entry.batch, entry.forward_flops_per_sample,
+                              entry.input_bytes_per_sample, entry.output_bytes_per_sample, entry.params));
     const double error = std::fabs(predicted.total().s() - measured) / measured;
     all.push_back(error);
     by_class[static_cast<int>(op_class(entry.op))].push_back(error);
@@ -274,6 +323,7 @@ FitError evaluate_fit(const DeviceSpec& device, const Profile& profile) {
 
 DeviceSpec with_curves_of(DeviceSpec target, const DeviceSpec& fitted) {
   target.curves = fitted.curves;
+  target.op_curves = fitted.op_curves;
   target.overhead = fitted.overhead;
   return target;
 }

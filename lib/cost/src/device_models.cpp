@@ -48,13 +48,16 @@ DeviceModel resolve_device(const std::string& device, const std::optional<std::s
   if (auto profile = builtin_profile(device)) {
     return fitted(catalog_device(device), std::move(*profile), "built-in " + device + " profile");
   }
-  DeviceSpec target = catalog_device(device);  // throws for unknown kinds
+  catalog_device(device);  // throws for unknown kinds before the reference is fitted
   auto a100 = builtin_profile("a100");
   if (!a100) throw UserError(fmt::format("device '{}' needs the built-in a100 profile, which this build lacks", device));
-  DeviceModel reference = fitted(catalog_device("a100"), std::move(*a100), "built-in a100 profile");
+  return borrow_curves(device, fitted(catalog_device("a100"), std::move(*a100), "built-in a100 profile"));
+}
+
+DeviceModel borrow_curves(const std::string& kind, const DeviceModel& reference) {
   DeviceModel model;
-  model.spec = with_curves_of(std::move(target), reference.spec);
-  model.fitted_on = "built-in a100 profile (curves moved to this device's peak and bandwidth)";
+  model.spec = with_curves_of(catalog_device(kind), reference.spec);
+  model.fitted_on = reference.fitted_on + " (curves moved to this device's peak and bandwidth)";
   model.fit_error = reference.fit_error;
   return model;
 }

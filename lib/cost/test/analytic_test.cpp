@@ -26,26 +26,40 @@ DeviceSpec round_device() {
 
 TEST(Analytic, RooflineComputeBound) {
   const AnalyticCostModel model(round_device());
-  // conv, 1 GFLOP per sample, batch 4: eff = 0.5 x 4 / (4 + 4) = 0.25.
-  // compute = 4e9 / (100e9 x 0.25) = 160 ms; bytes 4 x 1 KB / 10 GB/s = 0.4 us.
-  // forward = 160 ms + 1 us; backward = 2 x forward.
-  const LayerTime t = model.time("conv2d", 1'000'000'000, 1000, 0, 4);
+  // conv, 1 GFLOP per sample, batch 4: roofline = max(4e9 / 100e9, 4 KB / 10 GB/s)
+  // = 40 ms; eff = 0.5 x 4 / (4 + 4) = 0.25 -> 160 ms, + 1 us overhead.
+  // backward = 2 x forward.
+  const LayerTime t = model.time(layer_work("conv2d", 4, 1'000'000'000, 1000, 0, 0));
   EXPECT_NEAR(t.forward.ms(), 160.001, 1e-9);
   EXPECT_NEAR(t.backward.ms(), 320.002, 1e-9);
 }
 
 TEST(Analytic, RooflineMemoryBound) {
   const AnalyticCostModel model(round_device());
-  // relu, 1M elements in + out per sample (8 MB with fp32 in and out), batch 2:
-  // bytes = 2 x 8e6 = 16 MB at 10 GB/s x eff 1 = 1.6 ms; FLOPs 2e6 / 100e9 = 20 us.
-  const LayerTime t = model.time("relu", 1'000'000, 8'000'000, 0, 2);
+  // relu, 1M elements per sample (4 MB in + 4 MB out), batch 2: bytes = 2 x 8e6 = 16 MB
+  // at 10 GB/s = 1.6 ms > FLOPs 2e6 / 100e9 = 20 us; eff 1 x 2 / (2 + 0) = 1.
+  const LayerTime t = model.time(layer_work("relu", 2, 1'000'000, 4'000'000, 4'000'000, 0));
   EXPECT_NEAR(t.forward.ms(), 1.601, 1e-9);
   EXPECT_NEAR(t.backward.ms(), 1.601, 1e-9);  // backward_ratio 1
-  // Weights count as bytes too: a linear of 1M params reads 4 MB even at batch 1.
-  // matmul eff at batch 1 = 1 x 1/(1+1) = 0.5; compute 2e6/(50e9) = 40 us;
-  // bytes 4e6 + 8 = 0.4 ms dominates: forward = 0.4 ms + 8 B/10 GB/s + 1 us.
-  const LayerTime fc = model.time("linear", 2'000'000, 8, 1'000'000, 1);
-  EXPECT_NEAR(fc.forward.ms(), 0.4 + 0.0000008 + 0.001, 1e-9);
+  // Weights count as bytes too: a linear of 1M params reads 4 MB even at batch 1:
+  // roofline = max(2e6 / 100e9 = 20 us, (4e6 + 8) B / 10 GB/s = 0.4000008 ms);
+  // matmul eff at batch 1 = 1 x 1 / (1 + 1) = 0.5 -> 0.8000016 ms, + 1 us.
+  const LayerTime fc = model.time(layer_work("linear", 1, 2'000'000, 4, 4, 1'000'000));
+  EXPECT_NEAR(fc.forward.ms(), 0.8000016 + 0.001, 1e-9);
+}
+
+TEST(Analytic, LayerWorkSeesAConvAsAGemm) {
+  // 3x3 conv 512 -> 512 on a 2x2 map, no bias, batch 2: 2048 outputs per sample,
+  // F = 2 x 4608 x 2048 = 18,874,368, params 512 x 4608 = 2,359,296.
+  // K = F / (2 x 2048) = 4608, N = params / K = 512, rows = 2 x 2048 / 512 = 8.
+  const LayerWork work = layer_work("conv2d", 2, 18'874'368, 512 * 4 * 4, 2048 * 4, 2'359'296);
+  EXPECT_DOUBLE_EQ(work.rows, 8.0);
+  EXPECT_DOUBLE_EQ(work.flops, 2 * 18'874'368.0);
+  // bytes = 2 x (8 KB in + 8 KB out) + 4 x 2,359,296 weights.
+  EXPECT_DOUBLE_EQ(work.bytes, 2 * (8192.0 + 8192.0) + 4 * 2'359'296.0);
+  // With a rows curve {eff_max 1, x_half 8}: efficiency 8 / 16 = 0.5.
+  EfficiencyCurve rows{1.0, 8, EfficiencyCurve::Scale::Rows, 2};
+  EXPECT_DOUBLE_EQ(rows.efficiency(work), 0.5);
 }
 
 TEST(Analytic, FitRecoversAKnownCurve) {
@@ -63,7 +77,7 @@ TEST(Analytic, FitRecoversAKnownCurve) {
       entry.batch = batch;
       entry.forward_flops_per_sample = flops;
       entry.input_bytes_per_sample = 1000;
-      const LayerTime t = generator.time("conv2d", flops, 1000, 0, batch);
+      const LayerTime t = generator.time(layer_work("conv2d", batch, flops, 1000, 0, 0));
       entry.forward = t.forward;
       entry.backward = t.backward;
       profile.entries.push_back(entry);
@@ -73,8 +87,8 @@ TEST(Analytic, FitRecoversAKnownCurve) {
   const FitError error = evaluate_fit(fitted, profile);
   EXPECT_EQ(error.entries, 18);
   EXPECT_LT(error.median_relative, 0.05);  // grid resolution, not noise: data is exact
-  EXPECT_NEAR(fitted.curves[static_cast<int>(OpClass::Conv)].backward_ratio, 2.5, 1e-9);
-  EXPECT_EQ(fitted.curves[static_cast<int>(OpClass::Conv)].scale, EfficiencyCurve::Scale::Batch);
+  EXPECT_EQ(fitted.curve("conv2d").scale, EfficiencyCurve::Scale::Batch);
+  EXPECT_NEAR(fitted.curve("conv2d").backward_ratio, 2.5, 1e-9);
 }
 
 TEST(Analytic, CatalogKnowsItsDevices) {

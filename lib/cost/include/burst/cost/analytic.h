@@ -1,19 +1,23 @@
 #pragma once
-// The analytic device model: a roofline with a batch-dependent efficiency curve per op
-// class, fitted to measured profiles so that small-batch under-utilisation is reproduced.
+// The analytic device model: a roofline slowed by a fitted efficiency curve per op kind,
+// so that the under-utilisation of small per-device batches is reproduced.
 //
-//   forward(b)  = max(F·b / (peak · eff(class, b)), bytes(b) / bandwidth) + overhead
-//   eff(c, b)   = eff_max(c) · x / (x + x_half(c))
-//   backward(b) = backward_ratio(c) · forward(b)
+//   forward(b)  = max(F·b / peak, bytes(b) / bandwidth) / eff(op, x) + overhead
+//   eff(op, x)  = eff_max(op) · x / (x + x_half(op))
+//   backward(b) = backward_ratio(op) · forward(b)
 //
-// where x, the utilisation variable, is either the per-device batch b or the work of the
-// call (F·b FLOPs for compute classes, bytes(b) for the memory class): a device fills up
-// with samples for some ops and with total work for others, so the fit picks, per class,
-// whichever describes the measurements better.
-//
-// F is the layer's forward FLOPs per sample (a multiply-add = 2 FLOPs), bytes(b) the
-// input and output activations at batch b plus the fp32 weights.
+// F is the layer's forward FLOPs per sample (a multiply-add = 2 FLOPs); bytes(b) the input
+// and output activations at batch b plus the fp32 weights. x, the utilisation variable, is
+// one of three (the fit picks, per op kind, the one that describes the measurements best):
+//   - batch: the per-device batch b;
+//   - work:  F·b for compute ops (conv2d, linear, self_attention), bytes(b) for the others;
+//   - rows:  the M dimension of the op seen as a GEMM, b · output elements / N, with
+//            N = params / K and K = F / (2 · output elements), the reduction length (a
+//            3x3 conv on a 2x2 map has only 4 rows per sample and runs far below peak).
+// Op kinds without measurements use the curve of their class (conv, matmul, memory),
+// fitted on every entry of the class.
 #include <array>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,19 +33,28 @@ inline constexpr int kOpClassCount = 3;
 OpClass op_class(const std::string& op_name);
 const char* op_class_name(OpClass op_class);
 
-struct EfficiencyCurve {
-  enum class Scale { Batch, Work };
-  double eff_max = 0.5;       // asymptotic fraction of peak, in (0, 1]
-  double x_half = 4;          // value of the utilisation variable at half of eff_max
-  Scale scale = Scale::Batch;  // utilisation variable: batch, or FLOPs/bytes of the call
-  double backward_ratio = 2;  // backward time / forward time
-  // `batch` samples doing `work` FLOPs (compute classes) or bytes (memory class).
-  double efficiency(int64_t batch, double work) const {
-    const double x = scale == Scale::Batch ? static_cast<double>(batch) : work;
-    return eff_max * x / (x + x_half);
-  }
+// What one call of a layer does, at its per-device batch.
+struct LayerWork {
+  std::string op;     // op name ("conv2d")
+  int64_t batch = 0;  // per-device batch
+  double flops = 0;   // forward FLOPs of the call
+  double bytes = 0;   // activations in and out plus fp32 weights
+  double rows = 0;    // GEMM rows (see above)
 };
-const char* scale_name(EfficiencyCurve::Scale scale);  // "batch" | "work"
+// From per-sample figures, as graphs and profile entries give them.
+LayerWork layer_work(const std::string& op, int64_t batch, int64_t flops_per_sample,
+                     int64_t input_bytes_per_sample, int64_t output_bytes_per_sample,
+                     int64_t params);
+
+struct EfficiencyCurve {
+  enum class Scale { Batch, Work, Rows };
+  double eff_max = 0.5;        // asymptotic fraction of the roofline rate, in (0, 1]
+  double x_half = 4;           // value of the utilisation variable at half of eff_max
+  Scale scale = Scale::Batch;  // the utilisation variable
+  double backward_ratio = 2;   // backward time / forward time
+  double efficiency(const LayerWork& work) const;
+};
+const char* scale_name(EfficiencyCurve::Scale scale);  // "batch" | "work" | "rows"
 
 struct DeviceSpec {
   std::string kind;         // "a100", "h100-sxm", "cpu"
@@ -50,7 +63,11 @@ struct DeviceSpec {
   Bandwidth memory_bandwidth;
   Bytes memory;             // device memory capacity
   Seconds overhead;         // per layer call: kernel launches, framework dispatch
-  std::array<EfficiencyCurve, kOpClassCount> curves;
+  std::array<EfficiencyCurve, kOpClassCount> curves;  // per class: the fallback
+  std::map<std::string, EfficiencyCurve> op_curves;     // per op kind, where measured
+
+  // The curve for an op: its own when fitted, else its class's.
+  const EfficiencyCurve& curve(const std::string& op) const;
 };
 
 // The GPUs burst knows (v100, a100, a100-80gb, h100-sxm, h200) with datasheet peak and
@@ -67,9 +84,10 @@ struct FitError {
   std::array<int, kOpClassCount> entries_by_class{};
 };
 
-// Fits overhead and every op class's curve to `profile`: backward_ratio is the median
-// measured backward/forward ratio of the class, then a grid search over overhead, eff_max
-// and b_half minimises the squared log error of forward + backward times.
+// Fits overhead, every op class's curve and every measured op kind's curve to `profile`:
+// backward_ratio is the median measured backward/forward ratio, then a coarse-to-fine grid
+// search over overhead, the utilisation variable, eff_max and x_half minimises the squared
+// log error of forward + backward times.
 // For the "cpu" kind, peak and bandwidth are first taken from the profile itself (the
 // best FLOP/s and bytes/s it achieved), so eff_max <= 1 is meaningful.
 DeviceSpec fit_device(DeviceSpec base, const Profile& profile);
@@ -88,8 +106,7 @@ class AnalyticCostModel : public CostModel {
   std::optional<LayerEstimate> estimate(const graph::Graph& graph, graph::LayerId id,
                                         int64_t batch) const override;
   // The same formula from a layer's work (for fitting and for profile entries).
-  LayerTime time(const std::string& op, int64_t flops_per_sample, int64_t bytes_per_sample,
-                 int64_t params, int64_t batch) const;
+  LayerTime time(const LayerWork& work) const;
   const DeviceSpec& spec() const { return device_; }
 
  private:

@@ -36,6 +36,10 @@ struct DeviceModel {
 // or `cpu` without a profile.
 DeviceModel resolve_device(const std::string& device, const std::optional<std::string>& profile_path);
 
+// A catalog GPU without measurements, with the curves of `reference` (a measured device,
+// in practice the A100) moved to its own peak and bandwidth.
+DeviceModel borrow_curves(const std::string& kind, const DeviceModel& reference);
+
 // The cost model of a resolved device: measured first, analytic for the gaps.
 std::unique_ptr<CostModel> make_cost_model(const DeviceModel& device);
 
