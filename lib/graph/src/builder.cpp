@@ -2,6 +2,24 @@
 
 namespace burst::graph {
 
+Conv2dAttrs conv2d_attrs(int64_t out_channels, Pair kernel, Pair stride, Pair padding, bool bias) {
+  Conv2dAttrs attrs;
+  attrs.out_channels = out_channels;
+  attrs.kernel = kernel;
+  attrs.stride = stride;
+  attrs.padding = padding;
+  attrs.bias = bias;
+  return attrs;
+}
+
+MaxPool2dAttrs maxpool2d_attrs(Pair kernel, Pair stride, Pair padding) {
+  MaxPool2dAttrs attrs;
+  attrs.kernel = kernel;
+  attrs.stride = stride;
+  attrs.padding = padding;
+  return attrs;
+}
+
 std::string GraphBuilder::add(std::string name, std::vector<std::string> inputs,
                               Attrs attrs) {
   layers_.push_back(LayerSpec{std::move(name), std::move(inputs), std::move(attrs)});

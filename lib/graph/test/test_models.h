@@ -6,13 +6,7 @@ namespace burst::graph::testing {
 
 inline Conv2dAttrs conv(int64_t out_channels, int64_t kernel, int64_t stride = 1,
                         int64_t padding = 0, bool bias = true) {
-  Conv2dAttrs attrs;
-  attrs.out_channels = out_channels;
-  attrs.kernel = {kernel, kernel};
-  attrs.stride = {stride, stride};
-  attrs.padding = {padding, padding};
-  attrs.bias = bias;
-  return attrs;
+  return conv2d_attrs(out_channels, {kernel, kernel}, {stride, stride}, {padding, padding}, bias);
 }
 
 // input [1, 8, 8] -> conv 4x3x3 pad 1 -> relu -> flatten [256] -> linear 10 -> loss.

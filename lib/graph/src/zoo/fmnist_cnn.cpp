@@ -12,17 +12,10 @@ namespace {
 // 3x3 conv, padding 1, then batchnorm, relu and a 2x2 max pool: [C, s, s] -> [out, s/2, s/2].
 std::string stage(GraphBuilder& b, int index, const std::string& x, int64_t out_channels) {
   const std::string n = std::to_string(index);
-  Conv2dAttrs conv;
-  conv.out_channels = out_channels;
-  conv.kernel = {3, 3};
-  conv.padding = {1, 1};
-  MaxPool2dAttrs pool;
-  pool.kernel = {2, 2};
-  pool.stride = {2, 2};
-  std::string y = b.conv2d("conv" + n, x, conv);
+  std::string y = b.conv2d("conv" + n, x, conv2d_attrs(out_channels, {3, 3}, {1, 1}, {1, 1}));
   y = b.batchnorm2d("bn" + n, y);
   y = b.relu("relu" + n, y);
-  return b.maxpool2d("pool" + n, y, pool);
+  return b.maxpool2d("pool" + n, y, maxpool2d_attrs({2, 2}, {2, 2}));
 }
 
 Graph build_fmnist_cnn(const ZooOptions& options) {

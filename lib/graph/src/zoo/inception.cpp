@@ -18,13 +18,7 @@ namespace {
 std::string basic_conv(GraphBuilder& b, const std::string& name, const std::string& x,
                        int64_t out_channels, Pair kernel, Pair stride = {1, 1},
                        Pair padding = {0, 0}) {
-  Conv2dAttrs attrs;
-  attrs.out_channels = out_channels;
-  attrs.kernel = kernel;
-  attrs.stride = stride;
-  attrs.padding = padding;
-  attrs.bias = false;
-  std::string y = b.conv2d(name + ".conv", x, attrs);
+  std::string y = b.conv2d(name + ".conv", x, conv2d_attrs(out_channels, kernel, stride, padding, false));
   y = b.batchnorm2d(name + ".bn", y, 0.001);
   return b.relu(name + ".relu", y);
 }
@@ -40,10 +34,7 @@ std::string same_avg_pool(GraphBuilder& b, const std::string& name, const std::s
 
 // 3x3 max pool, stride 2: s -> (s - 3) / 2 + 1.
 std::string reducing_max_pool(GraphBuilder& b, const std::string& name, const std::string& x) {
-  MaxPool2dAttrs attrs;
-  attrs.kernel = {3, 3};
-  attrs.stride = {2, 2};
-  return b.maxpool2d(name, x, attrs);
+  return b.maxpool2d(name, x, maxpool2d_attrs({3, 3}, {2, 2}));
 }
 
 // InceptionA at 35x35: 64 + 64 + 96 + pool_features channels out.

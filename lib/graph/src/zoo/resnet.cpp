@@ -17,13 +17,7 @@ namespace {
 
 // Convs in ResNet have no bias: the batchnorm after each supplies it.
 Conv2dAttrs conv(int64_t out_channels, int64_t kernel, int64_t stride, int64_t padding) {
-  Conv2dAttrs attrs;
-  attrs.out_channels = out_channels;
-  attrs.kernel = {kernel, kernel};
-  attrs.stride = {stride, stride};
-  attrs.padding = {padding, padding};
-  attrs.bias = false;
-  return attrs;
+  return conv2d_attrs(out_channels, {kernel, kernel}, {stride, stride}, {padding, padding}, false);
 }
 
 struct ResNetConfig {
@@ -79,11 +73,7 @@ Graph build_resnet(const std::string& name, const ResNetConfig& config, const Zo
   x = b.conv2d("conv1", x, conv(64, 7, 2, 3));
   x = b.batchnorm2d("bn1", x);
   x = b.relu("relu", x);
-  MaxPool2dAttrs pool;
-  pool.kernel = {3, 3};
-  pool.stride = {2, 2};
-  pool.padding = {1, 1};
-  x = b.maxpool2d("maxpool", x, pool);
+  x = b.maxpool2d("maxpool", x, maxpool2d_attrs({3, 3}, {2, 2}, {1, 1}));
 
   // Stages at planes 64, 128, 256, 512; all but the first halve the spatial size.
   int64_t channels = 64;

@@ -37,17 +37,12 @@ Graph build_vgg(const std::string& name, int depth, const ZooOptions& options) {
   int index = 0;  // torchvision's position in `features`
   for (const auto& stage : vgg_stages(depth)) {
     for (const int64_t width : stage) {
-      Conv2dAttrs conv;  // 3x3, padding 1: spatial size unchanged
-      conv.out_channels = width;
-      conv.kernel = {3, 3};
-      conv.padding = {1, 1};
-      x = b.conv2d(fmt::format("features.{}", index++), x, conv);
+      // 3x3, padding 1: spatial size unchanged
+      x = b.conv2d(fmt::format("features.{}", index++), x, conv2d_attrs(width, {3, 3}, {1, 1}, {1, 1}));
       x = b.relu(fmt::format("features.{}", index++), x);
     }
-    MaxPool2dAttrs pool;  // halves the spatial size
-    pool.kernel = {2, 2};
-    pool.stride = {2, 2};
-    x = b.maxpool2d(fmt::format("features.{}", index++), x, pool);
+    // 2x2 max pool, stride 2: halves the spatial size
+    x = b.maxpool2d(fmt::format("features.{}", index++), x, maxpool2d_attrs({2, 2}, {2, 2}));
   }
   // [512, s, s] -> [512, 7, 7] -> [25088], whatever the image size.
   x = b.adaptive_avgpool2d("avgpool", x, {7, 7});

@@ -59,11 +59,7 @@ Graph build_vit(const std::string& model, const VitConfig& c) {
   GraphBuilder b(model);
   std::string x = b.input("input", {3, c.image_size, c.image_size});
   // Patchify: a patch x patch conv with stride patch -> [width, grid, grid].
-  Conv2dAttrs proj;
-  proj.out_channels = c.width;
-  proj.kernel = {c.patch, c.patch};
-  proj.stride = {c.patch, c.patch};
-  x = b.conv2d("conv_proj", x, proj);
+  x = b.conv2d("conv_proj", x, conv2d_attrs(c.width, {c.patch, c.patch}, {c.patch, c.patch}));
   x = b.image_to_tokens("image_to_tokens", x);  // [grid * grid, width]
   x = b.class_token("class_token", x);          // [tokens, width]
   x = b.position_embedding("encoder.pos_embedding", x, tokens);

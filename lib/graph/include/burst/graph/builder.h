@@ -4,10 +4,7 @@
 //
 //   GraphBuilder b("tiny");
 //   auto x = b.input("input", {1, 28, 28});
-//   Conv2dAttrs conv;
-//   conv.out_channels = 8;
-//   conv.kernel = {3, 3};
-//   x = b.conv2d("conv1", x, conv);
+//   x = b.conv2d("conv1", x, conv2d_attrs(8, {3, 3}));
 //   x = b.relu("relu1", x);
 //   Graph g = b.build();
 //
@@ -18,6 +15,11 @@
 #include "burst/graph/graph.h"
 
 namespace burst::graph {
+
+// Attribute shorthands for the common cases; anything not named keeps PyTorch's default.
+Conv2dAttrs conv2d_attrs(int64_t out_channels, Pair kernel, Pair stride = {1, 1},
+                         Pair padding = {0, 0}, bool bias = true);
+MaxPool2dAttrs maxpool2d_attrs(Pair kernel, Pair stride, Pair padding = {0, 0});
 
 class GraphBuilder {
  public:
