@@ -12,3 +12,6 @@ echo "== burst models"
 echo
 echo "== burst model show vgg16"
 "$burst" model show vgg16
+echo
+echo "== burst cost --model vgg16 --device a100 --batch 8 (first lines)"
+"$burst" cost --model vgg16 --device a100 --batch 8 | head -n 8

@@ -220,6 +220,11 @@ LayerTime AnalyticCostModel::time(const LayerWork& work) const {
 
 std::optional<LayerEstimate> AnalyticCostModel::estimate(const graph::Graph& graph,
                                                          graph::LayerId id, int64_t batch) const {
+  // A model input computes nothing: feeding it is the data pipeline's (and, across devices,
+  // the network model's) business. `burst profile` records inputs as 0 for the same reason.
+  if (graph.layer(id).op() == graph::OpKind::Input) {
+    return LayerEstimate{LayerTime{}, CostSource::Analytic};
+  }
   int64_t input_bytes = 0;
   for (const graph::LayerId input : graph.inputs(id)) input_bytes += graph.info(input).output_bytes;
   const auto& info = graph.info(id);

@@ -109,6 +109,8 @@ TEST(LayeredCostModel, MeasuredFirstAnalyticForGaps) {
   EXPECT_DOUBLE_EQ(conv->time.forward.ms(), 3.0);
   EXPECT_DOUBLE_EQ(conv->time.backward.ms(), 2.0);
   EXPECT_EQ(model.estimate(graph, *graph.find("fc1"), 4)->source, CostSource::Analytic);
+  // The input layer computes nothing, whatever the device's overhead.
+  EXPECT_EQ(model.estimate(graph, *graph.find("input"), 4)->time.total(), Seconds{});
 }
 
 }  // namespace
