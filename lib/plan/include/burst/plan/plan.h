@@ -1,0 +1,63 @@
+#pragma once
+// Plans: for every layer of a model, the ordered ranks it runs on and each rank's contiguous
+// sample range of the global batch (format "burst.plan", version 1; docs/plan-format.md).
+//
+// What a plan stores is only the placements. Everything else is derived, never stored:
+// the activation transfers between connected layers (cost::reshard_transfers of the two
+// placements) and each layer's gradient sync group (its ranks).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "burst/cluster/cluster.h"
+#include "burst/cost/reshard.h"
+#include "burst/graph/graph.h"
+
+namespace burst::plan {
+
+inline constexpr const char* kPlanFormat = "burst.plan";
+inline constexpr int kPlanFormatVersion = 1;
+
+// One layer's placement: shards in rank order of execution (uneven splits are legal).
+struct LayerPlacement {
+  std::string layer;                // the layer's name, to match the plan to its model
+  std::vector<cost::Shard> shards;  // non-empty ranges covering [0, global_batch) once
+};
+
+struct Plan {
+  std::string model;      // the model's name
+  std::string strategy;   // "dp", "burst", "hand", ...
+  int64_t global_batch = 0;
+  int devices = 0;        // size of the cluster the plan was made for
+  std::vector<LayerPlacement> layers;  // one per graph layer, in graph order
+};
+
+// Checks `plan` against its model and cluster; throws UserError with a one-line reason
+// naming the layer: another model (name, layer count or layer names differ), a
+// non-positive batch, ranks outside the cluster, a rank twice in one layer, samples
+// uncovered or covered twice.
+void validate_plan(const Plan& plan, const graph::Graph& graph, const cluster::Cluster& cluster);
+
+// The transfers that carry `producer`'s output to `consumer` (forward) — and, reversed,
+// the consumer's input gradient back (backward). Every rank derives the same list.
+std::vector<cost::Transfer> activation_transfers(const Plan& plan, graph::LayerId producer,
+                                                 graph::LayerId consumer);
+
+// The ranks that all-reduce `layer`'s weight gradients, ascending (empty when the layer has
+// no parameters or runs on one rank).
+std::vector<int> sync_group(const Plan& plan, const graph::Graph& graph, graph::LayerId layer);
+
+// Plan files. Reading checks the format; validate_plan checks the content.
+std::string plan_to_json_text(const Plan& plan);
+Plan plan_from_json_text(const std::string& text);
+Plan load_plan_file(const std::string& path);
+void save_plan_file(const Plan& plan, const std::string& path);
+
+// Data parallelism, what users run today: every layer on ranks 0..min(N, B)-1, the batch
+// split as evenly as possible (the first B mod N ranks get one sample more).
+Plan plan_data_parallel(const graph::Graph& graph, int devices, int64_t global_batch);
+
+// The even split of [0, batch) over `ranks` (in order), as data parallelism uses it.
+std::vector<cost::Shard> even_split(const std::vector<int>& ranks, int64_t batch);
+
+}  // namespace burst::plan

@@ -1,0 +1,90 @@
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "burst/plan/plan.h"
+#include "burst/util/error.h"
+#include "burst/util/json_io.h"
+
+namespace burst::plan {
+
+using nlohmann::json;
+
+// Each shard is written as [rank, begin, end]: compact for plans of thousands of ranks.
+std::string plan_to_json_text(const Plan& plan) {
+  json layers = json::array();
+  for (const LayerPlacement& placement : plan.layers) {
+    json shards = json::array();
+    for (const cost::Shard& shard : placement.shards) {
+      shards.push_back({shard.rank, shard.samples.begin, shard.samples.end});
+    }
+    layers.push_back({{"layer", placement.layer}, {"shards", std::move(shards)}});
+  }
+  std::string text = fmt::format(
+      "{{\n  \"format\": {},\n  \"version\": {},\n  \"model\": {},\n  \"strategy\": {},\n"
+      "  \"global_batch\": {},\n  \"devices\": {},\n  \"layers\": [",
+      json(kPlanFormat).dump(), kPlanFormatVersion, json(plan.model).dump(),
+      json(plan.strategy).dump(), plan.global_batch, plan.devices);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    text += fmt::format("{}\n    {}", i == 0 ? "" : ",", layers[i].dump());
+  }
+  return text + "\n  ]\n}\n";
+}
+
+namespace {
+
+cost::Shard shard_from_json(JsonObjectReader& reader, const json& value) {
+  if (!value.is_array() || value.size() != 3) {
+    reader.fail("shards", fmt::format("must hold [rank, begin, end] triples, got {}", json_excerpt(value)));
+  }
+  const int64_t rank = reader.as_int("shards", value[0]);
+  if (rank < 0 || rank > cluster::kMaxDevices) {
+    reader.fail("shards", fmt::format("rank {} is out of range", rank));
+  }
+  return cost::Shard{static_cast<int>(rank), {reader.as_int("shards", value[1]), reader.as_int("shards", value[2])}};
+}
+
+}  // namespace
+
+Plan plan_from_json_text(const std::string& text) {
+  const json document = parse_json_text(text);
+  JsonObjectReader reader(document, "plan");
+  check_format(reader, kPlanFormat, kPlanFormatVersion);
+  Plan plan;
+  plan.model = reader.get_string("model");
+  plan.strategy = reader.get_string("strategy", "hand");
+  plan.global_batch = reader.get_int("global_batch");
+  const int64_t devices = reader.get_int("devices");
+  if (devices < 1 || devices > cluster::kMaxDevices) {
+    reader.fail("devices", fmt::format("must be in [1, {}], got {}", cluster::kMaxDevices, devices));
+  }
+  plan.devices = static_cast<int>(devices);
+  const json& layers = reader.require("layers");
+  reader.reject_unknown_keys();
+  if (!layers.is_array()) reader.fail("layers", "must be a list of layer placements");
+  for (size_t i = 0; i < layers.size(); ++i) {
+    JsonObjectReader layer(layers[i], fmt::format("plan layer #{}", i));
+    LayerPlacement placement;
+    placement.layer = layer.get_string("layer");
+    const json& shards = layer.require("shards");
+    layer.reject_unknown_keys();
+    if (!shards.is_array()) layer.fail("shards", "must be a list of [rank, begin, end]");
+    for (const json& shard : shards) placement.shards.push_back(shard_from_json(layer, shard));
+    plan.layers.push_back(std::move(placement));
+  }
+  return plan;
+}
+
+Plan load_plan_file(const std::string& path) {
+  const std::string text = read_text_file(path, "plan");
+  try {
+    return plan_from_json_text(text);
+  } catch (const UserError& error) {
+    throw UserError(fmt::format("{}: {}", path, error.what()));
+  }
+}
+
+void save_plan_file(const Plan& plan, const std::string& path) {
+  write_text_file_atomically(path, plan_to_json_text(plan));
+}
+
+}  // namespace burst::plan
