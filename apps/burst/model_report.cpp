@@ -13,7 +13,7 @@ using graph::LayerId;
 
 namespace {
 
-// Input names joined by commas; long join lists (Inception's concats) are shortened.
+// Input layer ids joined by commas ("-" for an input layer).
 std::string inputs_cell(const Graph& graph, LayerId id) {
   const auto& inputs = graph.inputs(id);
   std::string cell;

@@ -3,7 +3,7 @@
 #
 # Feeds every CORPUS_DIR/*.json as a profile to `burst cost --profile FILE` and
 # `burst devices --profile FILE`, plus bad paths and bad `burst cost/fit` command lines; each
-# must be refused by the rule in refusal.sh. Exits 1 listing every input that broke it.
+# must be refused by the refusal rule in common.sh. Exits 1 listing every input that broke it.
 set -u
 
 # shellcheck source=common.sh

@@ -36,8 +36,7 @@ DeviceModel resolve_device(const std::string& device, const std::optional<std::s
       throw UserError(fmt::format("profile '{}' is for device '{}', not '{}'", *profile_path,
                                   profile.device, device));
     }
-    const std::string kind = profile.device;
-    DeviceSpec base = catalog_device(kind == "cpu" || kind.empty() ? "cpu" : kind);
+    DeviceSpec base = catalog_device(profile.device);  // profiles always name their device
     return fitted(std::move(base), std::move(profile), *profile_path);
   }
   if (device.empty()) throw UserError("give a device kind (--device) or a profile (--profile)");

@@ -33,6 +33,18 @@ std::optional<Seconds> interpolate_log_log(const std::vector<std::pair<int64_t, 
 
 ProfileCostModel::ProfileCostModel(Profile profile) : profile_(std::move(profile)) {
   profile_.index();
+  // Running maxima over ascending batches make both curves non-decreasing.
+  for (const ProfileEntry& entry : profile_.entries) {
+    if (curves_.count(entry.signature) != 0) continue;
+    Curves& curves = curves_[entry.signature];
+    Seconds forward_max, backward_max;
+    for (const auto& [b, measured] : *profile_.find(entry.signature)) {
+      forward_max = std::max(forward_max, measured->forward);
+      backward_max = std::max(backward_max, measured->backward);
+      curves.forward.emplace_back(b, forward_max);
+      curves.backward.emplace_back(b, backward_max);
+    }
+  }
 }
 
 std::optional<LayerEstimate> ProfileCostModel::estimate(const graph::Graph& graph,
@@ -42,21 +54,13 @@ std::optional<LayerEstimate> ProfileCostModel::estimate(const graph::Graph& grap
 
 std::optional<LayerEstimate> ProfileCostModel::estimate_signature(const std::string& signature,
                                                                   int64_t batch) const {
-  const auto* batches = profile_.find(signature);
-  if (batches == nullptr) return std::nullopt;
-  // Running maxima make both curves non-decreasing in the batch.
-  std::vector<std::pair<int64_t, Seconds>> forward, backward;
-  Seconds forward_max, backward_max;
-  for (const auto& [b, entry] : *batches) {
-    forward_max = std::max(forward_max, entry->forward);
-    backward_max = std::max(backward_max, entry->backward);
-    forward.emplace_back(b, forward_max);
-    backward.emplace_back(b, backward_max);
-  }
-  const auto f = interpolate_log_log(forward, batch);
-  const auto g = interpolate_log_log(backward, batch);
+  const auto found = curves_.find(signature);
+  if (found == curves_.end()) return std::nullopt;
+  const auto f = interpolate_log_log(found->second.forward, batch);
+  const auto g = interpolate_log_log(found->second.backward, batch);
   if (!f || !g) return std::nullopt;
-  const CostSource source = batches->count(batch) ? CostSource::Measured : CostSource::Interpolated;
+  const CostSource source =
+      profile_.find(signature)->count(batch) ? CostSource::Measured : CostSource::Interpolated;
   return LayerEstimate{{*f, *g}, source};
 }
 

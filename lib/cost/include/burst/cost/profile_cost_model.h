@@ -1,5 +1,9 @@
 #pragma once
 // A cost model backed by a measured profile table.
+#include <map>
+#include <utility>
+#include <vector>
+
 #include "burst/cost/cost_model.h"
 #include "burst/cost/profile.h"
 
@@ -24,7 +28,15 @@ class ProfileCostModel : public CostModel {
   const Profile& profile() const { return profile_; }
 
  private:
+  // One signature's monotone curves, built once: planners ask for every layer at every
+  // candidate batch, so the running maxima are not recomputed per question.
+  struct Curves {
+    std::vector<std::pair<int64_t, Seconds>> forward;   // batch ascending, non-decreasing
+    std::vector<std::pair<int64_t, Seconds>> backward;
+  };
+
   Profile profile_;
+  std::map<std::string, Curves> curves_;
 };
 
 // Interpolates the points (batch -> time), batches ascending and times non-decreasing,
