@@ -1,0 +1,59 @@
+#pragma once
+// The burst planner: every layer on its own number of devices, chosen by dynamic
+// programming to minimise the predicted iteration time (evaluate.h's schedule), under an
+// amplification limit. docs/planner.md describes the algorithm; the essentials:
+//  - a layer on n devices runs on ranks 0..n-1 with the batch split evenly (prefix
+//    placement: groups up to a node's size stay inside one node);
+//  - n is limited by the amplification limit A: n x t(ceil(B/n)) <= A x t(B), with t the
+//    layer's forward + backward time; n = 1 is always allowed;
+//  - the graph is decomposed into series and parallel parts. Series parts are solved by
+//    dynamic programming whose labels carry (compute time, communication-queue time) so
+//    all-reduces overlapping backward are priced exactly; on a chain the result is the
+//    optimum of evaluate_plan over prefix placements. Parallel branches are planned either
+//    one after another on the whole cluster or concurrently on disjoint rank ranges,
+//    whichever is faster; regions that are not series-parallel get one device count for
+//    all their layers (a sound fallback).
+#include <cstdint>
+#include <limits>
+
+#include "burst/plan/evaluate.h"
+#include "burst/plan/plan.h"
+
+namespace burst::plan {
+
+struct BurstOptions {
+  // Amplification limit A >= 1; infinity lifts it. DeepPool's default is 2.
+  double amplification = 2.0;
+  // Never return a plan slower than data parallelism on the same cluster: when the limit
+  // makes the plan slower (it can at small device counts, where data parallelism already
+  // amplifies layers beyond A), raise it to the smallest amplification level at which the
+  // plan is not slower, and report that level. False keeps the limit strictly.
+  bool never_slower_than_dp = true;
+  // Allow parallel branches on disjoint rank ranges at the same time.
+  bool concurrent_branches = true;
+  // Device counts tried per layer on the main series chain. All counts 1..min(N, B) when
+  // they are at most this many; otherwise the smallest count for each distinct per-device
+  // batch ceil(B/n), thinned geometrically to this many.
+  int max_candidates = 128;
+  // The same inside parallel branches, where the work grows with the cube of the count.
+  int max_branch_candidates = 24;
+};
+
+// Plans `global_batch` samples on the context's cluster. Throws UserError for a global
+// batch < 1 or an amplification limit < 1 (or NaN), and when the cost model has no time
+// for a layer.
+Plan plan_burst(const PlanContext& context, int64_t global_batch, const BurstOptions& options = {});
+
+// The planner's own prediction of the plan it returned (equal to evaluate_plan's on chains;
+// an estimate where branches run concurrently). For tests and diagnostics.
+struct BurstPlanResult {
+  Plan plan;
+  Seconds predicted;
+  // The amplification limit the plan was made under: options.amplification, or the raised
+  // one (see never_slower_than_dp).
+  double amplification_limit = 0;
+};
+BurstPlanResult plan_burst_with_prediction(const PlanContext& context, int64_t global_batch,
+                                           const BurstOptions& options = {});
+
+}  // namespace burst::plan

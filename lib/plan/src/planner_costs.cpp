@@ -1,0 +1,172 @@
+#include "planner_costs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "burst/util/error.h"
+
+namespace burst::plan::detail {
+
+namespace {
+
+std::vector<int> rank_range(Placement placement) {
+  std::vector<int> ranks(static_cast<size_t>(placement.count));
+  std::iota(ranks.begin(), ranks.end(), placement.offset);
+  return ranks;
+}
+
+}  // namespace
+
+PlannerCosts::PlannerCosts(const PlanContext& context, int64_t global_batch,
+                           const BurstOptions& options)
+    : context_(context),
+      batch_(global_batch),
+      devices_(context.network.cluster().size()),
+      usable_(static_cast<int>(std::min<int64_t>(devices_, global_batch))),
+      amplification_(options.amplification) {}
+
+std::vector<int> PlannerCosts::base_counts(int limit) const {
+  BURST_ASSERT(limit >= 2, "a candidate limit below 2");
+  std::vector<int> counts;
+  if (usable_ <= limit) {
+    counts.resize(static_cast<size_t>(usable_));
+    std::iota(counts.begin(), counts.end(), 1);
+    return counts;
+  }
+  // The smallest n for each per-device batch q = ceil(B/n): n = ceil(B/q), for q from
+  // ceil(B/usable) up to B. A larger n with the same q computes as long and syncs more.
+  const int64_t smallest_q = (batch_ + usable_ - 1) / usable_;
+  for (int64_t q = batch_; q >= smallest_q; --q) {
+    const auto n = static_cast<int>((batch_ + q - 1) / q);
+    if (counts.empty() || counts.back() != n) counts.push_back(n);
+  }
+  if (counts.back() != usable_) counts.push_back(usable_);
+  if (static_cast<int>(counts.size()) <= limit) return counts;
+  // Thin geometrically: keep a count when it is at least `ratio` times the last kept one.
+  const double ratio = std::pow(static_cast<double>(usable_), 1.0 / (limit - 1));
+  std::vector<int> thinned{counts.front()};
+  for (size_t i = 1; i + 1 < counts.size(); ++i) {
+    if (counts[i] >= thinned.back() * ratio) thinned.push_back(counts[i]);
+  }
+  thinned.push_back(counts.back());
+  return thinned;
+}
+
+double PlannerCosts::compute_time(graph::LayerId layer, int64_t per_device_batch, bool forward) {
+  const auto key = std::make_pair(layer, per_device_batch);
+  auto found = times_.find(key);
+  if (found == times_.end()) {
+    found = times_.emplace(key, context_.cost.require(context_.graph, layer, per_device_batch).time).first;
+  }
+  return (forward ? found->second.forward : found->second.backward).s();
+}
+
+bool PlannerCosts::allowed(graph::LayerId layer, int count) {
+  if (count == 1 || std::isinf(amplification_)) return true;
+  return amplification(layer, count) <= amplification_ * (1 + 1e-12);
+}
+
+double PlannerCosts::amplification(graph::LayerId layer, int count) {
+  const double whole = compute_time(layer, batch_, true) + compute_time(layer, batch_, false);
+  if (whole <= 0) return 1.0;
+  const int64_t shard = (batch_ + count - 1) / count;
+  return count * (compute_time(layer, shard, true) + compute_time(layer, shard, false)) / whole;
+}
+
+LayerStep PlannerCosts::step(graph::LayerId layer, Placement placement) {
+  LayerStep result;
+  result.count = placement.count;
+  const int64_t shard = (batch_ + placement.count - 1) / placement.count;
+  result.forward = compute_time(layer, shard, true);
+  result.backward = compute_time(layer, shard, false);
+  const int64_t params = context_.graph.info(layer).params;
+  if (params > 0 && placement.count > 1) {
+    const auto key = std::make_pair(static_cast<int64_t>(placement.offset) * (int64_t{1} << 31) +
+                                        placement.count, params);
+    auto found = allreduce_.find(key);
+    if (found == allreduce_.end()) {
+      const Bytes gradients(static_cast<double>(params) * 4.0);  // fp32, as evaluate_plan
+      found = allreduce_.emplace(key, context_.network.allreduce(rank_range(placement), gradients).s()).first;
+    }
+    result.sync = found->second;
+  }
+  return result;
+}
+
+const std::vector<PlannerCosts::RankLoad>& PlannerCosts::prefix_loads(int from_count, int to_count) {
+  const int64_t key = static_cast<int64_t>(from_count) * (int64_t{1} << 31) + to_count;
+  auto found = prefix_loads_.find(key);
+  if (found != prefix_loads_.end()) return found->second;
+  const cluster::Cluster& cluster = context_.network.cluster();
+  const size_t ranks = static_cast<size_t>(std::max(from_count, to_count));
+  sending_.assign(ranks, RankLoad{});
+  receiving_.assign(ranks, RankLoad{});
+  // Walk the two even splits side by side (what reshard_transfers would list for them):
+  // each overlap of a source shard with a destination shard is one message.
+  auto shard_end = [&](int count, int index) {  // end of shard `index` of an even split
+    const int64_t base = batch_ / count, extra = batch_ % count;
+    return (index + 1) * base + std::min<int64_t>(index + 1, extra);
+  };
+  int src = 0, dst = 0;
+  int64_t begin = 0;
+  while (begin < batch_) {
+    const int64_t end = std::min(shard_end(from_count, src), shard_end(to_count, dst));
+    if (src != dst) {
+      const bool intra = cluster.same_node(src, dst);
+      const auto samples = static_cast<double>(end - begin);
+      for (RankLoad* load : {&sending_[static_cast<size_t>(src)], &receiving_[static_cast<size_t>(dst)]}) {
+        (intra ? load->intra_messages : load->inter_messages) += 1;
+        (intra ? load->intra_samples : load->inter_samples) += samples;
+      }
+    }
+    if (end == shard_end(from_count, src)) ++src;
+    if (end == shard_end(to_count, dst)) ++dst;
+    begin = end;
+  }
+  // Keep only loads no other load covers in all four quantities.
+  std::vector<RankLoad> busiest;
+  auto covers = [](const RankLoad& a, const RankLoad& b) {
+    return a.intra_messages >= b.intra_messages && a.intra_samples >= b.intra_samples &&
+           a.inter_messages >= b.inter_messages && a.inter_samples >= b.inter_samples;
+  };
+  for (const std::vector<RankLoad>* loads : {&sending_, &receiving_}) {
+    for (const RankLoad& load : *loads) {
+      if (load.intra_messages + load.inter_messages == 0) continue;
+      if (std::any_of(busiest.begin(), busiest.end(), [&](const RankLoad& kept) { return covers(kept, load); })) {
+        continue;
+      }
+      busiest.erase(std::remove_if(busiest.begin(), busiest.end(),
+                                   [&](const RankLoad& kept) { return covers(load, kept); }),
+                    busiest.end());
+      busiest.push_back(load);
+    }
+  }
+  return prefix_loads_.emplace(key, std::move(busiest)).first->second;
+}
+
+double PlannerCosts::transfer(graph::LayerId producer, Placement from, Placement to) {
+  if (producer < 0) return 0;
+  const Bytes bytes_per_sample(static_cast<double>(context_.graph.info(producer).output_bytes));
+  if (from.offset != 0 || to.offset != 0) {
+    const auto transfers = cost::reshard_transfers(even_split(rank_range(from), batch_),
+                                                   even_split(rank_range(to), batch_));
+    return context_.network.reshard(transfers, bytes_per_sample).s();
+  }
+  if (from.count == to.count) return 0;
+  const cluster::Cluster& cluster = context_.network.cluster();
+  const cluster::Link& intra = cluster.intra_node();
+  const cluster::Link& inter = cluster.inter_node();
+  const double intra_per_sample = (bytes_per_sample / intra.bandwidth).s();
+  const double inter_per_sample = (bytes_per_sample / inter.bandwidth).s();
+  double busiest = 0;
+  for (const RankLoad& load : prefix_loads(from.count, to.count)) {
+    busiest = std::max(busiest, load.intra_messages * intra.latency.s() + load.intra_samples * intra_per_sample +
+                                    load.inter_messages * inter.latency.s() + load.inter_samples * inter_per_sample);
+  }
+  return busiest;
+}
+
+}  // namespace burst::plan::detail

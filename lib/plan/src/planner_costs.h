@@ -1,0 +1,75 @@
+#pragma once
+// What the burst planner asks over and over, computed once: each layer's candidate device
+// counts with their compute and all-reduce times, and re-shard times between placements.
+#include <cstdint>
+#include <map>
+#include <unordered_map>
+#include <vector>
+
+#include "burst/plan/burst_planner.h"
+#include "burst/plan/evaluate.h"
+
+namespace burst::plan::detail {
+
+// A layer on `count` consecutive ranks from `offset`, the batch split evenly.
+struct Placement {
+  int offset = 0;
+  int count = 1;
+};
+
+// One layer at one device count, all times in seconds.
+struct LayerStep {
+  int count = 1;
+  double forward = 0;   // largest shard, ceil(B / count) samples
+  double backward = 0;
+  double sync = 0;      // all-reduce of the weight gradients over ranks 0..count-1
+};
+
+class PlannerCosts {
+ public:
+  PlannerCosts(const PlanContext& context, int64_t global_batch, const BurstOptions& options);
+
+  const PlanContext& context() const { return context_; }
+  int64_t global_batch() const { return batch_; }
+  int devices() const { return devices_; }
+  // The most ranks a layer may use: min(devices, global batch).
+  int usable() const { return usable_; }
+
+  // Counts 1..usable() (all), or the smallest count per distinct per-device batch, thinned
+  // geometrically to at most `limit` (1 and usable() always kept).
+  std::vector<int> base_counts(int limit) const;
+
+  // Whether `count` is within the amplification limit for `layer` (always for count 1 and
+  // for layers that take no time).
+  bool allowed(graph::LayerId layer, int count);
+  // n x t(ceil(B/n)) / t(B) with t = forward + backward; 1 for layers that take no time.
+  double amplification(graph::LayerId layer, int count);
+
+  // Compute and sync times of `layer` on ranks offset..offset+count-1.
+  LayerStep step(graph::LayerId layer, Placement placement);
+
+  // Re-shard time of `producer`'s output between two placements (0 when either side is a
+  // virtual terminal, i.e. producer < 0, or when nothing crosses ranks).
+  double transfer(graph::LayerId producer, Placement from, Placement to);
+
+ private:
+  // Per-rank message counts and samples for one pair of prefix placements, reduced to the
+  // ranks that can be the busiest (no other rank has at least as much of everything).
+  struct RankLoad {
+    double intra_messages = 0, intra_samples = 0, inter_messages = 0, inter_samples = 0;
+  };
+  const std::vector<RankLoad>& prefix_loads(int from_count, int to_count);
+  double compute_time(graph::LayerId layer, int64_t per_device_batch, bool forward);
+
+  const PlanContext& context_;
+  int64_t batch_;
+  int devices_;
+  int usable_;
+  double amplification_;
+  std::unordered_map<int64_t, std::vector<RankLoad>> prefix_loads_;  // key from*2^31+to
+  std::vector<RankLoad> sending_, receiving_;  // scratch for prefix_loads, by rank
+  std::map<std::pair<graph::LayerId, int64_t>, cost::LayerTime> times_;
+  std::map<std::pair<int64_t, int64_t>, double> allreduce_;  // (count or group key, bytes)
+};
+
+}  // namespace burst::plan::detail
