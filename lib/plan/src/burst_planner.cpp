@@ -37,9 +37,11 @@ struct Table {
 
 // Concurrent branches: each branch's layers on one range of ranks.
 struct ConcurrentLayout {
-  bool possible = false;
   std::vector<Placement> branches;   // by child index
   std::vector<Transform> internal;   // each branch's layers, without its edges to u and v
+  // Re-shard times into each branch from u, by u's count index, and out of each branch to
+  // v, by v's count index: [branch][index].
+  std::vector<std::vector<double>> in_time, out_time;
 };
 
 class Planner {
@@ -260,13 +262,13 @@ class Planner {
       }
       current = std::move(next);
     }
-    const ConcurrentLayout& layout = concurrent_layout(segment);
-    if (layout.possible) {
+    const std::vector<ConcurrentLayout>& layouts = concurrent_layouts(segment);
+    for (size_t index = 0; index < layouts.size(); ++index) {
       Transform all = direct;
       for (size_t branch = 0; branch < segment.children.size(); ++branch) {
-        all = together(all, concurrent_branch(segment, branch, layout, u_count, v_count));
+        all = together(all, concurrent_branch(branch, layouts[index], iu, iv));
       }
-      current.insert(Option{all, -1, kConcurrent, -1});
+      current.insert(Option{all, static_cast<int32_t>(index), kConcurrent, -1});
     }
     return current;
   }
@@ -276,7 +278,7 @@ class Planner {
     const OptionSet cell = parallel_cell(segment, iu, iv, &stages);
     const Option* option = &cell.options().at(static_cast<size_t>(option_index));
     if (option->from_option == kConcurrent) {
-      const ConcurrentLayout& layout = concurrent_layout(segment);
+      const ConcurrentLayout& layout = concurrent_layouts(segment).at(static_cast<size_t>(option->from_count));
       for (size_t branch = 0; branch < segment.children.size(); ++branch) {
         for (const int32_t node : segment.children[branch].interior) {
           placements_[static_cast<size_t>(node)] = layout.branches[branch];
@@ -292,19 +294,33 @@ class Planner {
   }
 
   // The transform of one branch on its own ranks, with its re-shards from u and to v.
-  Transform concurrent_branch(const Segment& segment, size_t branch, const ConcurrentLayout& layout,
-                              int u_count, int v_count) {
-    const Placement own = layout.branches[branch];
-    double in = 0, out = 0;
-    for (const int32_t node : segment.children[branch].interior) {
-      for (const int32_t producer : sp_.producers[static_cast<size_t>(node)]) {
-        if (producer == segment.entry) in += edge_time(producer, {0, u_count}, node, own);
-      }
-      for (const int32_t consumer : sp_.consumers[static_cast<size_t>(node)]) {
-        if (consumer == segment.exit) out += edge_time(node, own, consumer, {0, v_count});
+  Transform concurrent_branch(size_t branch, const ConcurrentLayout& layout, size_t iu, size_t iv) const {
+    return then(then(edge_transform(layout.out_time[branch][iv]), layout.internal[branch]),
+                edge_transform(layout.in_time[branch][iu]));
+  }
+
+  // Fills layout.in_time and layout.out_time for every count of u and v.
+  void price_edges(const Segment& segment, ConcurrentLayout& layout) {
+    const size_t branches = segment.children.size();
+    layout.in_time.assign(branches, std::vector<double>(counts(segment.entry).size(), 0.0));
+    layout.out_time.assign(branches, std::vector<double>(counts(segment.exit).size(), 0.0));
+    for (size_t branch = 0; branch < branches; ++branch) {
+      const Placement own = layout.branches[branch];
+      for (const int32_t node : segment.children[branch].interior) {
+        for (const int32_t producer : sp_.producers[static_cast<size_t>(node)]) {
+          if (producer != segment.entry) continue;
+          for (size_t iu = 0; iu < counts(producer).size(); ++iu) {
+            layout.in_time[branch][iu] += edge_time(producer, {0, counts(producer)[iu]}, node, own);
+          }
+        }
+        for (const int32_t consumer : sp_.consumers[static_cast<size_t>(node)]) {
+          if (consumer != segment.exit) continue;
+          for (size_t iv = 0; iv < counts(consumer).size(); ++iv) {
+            layout.out_time[branch][iv] += edge_time(node, own, consumer, {0, counts(consumer)[iv]});
+          }
+        }
       }
     }
-    return then(then(edge_transform(out), layout.internal[branch]), edge_transform(in));
   }
 
   // All of a branch's layers on `placement`, one after another (edges inside cost nothing).
@@ -319,67 +335,84 @@ class Planner {
                        [&](int32_t node) { return costs_.allowed(node, count); });
   }
 
-  // Devices for concurrent branches: start each at one device and give the next device to
-  // the branch that is slowest so far (optimal for minimising the slowest branch when a
-  // branch's best time never grows with more devices), then lay the branches out from
-  // rank 0, largest first, moving a branch that fits in a node off a node boundary.
-  const ConcurrentLayout& concurrent_layout(const Segment& segment) {
+  // Layouts for running the branches at the same time, one per device budget N, N/2,
+  // N/4, ... (at least one device per branch): the transfers to and from the branches
+  // decide which budget is best, so the cells weigh them all.
+  const std::vector<ConcurrentLayout>& concurrent_layouts(const Segment& segment) {
     auto found = layouts_.find(&segment);
     if (found != layouts_.end()) return found->second;
-    ConcurrentLayout layout;
-    const size_t branches = segment.children.size();
-    const int devices = costs_.devices();
-    if (options_.concurrent_branches && branches >= 2 && static_cast<int>(branches) <= costs_.usable()) {
-      struct Progress {
-        int count = 1;
-        int best_count = 1;
-        double best_time = 0;
-      };
-      std::vector<Progress> progress(branches);
-      for (size_t j = 0; j < branches; ++j) {
-        progress[j].best_time = uniform_interior(segment.children[j].interior, {0, 1}).beta;
-      }
-      int used = static_cast<int>(branches);
-      while (used < devices) {
-        size_t slowest = 0;
-        for (size_t j = 1; j < branches; ++j) {
-          if (progress[j].best_time > progress[slowest].best_time) slowest = j;
-        }
-        Progress& grow = progress[slowest];
-        const int next = grow.count + 1;
-        if (next > costs_.usable() || !uniform_allowed(segment.children[slowest].interior, next)) break;
-        grow.count = next;
-        ++used;
-        const double time = uniform_interior(segment.children[slowest].interior, {0, next}).beta;
-        if (time < grow.best_time) {
-          grow.best_time = time;
-          grow.best_count = next;
-        }
-      }
-      std::vector<size_t> order(branches);
-      for (size_t j = 0; j < branches; ++j) order[j] = j;
-      std::stable_sort(order.begin(), order.end(),
-                       [&](size_t a, size_t b) { return progress[a].best_count > progress[b].best_count; });
-      layout.branches.assign(branches, Placement{});
-      const int per_node = context_.network.cluster().devices_per_node();
-      for (const bool align : {true, false}) {
-        int cursor = 0;
-        for (const size_t j : order) {
-          const int count = progress[j].best_count;
-          if (align && count <= per_node && cursor % per_node + count > per_node) {
-            cursor += per_node - cursor % per_node;
-          }
-          layout.branches[j] = {cursor, count};
-          cursor += count;
-        }
-        if (cursor <= devices) break;
-      }
-      layout.possible = true;
-      for (size_t j = 0; j < branches; ++j) {
-        layout.internal.push_back(uniform_interior(segment.children[j].interior, layout.branches[j]));
+    std::vector<ConcurrentLayout> layouts;
+    const int branches = static_cast<int>(segment.children.size());
+    if (options_.concurrent_branches && branches >= 2 && branches <= costs_.usable()) {
+      for (int budget = costs_.devices(); budget >= branches; budget /= 2) {
+        ConcurrentLayout layout = concurrent_layout(segment, budget);
+        const bool seen = std::any_of(layouts.begin(), layouts.end(), [&](const ConcurrentLayout& other) {
+          return std::equal(other.branches.begin(), other.branches.end(), layout.branches.begin(),
+                            [](Placement a, Placement b) { return a.offset == b.offset && a.count == b.count; });
+        });
+        if (seen) continue;
+        price_edges(segment, layout);
+        layouts.push_back(std::move(layout));
       }
     }
-    return layouts_.emplace(&segment, std::move(layout)).first->second;
+    return layouts_.emplace(&segment, std::move(layouts)).first->second;
+  }
+
+  // Devices for concurrent branches within `budget`: start each at one device and give the
+  // next device to the branch that is slowest so far (optimal for minimising the slowest
+  // branch when a branch's best time never grows with more devices), then lay the branches
+  // out from rank 0, largest first, moving a branch that fits in a node off a node boundary.
+  ConcurrentLayout concurrent_layout(const Segment& segment, int budget) {
+    struct Progress {
+      int count = 1;
+      int best_count = 1;
+      double best_time = 0;
+    };
+    const size_t branches = segment.children.size();
+    std::vector<Progress> progress(branches);
+    for (size_t j = 0; j < branches; ++j) {
+      progress[j].best_time = uniform_interior(segment.children[j].interior, {0, 1}).beta;
+    }
+    int used = static_cast<int>(branches);
+    while (used < budget) {
+      size_t slowest = 0;
+      for (size_t j = 1; j < branches; ++j) {
+        if (progress[j].best_time > progress[slowest].best_time) slowest = j;
+      }
+      Progress& grow = progress[slowest];
+      const int next = grow.count + 1;
+      if (next > costs_.usable() || !uniform_allowed(segment.children[slowest].interior, next)) break;
+      grow.count = next;
+      ++used;
+      const double time = uniform_interior(segment.children[slowest].interior, {0, next}).beta;
+      if (time < grow.best_time) {
+        grow.best_time = time;
+        grow.best_count = next;
+      }
+    }
+    std::vector<size_t> order(branches);
+    for (size_t j = 0; j < branches; ++j) order[j] = j;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return progress[a].best_count > progress[b].best_count; });
+    ConcurrentLayout layout;
+    layout.branches.assign(branches, Placement{});
+    const int per_node = context_.network.cluster().devices_per_node();
+    for (const bool align : {true, false}) {
+      int cursor = 0;
+      for (const size_t j : order) {
+        const int count = progress[j].best_count;
+        if (align && count <= per_node && cursor % per_node + count > per_node) {
+          cursor += per_node - cursor % per_node;
+        }
+        layout.branches[j] = {cursor, count};
+        cursor += count;
+      }
+      if (cursor <= costs_.devices()) break;
+    }
+    for (size_t j = 0; j < branches; ++j) {
+      layout.internal.push_back(uniform_interior(segment.children[j].interior, layout.branches[j]));
+    }
+    return layout;
   }
 
   // ---- opaque: one count for all layers ------------------------------------------------
@@ -431,7 +464,7 @@ class Planner {
   Segment root_;
   std::vector<std::vector<int>> counts_;  // allowed device counts per node
   std::unordered_map<const Segment*, Table> tables_;
-  std::unordered_map<const Segment*, ConcurrentLayout> layouts_;
+  std::unordered_map<const Segment*, std::vector<ConcurrentLayout>> layouts_;
   std::vector<Placement> placements_;  // per layer
 };
 

@@ -1,6 +1,7 @@
 #include "burst/plan/evaluate.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 
 #include "burst/util/error.h"
@@ -19,24 +20,31 @@ const char* activity_kind_name(ActivityKind kind) {
 
 namespace {
 
-// Layer times by (layer, per-device batch), asked for once each.
+// Layer times by (layer, per-device batch), asked for once each. A layer's shards come in
+// very few sizes, so each layer keeps a short list.
 class LayerTimes {
  public:
-  explicit LayerTimes(const PlanContext& context) : context_(context) {}
+  explicit LayerTimes(const PlanContext& context)
+      : context_(context), cache_(context.graph.size()) {}
 
   const cost::LayerTime& at(graph::LayerId id, int64_t batch) {
-    const auto key = std::make_pair(id, batch);
-    auto found = cache_.find(key);
-    if (found == cache_.end()) {
-      found = cache_.emplace(key, context_.cost.require(context_.graph, id, batch).time).first;
+    auto& known = cache_[static_cast<size_t>(id)];
+    for (const auto& [size, time] : known) {
+      if (size == batch) return time;
     }
-    return found->second;
+    known.emplace_back(batch, context_.cost.require(context_.graph, id, batch).time);
+    return known.back().second;
   }
 
  private:
   const PlanContext& context_;
-  std::map<std::pair<graph::LayerId, int64_t>, cost::LayerTime> cache_;
+  std::vector<std::deque<std::pair<int64_t, cost::LayerTime>>> cache_;  // deque: stable references
 };
+
+bool same_placement(const LayerPlacement& a, const LayerPlacement& b) {
+  return std::equal(a.shards.begin(), a.shards.end(), b.shards.begin(), b.shards.end(),
+                    [](const cost::Shard& x, const cost::Shard& y) { return x.rank == y.rank && x.samples == y.samples; });
+}
 
 int64_t largest_shard(const LayerPlacement& placement) {
   int64_t largest = 0;
@@ -63,9 +71,10 @@ PlanEvaluation evaluate_plan(const Plan& plan, const PlanContext& context,
     }
   };
 
-  // Static per-layer facts: shard times, input re-shard times, sync times.
-  std::vector<Seconds> input_transfer(graph.size());  // per consumer, max over its inputs
+  // Static per-layer facts: shard times, input re-shard times, sync groups and times.
   std::map<std::pair<graph::LayerId, graph::LayerId>, Seconds> edge_transfer;
+  std::vector<std::vector<int>> groups(graph.size());
+  std::map<std::pair<std::vector<int>, int64_t>, Seconds> allreduce_times;  // (group, params)
   for (graph::LayerId id = 0; id < layer_count; ++id) {
     const LayerPlacement& placement = plan.layers[static_cast<size_t>(id)];
     LayerTiming& timing = result.layers[static_cast<size_t>(id)];
@@ -79,16 +88,24 @@ PlanEvaluation evaluate_plan(const Plan& plan, const PlanContext& context,
     timing.amplification =
         whole.total().s() > 0 ? timing.devices * time.total().s() / whole.total().s() : 1.0;
     for (const graph::LayerId producer : graph.inputs(id)) {
-      const Bytes bytes_per_sample(static_cast<double>(graph.info(producer).output_bytes));
-      const Seconds transfer =
-          context.network.reshard(activation_transfers(plan, producer, id), bytes_per_sample);
+      Seconds transfer(0);
+      if (!same_placement(plan.layers[static_cast<size_t>(producer)], placement)) {
+        const Bytes bytes_per_sample(static_cast<double>(graph.info(producer).output_bytes));
+        transfer = context.network.reshard(activation_transfers(plan, producer, id), bytes_per_sample);
+      }
       edge_transfer[{producer, id}] = transfer;
       timing.transfer = std::max(timing.transfer, transfer);
     }
-    const std::vector<int> group = sync_group(plan, graph, id);
+    std::vector<int>& group = groups[static_cast<size_t>(id)];
+    group = sync_group(plan, graph, id);
     if (!group.empty()) {
-      timing.sync = context.network.allreduce(
-          group, Bytes(static_cast<double>(graph.info(id).params) * 4.0));  // fp32 gradients
+      const int64_t params = graph.info(id).params;
+      auto found = allreduce_times.find({group, params});
+      if (found == allreduce_times.end()) {
+        const Bytes gradients(static_cast<double>(params) * 4.0);  // fp32 gradients
+        found = allreduce_times.emplace(std::make_pair(group, params), context.network.allreduce(group, gradients)).first;
+      }
+      timing.sync = found->second;
     }
   }
 
@@ -146,7 +163,7 @@ PlanEvaluation evaluate_plan(const Plan& plan, const PlanContext& context,
     record_transfer(id, sent, ready);
     std::tie(timing.backward_start_s, timing.backward_end_s) = run_layer(id, ready, false);
     timing.sync_end_s = timing.backward_end_s;
-    const std::vector<int> group = sync_group(plan, graph, id);
+    const std::vector<int>& group = groups[static_cast<size_t>(id)];
     if (!group.empty()) {
       double start = timing.backward_end_s;
       for (const int rank : group) start = std::max(start, comm_free[static_cast<size_t>(rank)]);
