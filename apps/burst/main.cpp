@@ -12,6 +12,7 @@
 #include "cost_commands.h"
 #include "import_commands.h"
 #include "model_commands.h"
+#include "plan_commands.h"
 #ifdef BURST_HAVE_TORCH
 #include "profile_commands.h"
 #endif
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
   burst::cli::add_cost_commands(app);
   burst::cli::add_cluster_commands(app);
   burst::cli::add_import_commands(app);
+  burst::cli::add_plan_commands(app);
 
   try {
     app.parse(argc, argv);

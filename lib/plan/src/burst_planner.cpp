@@ -519,7 +519,14 @@ BurstPlanResult plan_burst_with_prediction(const PlanContext& context, int64_t g
       detail::amplification_levels(context, global_batch, options, options.amplification);
   size_t low = 0, high = levels.size();  // levels[high] (or no limit) is fast enough
   BurstPlanResult best = plan_under(std::numeric_limits<double>::infinity());
-  if (!fast_enough(best)) return result;  // not even unlimited helps (a DAG estimate)
+  if (!fast_enough(best)) {
+    // The search missed data parallelism, which is in its space: on graphs with branches
+    // the option sets are capped and the branch model approximate. Data parallelism it is.
+    BurstPlanResult fallback{plan_data_parallel(context.graph, devices, global_batch),
+                             Seconds(data_parallel), std::numeric_limits<double>::infinity()};
+    fallback.plan.strategy = "burst";
+    return fallback;
+  }
   while (low < high) {
     const size_t middle = low + (high - low) / 2;
     BurstPlanResult candidate = plan_under(levels[middle]);

@@ -20,8 +20,7 @@ std::string svg_escape(const std::string& text) {
       case '>': escaped += "&gt;"; break;
       case '"': escaped += "&quot;"; break;
       case '\'': escaped += "&#39;"; break;
-      default:
-        escaped += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+      default: escaped += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
     }
   }
   return escaped;
@@ -79,13 +78,15 @@ class SvgWriter {
  public:
   void text(double x, double y, const std::string& content, const char* anchor = "start",
             const char* css_class = "label") {
-    fmt::format_to(std::back_inserter(body_), "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"{}\" class=\"{}\">{}</text>\n",
-                   x, y, anchor, css_class, svg_escape(content));
+    fmt::format_to(std::back_inserter(body_),
+                   "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"{}\" class=\"{}\">{}</text>\n", x, y,
+                   anchor, css_class, svg_escape(content));
   }
   // A rectangle with a tooltip (an SVG <title>; empty: none).
   void rect(double x, double y, double width, double height, const char* css_class,
             const std::string& tooltip = "") {
-    fmt::format_to(std::back_inserter(body_), "<rect class=\"{}\" x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\"",
+    fmt::format_to(std::back_inserter(body_),
+                   "<rect class=\"{}\" x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\"",
                    css_class, x, y, std::max(width, 0.0), std::max(height, 0.0));
     if (tooltip.empty()) {
       body_ += "/>\n";
@@ -94,7 +95,8 @@ class SvgWriter {
     }
   }
   void line(double x1, double y1, double x2, double y2, const char* css_class) {
-    fmt::format_to(std::back_inserter(body_), "<line class=\"{}\" x1=\"{:.2f}\" y1=\"{:.2f}\" x2=\"{:.2f}\" y2=\"{:.2f}\"/>\n",
+    fmt::format_to(std::back_inserter(body_),
+                   "<line class=\"{}\" x1=\"{:.2f}\" y1=\"{:.2f}\" x2=\"{:.2f}\" y2=\"{:.2f}\"/>\n",
                    css_class, x1, y1, x2, y2);
   }
   void raw(const std::string& element) { body_ += element; }
@@ -111,8 +113,9 @@ class SvgWriter {
     css += kIdleColour;
     css += "}";
     for (const KindStyle& style : kKinds) css += fmt::format(".{}{{fill:{}}}", style.css_class, style.colour);
-    css += ".dp{stroke:#4e79a7;fill:none;stroke-width:2}.burst{stroke:#f28e2b;fill:none;stroke-width:2}"
-           ".dp-point{fill:#4e79a7}.burst-point{fill:#f28e2b}";
+    css +=
+        ".dp{stroke:#4e79a7;fill:none;stroke-width:2}.burst{stroke:#f28e2b;fill:none;stroke-width:2}"
+        ".dp-point{fill:#4e79a7}.burst-point{fill:#f28e2b}";
     return fmt::format(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" height=\"{1:.0f}\" "
         "viewBox=\"0 0 {0:.0f} {1:.0f}\">\n<style>{2}</style>\n"
@@ -132,7 +135,9 @@ double draw_device_bars(SvgWriter& svg, const Plan& plan, const PlanEvaluation& 
   const double plot_top = top + 14;
   const double bottom = plot_top + kHeight;
   int most = 1;
-  for (const LayerPlacement& placement : plan.layers) most = std::max(most, static_cast<int>(placement.shards.size()));
+  for (const LayerPlacement& placement : plan.layers) {
+    most = std::max(most, static_cast<int>(placement.shards.size()));
+  }
   const double y_step = nice_step(most, 5, 1);
   const double y_max = std::ceil(most / y_step) * y_step;
   auto y_of = [&](double devices) { return bottom - devices / y_max * kHeight; };
@@ -152,8 +157,8 @@ double draw_device_bars(SvgWriter& svg, const Plan& plan, const PlanEvaluation& 
       per_device = evaluation.layers[static_cast<size_t>(id)].per_device_batch;
     }
     svg.rect(kLeft + id * slot + gap / 2, y_of(devices), slot - gap, bottom - y_of(devices), "bar",
-             fmt::format("#{} {} ({}): {} device{}, up to {} samples each", id, placement.layer, op,
-                         devices, devices == 1 ? "" : "s", per_device));
+             fmt::format("#{} {} ({}): {} device{}, up to {} samples each", id, placement.layer, op, devices,
+                         devices == 1 ? "" : "s", per_device));
   }
   svg.line(kLeft, bottom, kLeft + kPlotWidth, bottom, "axis");
   svg.line(kLeft, plot_top, kLeft, bottom, "axis");
@@ -201,7 +206,8 @@ double draw_timelines(SvgWriter& svg, const Plan& plan, const PlanEvaluation& ev
   for (size_t i = 0; i < rows.size(); ++i) {
     const double y = rows_top + static_cast<double>(i) * row_height;
     svg.rect(kLeft, y, kPlotWidth, lane_area, "idle");
-    svg.text(kLeft - 6, y + lane_area / 2 + 4, rank_label(rows[i]), "end", row_height < 16 ? "small" : "label");
+    svg.text(kLeft - 6, y + lane_area / 2 + 4, rank_label(rows[i]), "end",
+             row_height < 16 ? "small" : "label");
   }
   const double rows_bottom = rows_top + static_cast<double>(rows.size()) * row_height;
   const double step_ms = nice_step(span * 1e3, 10, 0);
@@ -224,9 +230,10 @@ double draw_timelines(SvgWriter& svg, const Plan& plan, const PlanEvaluation& ev
         lane_top = y + lane_area * 3 / 4;
         lane_height = lane_area / 4;
       }
-      const std::string& layer = activity.layer >= 0 && static_cast<size_t>(activity.layer) < plan.layers.size()
-                                     ? plan.layers[static_cast<size_t>(activity.layer)].layer
-                                     : std::string();
+      const std::string& layer =
+          activity.layer >= 0 && static_cast<size_t>(activity.layer) < plan.layers.size()
+              ? plan.layers[static_cast<size_t>(activity.layer)].layer
+              : std::string();
       const KindStyle& style = style_of(activity.kind);
       svg.rect(x_of(activity.start_s), lane_top, x_of(activity.end_s) - x_of(activity.start_s), lane_height,
                style.css_class,
@@ -236,17 +243,25 @@ double draw_timelines(SvgWriter& svg, const Plan& plan, const PlanEvaluation& ev
   }
 
   double y = rows_bottom + 36;
-  const bool squeezed = std::any_of(rows.begin(), rows.end(), [](const TimelineRow& row) { return !row.identical; });
-  svg.text(kLeft, y, "Each row: compute (forward, backward) on top; below it the input transfers into the rank's layers "
-           "and its weight-gradient all-reduces, which run beside compute.", "start", "small");
+  const bool squeezed =
+      std::any_of(rows.begin(), rows.end(), [](const TimelineRow& row) { return !row.identical; });
+  svg.text(
+      kLeft, y,
+      "Each row: compute (forward, backward) on top; below it the input transfers into the rank's layers "
+      "and its weight-gradient all-reduces, which run beside compute.",
+      "start", "small");
   y += 14;
   if (squeezed) {
-    svg.text(kLeft, y, fmt::format("{} ranks have more than {} distinct timelines: each row stands for a group of "
-                                   "consecutive ranks and shows its first rank's timeline.",
-                                   timelines.size(), kMaxTimelineRows), "start", "small");
+    svg.text(kLeft, y,
+             fmt::format("{} ranks have more than {} distinct timelines: each row stands for a group of "
+                         "consecutive ranks and shows its first rank's timeline.",
+                         timelines.size(), kMaxTimelineRows),
+             "start", "small");
   } else {
-    svg.text(kLeft, y, fmt::format("{} ranks in {} rows: ranks with identical timelines share a row.",
-                                   timelines.size(), rows.size()), "start", "small");
+    svg.text(kLeft, y,
+             fmt::format("{} ranks in {} rows: ranks with identical timelines share a row.", timelines.size(),
+                         rows.size()),
+             "start", "small");
   }
   return y + 16;
 }
@@ -262,8 +277,8 @@ std::vector<TimelineRow> timeline_rows(const std::vector<std::vector<Activity>>&
   };
   std::vector<TimelineRow> rows;
   for (int rank = 0; rank < static_cast<int>(timelines.size()); ++rank) {
-    if (!rows.empty() && same(timelines[static_cast<size_t>(rows.back().shown_rank)],
-                              timelines[static_cast<size_t>(rank)])) {
+    if (!rows.empty() &&
+        same(timelines[static_cast<size_t>(rows.back().shown_rank)], timelines[static_cast<size_t>(rank)])) {
       rows.back().last_rank = rank;
     } else {
       rows.push_back(TimelineRow{rank, rank, rank, true});
@@ -323,7 +338,8 @@ std::string render_scaling_svg(const std::string& title, const std::vector<Scali
   const double y_max = std::max(std::ceil(most_ms / y_step) * y_step, y_step);
   auto x_of = [&](int devices) {
     if (most_devices == 1) return kLeft + kPlotWidth / 2;
-    return kLeft + std::log2(static_cast<double>(devices)) / std::log2(static_cast<double>(most_devices)) * kPlotWidth;
+    return kLeft + std::log2(static_cast<double>(devices)) / std::log2(static_cast<double>(most_devices)) *
+                       kPlotWidth;
   };
   auto y_of = [&](double ms) { return bottom - ms / y_max * kHeight; };
   for (double tick = 0; tick <= y_max * (1 + 1e-9); tick += y_step) {
@@ -349,11 +365,12 @@ std::string render_scaling_svg(const std::string& title, const std::vector<Scali
     }
     svg.raw(fmt::format("<polyline class=\"{}\" points=\"{}\"/>\n", css_class, coordinates));
     for (const ScalingPoint& point : points) {
-      svg.raw(fmt::format("<circle class=\"{}-point\" cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"3\"><title>{}</title></circle>\n",
-                          css_class, x_of(point.devices), y_of(time_of(point).ms()),
-                          svg_escape(fmt::format("{} devices, {}: {:.3f} ms", point.devices,
-                                                 css_class == std::string("dp") ? "data parallel" : "burst",
-                                                 time_of(point).ms()))));
+      svg.raw(fmt::format(
+          "<circle class=\"{}-point\" cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"3\"><title>{}</title></circle>\n",
+          css_class, x_of(point.devices), y_of(time_of(point).ms()),
+          svg_escape(fmt::format("{} devices, {}: {:.3f} ms", point.devices,
+                                 css_class == std::string("dp") ? "data parallel" : "burst",
+                                 time_of(point).ms()))));
     }
   };
   polyline("dp", [](const ScalingPoint& point) { return point.data_parallel; });

@@ -64,7 +64,7 @@ struct Option {
 
 // A Pareto set of options over the first `dims` numbers (2 when the start state is known,
 // so gamma no longer matters), at most `capacity` of them (beyond that the ones with the
-// largest beta go). Deterministic: ties keep the option inserted first.
+// largest alpha + beta go, see evict_one). Deterministic: ties keep the option inserted first.
 class OptionSet {
  public:
   OptionSet() = default;
@@ -81,13 +81,7 @@ class OptionSet {
                                   [&](const Option& kept) { return covers(option.transform, kept.transform); }),
                    options_.end());
     options_.push_back(option);
-    if (static_cast<int>(options_.size()) > capacity_) {
-      const auto worst = std::max_element(options_.begin(), options_.end(), [](const Option& a, const Option& b) {
-        return a.transform.beta != b.transform.beta ? a.transform.beta < b.transform.beta
-                                                    : a.transform.alpha < b.transform.alpha;
-      });
-      options_.erase(worst);
-    }
+    if (static_cast<int>(options_.size()) > capacity_) evict_one();
   }
 
   // The option with the smallest beta (iteration time from a (0, 0) start).
@@ -99,6 +93,31 @@ class OptionSet {
   }
 
  private:
+  // Over capacity: keep the options best in alpha, in beta and in gamma (each can be the
+  // one that wins once composed with the rest of the model: a small alpha hides a large
+  // all-reduce behind later backward), and drop the largest alpha + beta among the rest.
+  void evict_one() {
+    auto best_in = [&](double Transform::*field) {
+      return std::min_element(options_.begin(), options_.end(), [&](const Option& a, const Option& b) {
+               return a.transform.*field < b.transform.*field;
+             }) - options_.begin();
+    };
+    const auto keep_alpha = best_in(&Transform::alpha);
+    const auto keep_beta = best_in(&Transform::beta);
+    const auto keep_gamma = best_in(&Transform::gamma);
+    std::ptrdiff_t worst = -1;
+    for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(options_.size()); ++i) {
+      if (i == keep_alpha || i == keep_beta || i == keep_gamma) continue;
+      const Transform& t = options_[static_cast<size_t>(i)].transform;
+      if (worst < 0 || t.alpha + t.beta > options_[static_cast<size_t>(worst)].transform.alpha +
+                                               options_[static_cast<size_t>(worst)].transform.beta) {
+        worst = i;
+      }
+    }
+    BURST_ASSERT(worst >= 0, "option sets hold at least 4 options");
+    options_.erase(options_.begin() + worst);
+  }
+
   bool covers(const Transform& a, const Transform& b) const {
     return a.alpha <= b.alpha && a.beta <= b.beta && (dims_ < 3 || a.gamma <= b.gamma);
   }

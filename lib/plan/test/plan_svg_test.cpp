@@ -16,7 +16,9 @@ using cost::LinearTime;
 
 size_t count(const std::string& text, const std::string& needle) {
   size_t found = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size())) ++found;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size())) {
+    ++found;
+  }
   return found;
 }
 
@@ -96,8 +98,8 @@ TEST(PlanSvg, OneRectanglePerActivity) {
   // The linear layer's all-reduce runs on both of its ranks.
   EXPECT_EQ(activities[static_cast<int>(ActivityKind::Allreduce)], 2u);
   // Each class also colours one legend swatch.
-  for (const ActivityKind kind : {ActivityKind::Forward, ActivityKind::Backward, ActivityKind::Transfer,
-                                  ActivityKind::Allreduce}) {
+  for (const ActivityKind kind :
+       {ActivityKind::Forward, ActivityKind::Backward, ActivityKind::Transfer, ActivityKind::Allreduce}) {
     EXPECT_EQ(count(svg, std::string("<rect class=\"") + activity_kind_name(kind) + "\""),
               activities[static_cast<int>(kind)] + 1)
         << activity_kind_name(kind);
@@ -117,7 +119,9 @@ std::vector<std::vector<Activity>> distinct_timelines(int ranks) {
 TEST(TimelineRows, IdenticalNeighboursShareARow) {
   // Ranks 0-3 do the same work, 4-7 nothing, 8 something else.
   std::vector<std::vector<Activity>> timelines(9);
-  for (int rank = 0; rank < 4; ++rank) timelines[static_cast<size_t>(rank)] = {Activity{0, 1, ActivityKind::Forward, 1}};
+  for (int rank = 0; rank < 4; ++rank) {
+    timelines[static_cast<size_t>(rank)] = {Activity{0, 1, ActivityKind::Forward, 1}};
+  }
   timelines[8] = {Activity{0, 2, ActivityKind::Backward, 1}};
   const auto rows = timeline_rows(timelines);
   ASSERT_EQ(rows.size(), 3u);
@@ -165,9 +169,8 @@ TEST(PlanSvg, ThousandsOfRanksDrawAtMostTheRowLimit) {
 }
 
 TEST(ScalingSvg, TwoLinesWithOnePointPerDeviceCount) {
-  const std::vector<ScalingPoint> points = {{1, Seconds(0.4), Seconds(0.4)},
-                                            {2, Seconds(0.21), Seconds(0.2)},
-                                            {4, Seconds(0.12), Seconds(0.1)}};
+  const std::vector<ScalingPoint> points = {
+      {1, Seconds(0.4), Seconds(0.4)}, {2, Seconds(0.21), Seconds(0.2)}, {4, Seconds(0.12), Seconds(0.1)}};
   const std::string svg = render_scaling_svg("vgg16 <a100>", points);
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_EQ(count(svg, "<polyline"), 2u);

@@ -1,5 +1,6 @@
 // The planner on zoo models with the built-in A100 cost model, and the series-parallel
 // decomposition of their graphs.
+#include <limits>
 #include <memory>
 
 #include <fmt/format.h>
@@ -29,7 +30,29 @@ TEST(BurstPlannerA100, Vgg16NeverSlowerThanDataParallel) {
                                           devices, burst.iteration_time.ms(), burst.device_seconds.s(),
                                           dp.iteration_time.ms(), dp.device_seconds.s());
     EXPECT_LE(burst.iteration_time.s(), dp.iteration_time.s() * (1 + 1e-12)) << where;
-    if (devices >= 16) EXPECT_LT(burst.device_seconds.s(), dp.device_seconds.s()) << where;
+    if (devices >= 16) {
+      EXPECT_LT(burst.device_seconds.s(), dp.device_seconds.s()) << where;
+    }
+  }
+}
+
+// Regression: with the option sets capped, the search once lost data parallelism on
+// resnet50 (global batch 128, 9 and 10 A100s, no limit): the set kept the options with
+// the smallest beta and dropped the all-devices one, whose small alpha hides its large
+// all-reduce behind later backward. Data parallelism is in the search space, so the
+// search itself (no fallback) must be at least as fast.
+TEST(BurstPlannerA100, Resnet50SearchReachesDataParallel) {
+  const graph::Graph graph = graph::build_zoo_model("resnet50");
+  const std::unique_ptr<cost::CostModel> cost = cost::make_cost_model(cost::resolve_device("a100", std::nullopt));
+  BurstOptions search_only;
+  search_only.amplification = std::numeric_limits<double>::infinity();
+  search_only.never_slower_than_dp = false;
+  for (const int devices : {9, 10}) {
+    const cost::NetworkModel network(cluster::builtin_cluster("a100", devices));
+    const PlanContext context{graph, *cost, network};
+    const double burst = evaluate_plan(plan_burst(context, 128, search_only), context).iteration_time.s();
+    const double dp = evaluate_plan(plan_data_parallel(graph, devices, 128), context).iteration_time.s();
+    EXPECT_LE(burst, dp * (1 + 1e-12)) << devices << " devices";
   }
 }
 

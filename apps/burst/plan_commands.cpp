@@ -1,0 +1,351 @@
+#include "plan_commands.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "burst/cluster/cluster.h"
+#include "burst/cost/device_models.h"
+#include "burst/cost/network.h"
+#include "burst/graph/model_json.h"
+#include "burst/plan/burst_planner.h"
+#include "burst/plan/evaluate.h"
+#include "burst/plan/plan.h"
+#include "burst/plan/plan_svg.h"
+#include "burst/util/error.h"
+#include "burst/util/json_io.h"
+#include "plan_report.h"
+
+namespace burst::cli {
+namespace {
+
+// Numbers arrive as text so that a bad one can be quoted as typed.
+struct PlanOptions {
+  std::string model;
+  std::string devices;
+  std::string global_batch;
+  std::string device;
+  std::string profile;
+  std::string cluster_file;
+  std::string strategy = "burst";
+  std::string amplification;  // empty: the burst planner's default
+  std::string plan_file;      // evaluate this plan instead of planning
+  std::string output;         // -o: write the plan file
+  std::string svg;            // write pictures
+  bool json = false;
+  bool sweep = false;
+  bool strict_amplification = false;  // keep the limit even when data parallel is faster
+};
+
+// A whole number in [minimum, maximum] given to `flag`; anything else is refused quoting it.
+int64_t parse_whole(const std::string& text, const char* flag, int64_t minimum, int64_t maximum) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || error == std::errc::invalid_argument || stop != end) {
+    throw UserError(fmt::format("{} must be a whole number, got '{}'", flag, text_excerpt(text)));
+  }
+  if (error != std::errc::result_out_of_range && value < minimum) {
+    throw UserError(fmt::format("{} must be at least {}, got {}", flag, minimum, text_excerpt(text)));
+  }
+  if (error == std::errc::result_out_of_range || value > maximum) {
+    throw UserError(
+        fmt::format("{} must be between {} and {}, got {}", flag, minimum, maximum, text_excerpt(text)));
+  }
+  return value;
+}
+
+// --amplification: a finite number >= 1, or "inf" for no limit (nullopt).
+std::optional<double> parse_amplification(const std::string& text) {
+  if (text == "inf") return std::nullopt;
+  const std::string problem =
+      fmt::format("--amplification must be a number >= 1 or 'inf', got '{}'", text_excerpt(text));
+  // strtod alone would accept leading spaces, "nan", "infinity" and hex floats.
+  if (text.empty() || text.find_first_not_of("0123456789.eE+-") != std::string::npos) {
+    throw UserError(problem);
+  }
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || !std::isfinite(value) || value < 1) throw UserError(problem);
+  return value;
+}
+
+// An amplification limit as the report states it (nullopt: none).
+std::optional<double> limit_of(double amplification) {
+  return std::isinf(amplification) ? std::nullopt : std::optional<double>(amplification);
+}
+
+plan::BurstOptions burst_options(const std::optional<double>& limit, bool strict) {
+  plan::BurstOptions options;
+  options.amplification = limit ? *limit : std::numeric_limits<double>::infinity();
+  options.never_slower_than_dp = !strict;
+  return options;
+}
+
+std::optional<std::string> profile_path(const PlanOptions& options) {
+  return options.profile.empty() ? std::nullopt : std::optional<std::string>(options.profile);
+}
+
+// Refuses combinations that have no meaning, before any file is read.
+void check_combinations(const PlanOptions& options, bool strategy_given) {
+  const bool loaded = !options.plan_file.empty();
+  if (loaded && (strategy_given || !options.amplification.empty() || options.sweep)) {
+    throw UserError("--plan FILE evaluates a given plan: it takes no --strategy, --amplification or --sweep");
+  }
+  if (options.strategy == "dp" && (!options.amplification.empty() || options.strict_amplification)) {
+    throw UserError("--amplification limits the burst planner; --strategy dp has no limit");
+  }
+  if (loaded && options.strict_amplification) {
+    throw UserError("--plan FILE evaluates a given plan: it takes no --strict-amplification");
+  }
+  if (!options.cluster_file.empty() && !options.device.empty()) {
+    throw UserError("--cluster FILE names its device kind: give --device or --cluster, not both");
+  }
+  if (options.sweep && !options.cluster_file.empty()) {
+    throw UserError(
+        "--sweep plans built-in clusters of 1..N devices and cannot use --cluster FILE; "
+        "sweep with --device KIND --devices N");
+  }
+  if (options.sweep && !options.output.empty()) {
+    throw UserError("--sweep makes one plan per device count: -o FILE (one plan) does not apply");
+  }
+  if (options.cluster_file.empty() && options.device.empty() && options.profile.empty()) {
+    throw UserError("burst plan needs --device KIND [--profile FILE] or --cluster FILE");
+  }
+}
+
+// The cluster of the command line: --cluster FILE, or the built-in one of `kind` with
+// --devices (or, with --plan and no --devices, the plan's device count).
+cluster::Cluster make_cluster(const PlanOptions& options, const std::string& kind,
+                              const std::optional<plan::Plan>& loaded) {
+  std::optional<int64_t> devices;
+  if (!options.devices.empty()) {
+    devices = parse_whole(options.devices, "--devices", 1, cluster::kMaxDevices);
+  }
+  if (!options.cluster_file.empty()) {
+    cluster::Cluster cluster = cluster::load_cluster_file(options.cluster_file);
+    if (devices && *devices != cluster.size()) {
+      throw UserError(fmt::format("--devices {} disagrees with cluster file '{}', which has {} devices",
+                                  *devices, options.cluster_file, cluster.size()));
+    }
+    return cluster;
+  }
+  if (!devices && loaded) devices = loaded->devices;
+  if (!devices) throw UserError("burst plan needs --devices N (or --cluster FILE)");
+  return cluster::builtin_cluster(kind, *devices);
+}
+
+void run_sweep(const PlanOptions& options, const graph::Graph& graph, const std::string& kind, int devices,
+               int64_t global_batch, const cost::CostModel& cost, const plan::BurstOptions& burst) {
+  SweepReport report{graph.name(), kind, global_batch, limit_of(burst.amplification), {}};
+  for (const int count : sweep_device_counts(devices)) {
+    const cost::NetworkModel network(cluster::builtin_cluster(kind, count));
+    const plan::PlanContext context{graph, cost, network};
+    SweepPoint point;
+    point.devices = count;
+    point.data_parallel = plan::evaluate_plan(plan::plan_data_parallel(graph, count, global_batch), context);
+    const plan::BurstPlanResult result = plan::plan_burst_with_prediction(context, global_batch, burst);
+    point.burst = plan::evaluate_plan(result.plan, context);
+    point.burst_devices_used = devices_used(result.plan);
+    point.burst_limit_used = limit_of(result.amplification_limit);
+    report.points.push_back(std::move(point));
+  }
+  if (!options.svg.empty()) {
+    std::vector<plan::ScalingPoint> points;
+    for (const SweepPoint& point : report.points) {
+      points.push_back({point.devices, point.data_parallel.iteration_time, point.burst.iteration_time});
+    }
+    write_text_file_atomically(
+        options.svg,
+        plan::render_scaling_svg(
+            fmt::format("{}: iteration time against devices, global batch {} on {} "
+                        "(burst amplification limit {})",
+                        graph.name(), global_batch, kind, amplification_text(report.amplification_limit)),
+            points));
+  }
+  if (options.json) {
+    std::cout << sweep_report_json(report).dump(2) << '\n';
+    return;
+  }
+  print_sweep_report(report, std::cout);
+  if (!options.svg.empty()) std::cout << "\nwrote the scaling curve to " << options.svg << '\n';
+}
+
+// What the command line names, read and checked before any planning.
+struct Inputs {
+  graph::Graph graph;
+  std::optional<plan::Plan> loaded;  // --plan FILE, validated against graph and cluster
+  cluster::Cluster cluster;
+  cost::DeviceModel device;
+  int64_t global_batch = 0;
+};
+
+// Cheap checks first, the device (fitting its curves takes a while) last.
+Inputs read_inputs(const PlanOptions& options) {
+  std::optional<int64_t> global_batch;
+  if (!options.global_batch.empty()) {
+    global_batch =
+        parse_whole(options.global_batch, "--global-batch", 1, std::numeric_limits<int64_t>::max());
+  } else if (options.plan_file.empty()) {
+    throw UserError("burst plan needs --global-batch B (the samples of one iteration)");
+  }
+  graph::Graph graph = graph::load_model(options.model);
+  std::optional<plan::Plan> loaded;
+  if (!options.plan_file.empty()) {
+    loaded = plan::load_plan_file(options.plan_file);
+    if (global_batch && *global_batch != loaded->global_batch) {
+      throw UserError(fmt::format("plan file '{}' is for global batch {}, not --global-batch {}",
+                                  options.plan_file, loaded->global_batch, *global_batch));
+    }
+    global_batch = loaded->global_batch;
+  }
+  // The device kind: the cluster file's, --device's, or (--profile alone) the profile's.
+  std::optional<cost::DeviceModel> device;
+  std::string kind = options.device;
+  if (options.cluster_file.empty() && kind.empty()) {
+    device = cost::resolve_device("", profile_path(options));
+    kind = device->spec.kind;
+  }
+  cluster::Cluster cluster = make_cluster(options, kind, loaded);
+  if (loaded) {
+    try {
+      plan::validate_plan(*loaded, graph, cluster);
+    } catch (const UserError& error) {
+      throw UserError(fmt::format("plan file '{}': {}", options.plan_file, error.what()));
+    }
+  }
+  if (!device) device = cost::resolve_device(cluster.device(), profile_path(options));
+  return Inputs{std::move(graph), std::move(loaded), std::move(cluster), std::move(*device), *global_batch};
+}
+
+// One plan: made here (burst or data parallel) or loaded, evaluated against both baselines.
+void run_one(const PlanOptions& options, const Inputs& inputs, const cost::CostModel& cost,
+             const std::optional<double>& limit) {
+  const graph::Graph& graph = inputs.graph;
+  const cost::NetworkModel network(inputs.cluster);
+  const plan::PlanContext context{graph, cost, network};
+  const int devices = inputs.cluster.size();
+  const int64_t global_batch = inputs.global_batch;
+  plan::Plan plan;
+  std::optional<double> limit_used;
+  std::optional<Seconds> planner_prediction;
+  if (inputs.loaded) {
+    plan = *inputs.loaded;
+  } else if (options.strategy == "dp") {
+    plan = plan::plan_data_parallel(graph, devices, global_batch);
+  } else {
+    plan::BurstPlanResult result =
+        plan::plan_burst_with_prediction(context, global_batch, burst_options(limit, options.strict_amplification));
+    plan = std::move(result.plan);
+    limit_used = limit_of(result.amplification_limit);
+    planner_prediction = result.predicted;
+  }
+  plan::EvaluateOptions evaluate_options;
+  evaluate_options.timelines = !options.svg.empty();
+  const plan::PlanEvaluation evaluation = plan::evaluate_plan(plan, context, evaluate_options);
+  const plan::PlanEvaluation data_parallel =
+      plan::evaluate_plan(plan::plan_data_parallel(graph, devices, global_batch), context);
+  const plan::PlanEvaluation one_device =
+      plan::evaluate_plan(plan::plan_single_device(graph, devices, global_batch), context);
+
+  if (!options.output.empty()) plan::save_plan_file(plan, options.output);
+  if (!options.svg.empty()) {
+    write_text_file_atomically(options.svg, plan::render_plan_svg(plan, evaluation, graph));
+  }
+  const bool burst_planned = !inputs.loaded && options.strategy == "burst";
+  const PlanReport report{graph,
+                          inputs.cluster,
+                          plan,
+                          burst_planned ? limit : std::nullopt,
+                          options.plan_file,
+                          evaluation,
+                          data_parallel,
+                          one_device,
+                          limit_used,
+                          planner_prediction};
+  if (options.json) {
+    std::cout << plan_report_json(report).dump(2) << '\n';
+    return;
+  }
+  print_plan_report(report, std::cout);
+  if (!options.output.empty()) std::cout << "\nwrote the plan to " << options.output << '\n';
+  if (!options.svg.empty()) {
+    std::cout << (options.output.empty() ? "\n" : "") << "wrote pictures to " << options.svg << '\n';
+  }
+}
+
+void run_plan(const PlanOptions& options, bool strategy_given) {
+  check_combinations(options, strategy_given);
+  std::optional<double> limit = limit_of(plan::BurstOptions{}.amplification);
+  if (!options.amplification.empty()) limit = parse_amplification(options.amplification);
+  const Inputs inputs = read_inputs(options);
+  const auto cost_model = cost::make_cost_model(inputs.device);
+  if (options.sweep) {
+    run_sweep(options, inputs.graph, inputs.cluster.device(), inputs.cluster.size(), inputs.global_batch,
+              *cost_model, burst_options(limit, options.strict_amplification));
+  } else {
+    run_one(options, inputs, *cost_model, limit);
+  }
+}
+
+}  // namespace
+
+void add_plan_commands(CLI::App& app) {
+  auto options = std::make_shared<PlanOptions>();
+  CLI::App* command = app.add_subcommand(
+      "plan",
+      "Plan a global batch on a cluster (burst or data parallel), or evaluate a plan file, "
+      "and predict one iteration");
+  command->add_option("--model", options->model, "Zoo model (NAME[:key=value,...]) or model file")
+      ->required();
+  // Options whose value is text; an empty value is refused rather than read as "not given".
+  const std::vector<CLI::Option*> texts = {
+      command->add_option("--devices", options->devices,
+                          "Devices of the built-in cluster (with --cluster: must match the file, if given)"),
+      command->add_option("--global-batch", options->global_batch,
+                          "Samples per iteration, split over the devices"),
+      command->add_option(
+          "--device", options->device,
+          "Device kind for the cost model and built-in cluster: v100, a100, a100-80gb, h100-sxm, h200"),
+      command->add_option("--profile", options->profile,
+                          "Measured profile for the cost model (burst profile -o FILE)"),
+      command->add_option("--cluster", options->cluster_file,
+                          "Cluster file (docs/cluster-format.md); names the device kind"),
+      command->add_option("--amplification", options->amplification,
+                          "Burst planner's amplification limit: a number >= 1, or inf for none (default 2)"),
+      command->add_option("--plan", options->plan_file,
+                          "Evaluate this plan file (e.g. a hand plan) instead of planning"),
+      command->add_option("-o,--output", options->output, "Write the plan file (docs/plan-format.md)"),
+      command->add_option(
+          "--svg", options->svg,
+          "Write an SVG picture: devices per layer and a per-rank timeline (with --sweep: the "
+          "scaling curve)")};
+  CLI::Option* strategy =
+      command->add_option("--strategy", options->strategy, "burst (default) or dp (data parallel)")
+          ->check(CLI::IsMember({"burst", "dp"}));
+  command->add_flag("--json", options->json, "Print JSON instead of tables");
+  command->add_flag("--strict-amplification", options->strict_amplification,
+                    "Keep the amplification limit even where data parallel is then faster "
+                    "(by default the burst planner raises it just enough not to be slower)");
+  command->add_flag(
+      "--sweep", options->sweep,
+      "Strong scaling: both strategies at device counts 1..16, then powers of two up to --devices");
+  command->callback([options, texts, strategy] {
+    for (const CLI::Option* option : texts) {
+      if (option->count() > 0 && option->as<std::string>().empty()) {
+        throw UserError(fmt::format("{} needs a value, got ''", option->get_name()));
+      }
+    }
+    run_plan(*options, strategy->count() > 0);
+  });
+}
+
+}  // namespace burst::cli

@@ -1,0 +1,231 @@
+#include "plan_report.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "burst/util/table.h"
+
+namespace burst::cli {
+namespace {
+
+using nlohmann::json;
+using Align = TextTable::Align;
+
+// a / b for speedups; 0 when b is 0 (an empty model takes no time either way).
+double ratio(Seconds a, Seconds b) { return b.s() > 0 ? a / b : 0.0; }
+
+json limit_json(const std::optional<double>& limit) { return limit ? json(*limit) : json(nullptr); }
+
+std::string strategy_text(const PlanReport& report) {
+  if (!report.plan_file.empty()) {
+    return fmt::format("plan file {} (strategy {})", report.plan_file, report.plan.strategy);
+  }
+  if (report.plan.strategy == "burst") {
+    if (report.amplification_limit_used != report.amplification_limit) {
+      return fmt::format(
+          "burst plan (amplification limit {}, raised to {} to be no slower than data parallel)",
+          amplification_text(report.amplification_limit),
+          amplification_text(report.amplification_limit_used));
+    }
+    return fmt::format("burst plan (amplification limit {})", amplification_text(report.amplification_limit));
+  }
+  if (report.plan.strategy == "dp") return "data-parallel plan";
+  return report.plan.strategy + " plan";
+}
+
+}  // namespace
+
+std::string amplification_text(const std::optional<double>& limit) {
+  return limit ? fmt::format("{:.4g}", *limit) : "none";
+}
+
+int devices_used(const plan::Plan& plan) {
+  size_t most = 0;
+  for (const plan::LayerPlacement& placement : plan.layers) most = std::max(most, placement.shards.size());
+  return static_cast<int>(most);
+}
+
+void print_plan_report(const PlanReport& report, std::ostream& out) {
+  const plan::PlanEvaluation& evaluation = report.evaluation;
+  const int devices = report.cluster.size();
+  out << fmt::format("{} for {}: global batch {} on {} ({} {} device{})\n", strategy_text(report),
+                     report.graph.name(), report.plan.global_batch, report.cluster.name(), devices,
+                     report.cluster.device(), devices == 1 ? "" : "s");
+  out << "Times in ms. per-dev: the largest shard; transfer: the slowest input re-shard into the "
+         "layer; sync: its weight-gradient all-reduce;\n"
+         "ampl: devices x (fwd + bwd) / one device's time at the whole batch; fwd end, bwd end: "
+         "when the layer's forward, backward finish,\n"
+         "counted from the start of the iteration (backward runs last layer first, so bwd end "
+         "falls down the table).\n\n";
+  TextTable table({{"id", Align::Right},
+                   {"layer", Align::Left},
+                   {"op", Align::Left},
+                   {"devices", Align::Right},
+                   {"per-dev", Align::Right},
+                   {"fwd", Align::Right},
+                   {"bwd", Align::Right},
+                   {"transfer", Align::Right},
+                   {"sync", Align::Right},
+                   {"ampl", Align::Right},
+                   {"fwd end", Align::Right},
+                   {"bwd end", Align::Right}});
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(report.graph.size()); ++id) {
+    const plan::LayerTiming& layer = evaluation.layers[static_cast<size_t>(id)];
+    table.add_row({std::to_string(id), report.graph.layer(id).name,
+                   graph::op_name(report.graph.layer(id).op()), std::to_string(layer.devices),
+                   std::to_string(layer.per_device_batch), fmt::format("{:.4f}", layer.forward.ms()),
+                   fmt::format("{:.4f}", layer.backward.ms()), fmt::format("{:.4f}", layer.transfer.ms()),
+                   fmt::format("{:.4f}", layer.sync.ms()), fmt::format("{:.2f}", layer.amplification),
+                   fmt::format("{:.3f}", layer.forward_end_s * 1e3),
+                   fmt::format("{:.3f}", layer.backward_end_s * 1e3)});
+  }
+  table.print(out);
+
+  const Seconds iteration = evaluation.iteration_time;
+  const std::pair<std::string, std::string> summary[] = {
+      {"predicted iteration time", fmt::format("{:.3f} ms", iteration.ms())},
+      {"  the planner's own estimate",
+       report.planner_prediction ? fmt::format("{:.3f} ms", report.planner_prediction->ms()) : "-"},
+      {fmt::format("  data parallel on {} device{}", devices, devices == 1 ? "" : "s"),
+       fmt::format("{:.3f} ms (this plan is {:.2f}x as fast)", report.data_parallel.iteration_time.ms(),
+                   ratio(report.data_parallel.iteration_time, iteration))},
+      {"  one device",
+       fmt::format("{:.3f} ms (this plan is {:.2f}x as fast)", report.one_device.iteration_time.ms(),
+                   ratio(report.one_device.iteration_time, iteration))},
+      {"device-seconds per iteration",
+       fmt::format("{:.6f} s of compute (one device at the whole batch: {:.6f} s)",
+                   evaluation.device_seconds.s(), evaluation.one_device_compute.s())},
+      {"mean amplification", fmt::format("{:.3f}", evaluation.mean_amplification())},
+      {"idle device-seconds per iteration",
+       fmt::format("{:.6f} s ({:.1f}% of {} devices x {:.3f} ms): free for a background job",
+                   evaluation.idle_device_seconds.s(),
+                   100 * ratio(evaluation.idle_device_seconds, iteration * devices), devices,
+                   iteration.ms())},
+      {"devices used",
+       fmt::format("{} of {} (the most any layer runs on)", devices_used(report.plan), devices)},
+  };
+  size_t label_width = 0;
+  for (const auto& [label, value] : summary) label_width = std::max(label_width, label.size());
+  out << '\n';
+  for (const auto& [label, value] : summary) {
+    if (value == "-") continue;  // a line that does not apply to this plan
+    out << label << ':' << std::string(label_width - label.size() + 1, ' ') << value << '\n';
+  }
+}
+
+json plan_report_json(const PlanReport& report) {
+  const plan::PlanEvaluation& evaluation = report.evaluation;
+  json layers = json::array();
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(report.graph.size()); ++id) {
+    const plan::LayerTiming& layer = evaluation.layers[static_cast<size_t>(id)];
+    layers.push_back({{"id", id},
+                      {"name", report.graph.layer(id).name},
+                      {"op", graph::op_name(report.graph.layer(id).op())},
+                      {"devices", layer.devices},
+                      {"first_rank", report.plan.layers[static_cast<size_t>(id)].shards.front().rank},
+                      {"per_device_batch", layer.per_device_batch},
+                      {"forward_ms", layer.forward.ms()},
+                      {"backward_ms", layer.backward.ms()},
+                      {"transfer_ms", layer.transfer.ms()},
+                      {"sync_ms", layer.sync.ms()},
+                      {"amplification", layer.amplification},
+                      {"forward_start_ms", layer.forward_start_s * 1e3},
+                      {"forward_end_ms", layer.forward_end_s * 1e3},
+                      {"backward_start_ms", layer.backward_start_s * 1e3},
+                      {"backward_end_ms", layer.backward_end_s * 1e3},
+                      {"sync_end_ms", layer.sync_end_s * 1e3}});
+  }
+  const Seconds iteration = evaluation.iteration_time;
+  return {{"model", report.graph.name()},
+          {"devices", report.cluster.size()},
+          {"device", report.cluster.device()},
+          {"cluster", report.cluster.name()},
+          {"global_batch", report.plan.global_batch},
+          {"strategy", report.plan.strategy},
+          {"amplification_limit", limit_json(report.amplification_limit)},
+          {"amplification_limit_used", limit_json(report.amplification_limit_used)},
+          {"planner_predicted_ms",
+           report.planner_prediction ? json(report.planner_prediction->ms()) : json(nullptr)},
+          {"plan_file", report.plan_file.empty() ? json(nullptr) : json(report.plan_file)},
+          {"iteration_time_ms", iteration.ms()},
+          {"device_seconds", evaluation.device_seconds.s()},
+          {"idle_device_seconds", evaluation.idle_device_seconds.s()},
+          {"one_device_compute_seconds", evaluation.one_device_compute.s()},
+          {"mean_amplification", evaluation.mean_amplification()},
+          {"devices_used", devices_used(report.plan)},
+          {"data_parallel_ms", report.data_parallel.iteration_time.ms()},
+          {"one_device_ms", report.one_device.iteration_time.ms()},
+          {"speedup_vs_dp", ratio(report.data_parallel.iteration_time, iteration)},
+          {"speedup_vs_one_device", ratio(report.one_device.iteration_time, iteration)},
+          {"layers", std::move(layers)}};
+}
+
+std::vector<int> sweep_device_counts(int devices) {
+  std::vector<int> counts;
+  for (int n = 1; n <= std::min(devices, 16); ++n) counts.push_back(n);
+  for (int64_t n = 32; n < devices; n *= 2) counts.push_back(static_cast<int>(n));
+  if (devices > 16) counts.push_back(devices);
+  return counts;
+}
+
+void print_sweep_report(const SweepReport& report, std::ostream& out) {
+  const int most = report.points.empty() ? 0 : report.points.back().devices;
+  out << fmt::format(
+      "strong scaling of {} at global batch {} on built-in {} clusters "
+      "(burst amplification limit {})\n",
+      report.model, report.global_batch, report.device_kind, amplification_text(report.amplification_limit));
+  out << (most <= 16
+              ? fmt::format("device counts: every count from 1 to {}\n", most)
+              : fmt::format("device counts: every count from 1 to 16, then powers of two, then {}\n", most));
+  out << "Times in ms per iteration; device-s: compute device-seconds per iteration; idle: what a "
+         "background job could use;\n"
+         "burst uses: the most devices any layer runs on; burst limit: the amplification limit planned "
+         "under (raised where the asked one would be slower than data parallel).\n\n";
+  TextTable table({{"devices", Align::Right},
+                   {"dp ms", Align::Right},
+                   {"burst ms", Align::Right},
+                   {"burst speedup vs dp", Align::Right},
+                   {"dp device-s", Align::Right},
+                   {"burst device-s", Align::Right},
+                   {"burst idle device-s", Align::Right},
+                   {"burst uses", Align::Right},
+                   {"burst limit", Align::Right}});
+  for (const SweepPoint& point : report.points) {
+    table.add_row(
+        {std::to_string(point.devices), fmt::format("{:.3f}", point.data_parallel.iteration_time.ms()),
+         fmt::format("{:.3f}", point.burst.iteration_time.ms()),
+         fmt::format("{:.2f}x", ratio(point.data_parallel.iteration_time, point.burst.iteration_time)),
+         fmt::format("{:.5f}", point.data_parallel.device_seconds.s()),
+         fmt::format("{:.5f}", point.burst.device_seconds.s()),
+         fmt::format("{:.5f}", point.burst.idle_device_seconds.s()), std::to_string(point.burst_devices_used),
+         amplification_text(point.burst_limit_used)});
+  }
+  table.print(out);
+}
+
+json sweep_report_json(const SweepReport& report) {
+  json rows = json::array();
+  for (const SweepPoint& point : report.points) {
+    rows.push_back({{"devices", point.devices},
+                    {"model", report.model},
+                    {"device", report.device_kind},
+                    {"global_batch", report.global_batch},
+                    {"amplification_limit", limit_json(report.amplification_limit)},
+                    {"dp_iteration_time_ms", point.data_parallel.iteration_time.ms()},
+                    {"burst_iteration_time_ms", point.burst.iteration_time.ms()},
+                    {"speedup_vs_dp", ratio(point.data_parallel.iteration_time, point.burst.iteration_time)},
+                    {"dp_device_seconds", point.data_parallel.device_seconds.s()},
+                    {"burst_device_seconds", point.burst.device_seconds.s()},
+                    {"dp_idle_device_seconds", point.data_parallel.idle_device_seconds.s()},
+                    {"burst_idle_device_seconds", point.burst.idle_device_seconds.s()},
+                    {"burst_mean_amplification", point.burst.mean_amplification()},
+                    {"burst_devices_used", point.burst_devices_used},
+                    {"burst_amplification_limit_used", limit_json(point.burst_limit_used)}});
+  }
+  return rows;
+}
+
+}  // namespace burst::cli

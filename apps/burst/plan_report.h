@@ -1,0 +1,87 @@
+#pragma once
+// What `burst plan` prints: the per-layer table and summary of one plan, or a strong-scaling
+// sweep, as text or JSON.
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "burst/cluster/cluster.h"
+#include "burst/graph/graph.h"
+#include "burst/plan/evaluate.h"
+#include "burst/plan/plan.h"
+
+namespace burst::cli {
+
+// One plan, evaluated, with the two baselines on the same model, cluster and cost model.
+struct PlanReport {
+  const graph::Graph& graph;
+  const cluster::Cluster& cluster;
+  const plan::Plan& plan;
+  // The burst planner's amplification limit; nullopt when there is none (inf, data
+  // parallelism, a plan loaded from a file).
+  std::optional<double> amplification_limit;
+  std::string plan_file;  // --plan FILE it was loaded from; empty when planned here
+  const plan::PlanEvaluation& evaluation;
+  const plan::PlanEvaluation& data_parallel;  // plan_data_parallel on all devices
+  const plan::PlanEvaluation& one_device;     // plan_single_device
+  // What the burst planner reported with its plan (empty for other plans): the limit it
+  // planned under (it raises the asked one rather than be slower than data parallelism;
+  // nullopt: none) and its own prediction (an estimate where branches run concurrently).
+  std::optional<double> amplification_limit_used = std::nullopt;
+  std::optional<Seconds> planner_prediction = std::nullopt;
+};
+
+// The layer that runs on the most devices sets how many devices the plan uses.
+int devices_used(const plan::Plan& plan);
+
+// A header line, the per-layer table and the summary (iteration time, device-seconds, idle
+// device-seconds, amplification, speedups over data parallelism and one device).
+void print_plan_report(const PlanReport& report, std::ostream& out);
+
+// {"model", "devices", "device", "cluster", "global_batch", "strategy", "amplification_limit"
+//  (null: none), "amplification_limit_used" (null: none), "planner_predicted_ms" (null: not
+//  planned here by burst), "plan_file" (null: planned here), "iteration_time_ms", "device_seconds",
+//  "idle_device_seconds", "mean_amplification", "devices_used", "data_parallel_ms",
+//  "one_device_ms", "speedup_vs_dp", "speedup_vs_one_device", "layers": [{id, name, op,
+//  devices, first_rank, per_device_batch, forward_ms, backward_ms, transfer_ms, sync_ms,
+//  amplification, forward_start_ms, forward_end_ms, backward_start_ms, backward_end_ms,
+//  sync_end_ms}]}; times of day in ms from the start of the iteration.
+nlohmann::json plan_report_json(const PlanReport& report);
+
+// One device count of a strong-scaling sweep: both strategies on a built-in cluster.
+struct SweepPoint {
+  int devices = 0;
+  plan::PlanEvaluation data_parallel;
+  plan::PlanEvaluation burst;
+  int burst_devices_used = 0;
+  std::optional<double> burst_limit_used;  // the limit the planner planned under (nullopt: none)
+};
+
+struct SweepReport {
+  std::string model;
+  std::string device_kind;
+  int64_t global_batch = 0;
+  std::optional<double> amplification_limit;  // nullopt: none
+  std::vector<SweepPoint> points;             // ascending device counts
+};
+
+// Device counts of a sweep up to `devices`: every count up to 16, then the powers of two
+// below `devices`, then `devices` itself.
+std::vector<int> sweep_device_counts(int devices);
+
+// A header line saying which counts were swept, then one row per count.
+void print_sweep_report(const SweepReport& report, std::ostream& out);
+
+// An array, one object per count: {devices, dp_iteration_time_ms, burst_iteration_time_ms,
+// speedup_vs_dp, dp_device_seconds, burst_device_seconds, dp_idle_device_seconds,
+// burst_idle_device_seconds, burst_mean_amplification, burst_devices_used,
+// burst_amplification_limit_used}.
+nlohmann::json sweep_report_json(const SweepReport& report);
+
+// "2", "1.5", "2.085" (four significant digits) or "none" (no limit).
+std::string amplification_text(const std::optional<double>& limit);
+
+}  // namespace burst::cli
