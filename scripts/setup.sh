@@ -7,6 +7,7 @@ packages=(
   cmake g++ ninja-build ccache pkg-config           # build
   libfmt-dev nlohmann-json3-dev libcli11-dev        # formatting, JSON, command line
   libgtest-dev libgmock-dev libbenchmark-dev        # tests and benchmarks
+  zlib1g-dev                                        # gzip-compressed IDX datasets (lib/data)
   libtorch-dev libgloo-dev                          # runtime and profiler (libtorch, c10d Gloo)
   libopenblas0-openmp                               # fast BLAS for torch (reference BLAS is ~16x slower)
   python3-torch python3-torchvision                 # the peers burst is checked against

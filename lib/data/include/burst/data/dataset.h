@@ -1,0 +1,77 @@
+#pragma once
+// Datasets as plain buffers (no libtorch): every sample is a float tensor of one fixed
+// per-sample shape (C, H, W for images) plus an int64 class label. The runtime copies the
+// samples a rank needs into its own input tensors with gather_features / gather_labels.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace burst::data {
+
+// Sanity limit on the float elements a dataset may hold (1 GiB of floats): a bigger
+// synthetic dataset or IDX file is a mistake on a command line or a corrupt file.
+inline constexpr int64_t kMaxDatasetElements = int64_t{1} << 28;
+
+class Dataset {
+ public:
+  Dataset() = default;
+  // Takes ownership of the buffers. Internal invariants (BURST_ASSERT, the loaders check
+  // user input first): every sample_shape entry >= 1; features.size() ==
+  // labels.size() * sample_elements(); num_classes >= 1 and every label in [0, num_classes).
+  Dataset(std::string name, std::vector<int64_t> sample_shape, int64_t num_classes,
+          std::vector<float> features, std::vector<int64_t> labels);
+
+  const std::string& name() const { return name_; }
+  int64_t num_samples() const { return static_cast<int64_t>(labels_.size()); }
+  // Shape of one sample, e.g. {1, 28, 28} (channels, height, width) for Fashion-MNIST.
+  const std::vector<int64_t>& sample_shape() const { return sample_shape_; }
+  // Product of sample_shape: the floats of one sample.
+  int64_t sample_elements() const { return sample_elements_; }
+  int64_t num_classes() const { return num_classes_; }
+  // num_samples × sample_elements floats, sample-major (sample i starts at i * elements).
+  const std::vector<float>& features() const { return features_; }
+  // One label per sample, in [0, num_classes).
+  const std::vector<int64_t>& labels() const { return labels_; }
+  // The first float of sample `index` (asserted in [0, num_samples)).
+  const float* sample_features(int64_t index) const;
+
+ private:
+  std::string name_;
+  std::vector<int64_t> sample_shape_;
+  int64_t sample_elements_ = 0;
+  int64_t num_classes_ = 0;
+  std::vector<float> features_;
+  std::vector<int64_t> labels_;
+};
+
+// A deterministic synthetic classification dataset: the same spec gives the same bytes on
+// every platform (SplitMix64, see splitmix.h). Each class c has a fixed random prototype
+// p_c with elements in [0, 1); sample i draws its label uniformly, then each element is
+// (p_label + u) / 2 with u uniform in [0, 1). Values lie in [0, 1) and classes are
+// separable, so a model can learn it (loss falls), which makes smoke tests meaningful.
+// Samples are counter-based (sample i depends only on seed and i).
+struct SyntheticSpec {
+  int64_t num_samples = 0;            // >= 1
+  std::vector<int64_t> sample_shape;  // each >= 1, e.g. {1, 28, 28}
+  int64_t num_classes = 0;            // >= 1
+  uint64_t seed = 0;
+};
+
+// Throws UserError naming the field when the spec is out of range or the dataset would
+// exceed kMaxDatasetElements floats.
+Dataset synthetic_dataset(const SyntheticSpec& spec);
+
+// Copies samples batch_indices[begin, end) of a global batch (dataset indices, e.g. from
+// EpochSampler) into caller buffers, in batch order: features_out receives
+// (end - begin) * sample_elements floats, labels_out (end - begin) labels. This is how a
+// rank takes only its own sample range [begin, end) of the plan. Asserts
+// 0 <= begin <= end <= batch_indices.size() and every index in [0, num_samples).
+void gather_features(const Dataset& dataset, const std::vector<int64_t>& batch_indices,
+                     int64_t begin, int64_t end, float* features_out);
+void gather_labels(const Dataset& dataset, const std::vector<int64_t>& batch_indices,
+                   int64_t begin, int64_t end, int64_t* labels_out);
+// Both of the above.
+void gather(const Dataset& dataset, const std::vector<int64_t>& batch_indices, int64_t begin,
+            int64_t end, float* features_out, int64_t* labels_out);
+
+}  // namespace burst::data

@@ -1,0 +1,47 @@
+// Copying a rank's sample range of a global batch into its own buffers.
+#include <algorithm>
+
+#include "burst/data/dataset.h"
+#include "burst/util/error.h"
+
+namespace burst::data {
+namespace {
+
+void check_range(const Dataset& dataset, const std::vector<int64_t>& batch_indices,
+                 int64_t begin, int64_t end) {
+  BURST_ASSERT(0 <= begin && begin <= end &&
+                   end <= static_cast<int64_t>(batch_indices.size()),
+               "gather range lies inside the batch");
+  for (int64_t position = begin; position < end; ++position) {
+    const int64_t index = batch_indices[position];
+    BURST_ASSERT(index >= 0 && index < dataset.num_samples(), "batch index names a sample");
+  }
+}
+
+}  // namespace
+
+void gather_features(const Dataset& dataset, const std::vector<int64_t>& batch_indices,
+                     int64_t begin, int64_t end, float* features_out) {
+  check_range(dataset, batch_indices, begin, end);
+  const int64_t elements = dataset.sample_elements();
+  for (int64_t position = begin; position < end; ++position) {
+    const float* sample = dataset.sample_features(batch_indices[position]);
+    std::copy(sample, sample + elements, features_out + (position - begin) * elements);
+  }
+}
+
+void gather_labels(const Dataset& dataset, const std::vector<int64_t>& batch_indices,
+                   int64_t begin, int64_t end, int64_t* labels_out) {
+  check_range(dataset, batch_indices, begin, end);
+  for (int64_t position = begin; position < end; ++position) {
+    labels_out[position - begin] = dataset.labels()[batch_indices[position]];
+  }
+}
+
+void gather(const Dataset& dataset, const std::vector<int64_t>& batch_indices, int64_t begin,
+            int64_t end, float* features_out, int64_t* labels_out) {
+  gather_features(dataset, batch_indices, begin, end, features_out);
+  gather_labels(dataset, batch_indices, begin, end, labels_out);
+}
+
+}  // namespace burst::data

@@ -1,0 +1,86 @@
+// Deterministic synthetic classification data (see dataset.h for the recipe).
+#include <fmt/format.h>
+
+#include "burst/data/dataset.h"
+#include "burst/data/splitmix.h"
+#include "burst/util/checked_math.h"
+#include "burst/util/error.h"
+
+namespace burst::data {
+namespace {
+
+// Stream tags keep the prototypes' and the samples' random numbers apart.
+constexpr uint64_t kPrototypeStream = 0x70726f746f747970ULL;  // "prototyp"
+constexpr uint64_t kSampleStream = 0x73616d706c657321ULL;     // "samples!"
+
+// Elements per sample and in total, or UserError naming the field.
+int64_t checked_total_elements(const SyntheticSpec& spec, int64_t* sample_elements) {
+  if (spec.num_samples < 1) {
+    throw UserError(fmt::format("synthetic dataset: num_samples must be >= 1, got {}",
+                                spec.num_samples));
+  }
+  if (spec.num_classes < 1) {
+    throw UserError(fmt::format("synthetic dataset: num_classes must be >= 1, got {}",
+                                spec.num_classes));
+  }
+  if (spec.sample_shape.empty()) {
+    throw UserError("synthetic dataset: sample_shape needs at least one dimension");
+  }
+  const auto too_big = [&] {
+    return UserError(fmt::format(
+        "synthetic dataset: {} samples of shape [{}] exceed the limit of {} floats",
+        spec.num_samples, fmt::join(spec.sample_shape, ", "), kMaxDatasetElements));
+  };
+  int64_t elements = 1;
+  for (const int64_t extent : spec.sample_shape) {
+    if (extent < 1) {
+      throw UserError(fmt::format("synthetic dataset: sample_shape [{}] has an extent below 1",
+                                  fmt::join(spec.sample_shape, ", ")));
+    }
+    const std::optional<int64_t> product = checked_mul(elements, extent);
+    if (!product || *product > kMaxDatasetElements) throw too_big();
+    elements = *product;
+  }
+  const std::optional<int64_t> total = checked_mul(elements, spec.num_samples);
+  if (!total || *total > kMaxDatasetElements) throw too_big();
+  // Prototypes take num_classes samples' worth of floats too.
+  const std::optional<int64_t> prototypes = checked_mul(elements, spec.num_classes);
+  if (!prototypes || *prototypes > kMaxDatasetElements) throw too_big();
+  *sample_elements = elements;
+  return *total;
+}
+
+}  // namespace
+
+Dataset synthetic_dataset(const SyntheticSpec& spec) {
+  int64_t elements = 0;
+  const int64_t total = checked_total_elements(spec, &elements);
+
+  std::vector<float> prototypes(static_cast<size_t>(elements * spec.num_classes));
+  for (int64_t label = 0; label < spec.num_classes; ++label) {
+    SplitMix64 random(derive_seed(spec.seed ^ kPrototypeStream, static_cast<uint64_t>(label)));
+    for (int64_t element = 0; element < elements; ++element) {
+      prototypes[label * elements + element] = random.unit_float();
+    }
+  }
+
+  std::vector<float> features(static_cast<size_t>(total));
+  std::vector<int64_t> labels(static_cast<size_t>(spec.num_samples));
+  for (int64_t sample = 0; sample < spec.num_samples; ++sample) {
+    SplitMix64 random(derive_seed(spec.seed ^ kSampleStream, static_cast<uint64_t>(sample)));
+    const int64_t label =
+        static_cast<int64_t>(random.below(static_cast<uint64_t>(spec.num_classes)));
+    labels[sample] = label;
+    const float* prototype = prototypes.data() + label * elements;
+    float* out = features.data() + sample * elements;
+    for (int64_t element = 0; element < elements; ++element) {
+      // (a + b) * 0.5: one rounded add and an exact halving, so no compiler can fuse it
+      // into a differently rounded multiply-add.
+      out[element] = (prototype[element] + random.unit_float()) * 0.5f;
+    }
+  }
+  return Dataset("synthetic", spec.sample_shape, spec.num_classes, std::move(features),
+                 std::move(labels));
+}
+
+}  // namespace burst::data
