@@ -15,3 +15,6 @@ echo "== burst model show vgg16"
 echo
 echo "== burst cost --model vgg16 --device a100 --batch 8 (first lines)"
 "$burst" cost --model vgg16 --device a100 --batch 8 | head -n 8
+echo
+echo "== burst plan --model vgg16 --device a100 --devices 16 --global-batch 32 (summary)"
+"$burst" plan --model vgg16 --device a100 --devices 16 --global-batch 32 | tail -n 9
