@@ -15,6 +15,7 @@
 #include "plan_commands.h"
 #ifdef BURST_HAVE_TORCH
 #include "profile_commands.h"
+#include "train_commands.h"
 #endif
 
 namespace {
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
   burst::cli::add_model_commands(app);
 #ifdef BURST_HAVE_TORCH
   burst::cli::add_profile_commands(app);
+  burst::cli::add_train_commands(app);
 #endif
   burst::cli::add_cost_commands(app);
   burst::cli::add_cluster_commands(app);

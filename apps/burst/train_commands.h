@@ -1,0 +1,27 @@
+#pragma once
+// `burst train`, built only when libtorch is available (BURST_HAVE_TORCH). Options are
+// parsed and the plan is checked here, libtorch-free; each worker's training runs in the
+// libtorch plugin (torch_plugin.h).
+//
+// How a process learns its place, like torchrun:
+//  - `--nproc N`: this process spawns N workers (copies of this command without --nproc,
+//    with RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT set) and waits for them; if
+//    one fails, the others are stopped and the command fails naming the rank;
+//  - otherwise, when torchrun's, Slurm's or Open MPI's variables are set, it is that rank;
+//  - otherwise it is the only rank.
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "burst/runtime/train.h"
+
+namespace burst::cli {
+
+void add_train_commands(CLI::App& app);
+
+}  // namespace burst::cli
+
+// Exported by the plugin: runs one worker. Returns 0 on success, 2 for bad input (a
+// UserError) and 1 for an internal failure; on failure `*message` holds the reason.
+extern "C" int burst_train_worker(const burst::runtime::TrainConfig* config,
+                                  const burst::runtime::WorkerPlace* place, std::string* message);

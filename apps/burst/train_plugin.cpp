@@ -1,0 +1,21 @@
+// The libtorch side of `burst train`, built into the plugin libburst_torch_commands.so.
+#include <exception>
+#include <string>
+
+#include "burst/runtime/train.h"
+#include "burst/util/error.h"
+#include "train_commands.h"
+
+extern "C" __attribute__((visibility("default"))) int burst_train_worker(
+    const burst::runtime::TrainConfig* config, const burst::runtime::WorkerPlace* place, std::string* message) {
+  try {
+    burst::runtime::run_training_worker(*config, *place);
+    return 0;
+  } catch (const burst::UserError& error) {
+    *message = ("rank " + std::to_string(place->rank) + ": ") + error.what();
+    return 2;
+  } catch (const std::exception& error) {
+    *message = ("rank " + std::to_string(place->rank) + ": ") + "internal error: " + error.what();
+    return 1;
+  }
+}

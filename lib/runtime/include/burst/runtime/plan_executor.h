@@ -1,0 +1,80 @@
+#pragma once
+// Runs one rank's share of a plan: only the layers the plan gives this rank, on only its
+// samples, with re-shards between layers by point-to-point messages and each layer's
+// weight gradients all-reduced in its sync group as soon as its backward is done.
+// Includes libtorch.
+//
+// Equivalence with one device (DESIGN.md invariant 1):
+//  - every layer is initialised from its own seed (the run's seed and the layer id), so a
+//    layer's weights do not depend on which rank builds it or what else that rank builds;
+//  - the loss is the sum of every loss layer's per-sample losses divided by the global
+//    batch, so summing the gradients of a layer's ranks gives the one-device gradient;
+//  - every rank of a layer applies the same update to the same summed gradient.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "burst/graph/graph.h"
+#include "burst/plan/plan.h"
+#include "burst/runtime/communicator.h"
+
+namespace burst::runtime {
+
+struct OptimizerOptions {
+  std::string kind = "sgd";  // "sgd" or "adam"
+  double learning_rate = 0.01;
+  double momentum = 0.0;      // sgd
+  double weight_decay = 0.0;
+};
+
+// Where one step's samples come from: the features ([n] + input shape) or the labels ([n]
+// int64) of samples [begin, end) of the global batch, for input layer `layer` or loss layer
+// `layer`.
+struct BatchSource {
+  std::function<torch::Tensor(graph::LayerId layer, int64_t begin, int64_t end)> features;
+  std::function<torch::Tensor(graph::LayerId layer, int64_t begin, int64_t end)> labels;
+};
+
+// Time one rank spent in one step, in milliseconds.
+struct StepTimes {
+  double compute_ms = 0;
+  double communication_ms = 0;  // waiting for messages and all-reduces
+  double total_ms = 0;
+};
+
+struct StepResult {
+  double loss = 0;  // of the whole global batch (every rank gets the same value)
+  StepTimes times;
+};
+
+class PlanExecutor {
+ public:
+  // `plan` must be valid for `graph` and a cluster of communicator.size() ranks.
+  PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communicator& communicator, uint64_t seed,
+               const OptimizerOptions& optimizer);
+  ~PlanExecutor();
+
+  // One training step (forward, backward, gradient sync, optimizer update).
+  StepResult step(const BatchSource& batch);
+
+  // The parameters this rank holds, by qualified name ("<layer>.<param>").
+  std::vector<std::pair<std::string, torch::Tensor>> local_parameters() const;
+
+  // Every parameter and buffer (BatchNorm's running statistics) of the model, gathered on
+  // rank 0 from the first rank of each layer, named "<layer>.<name>"; other ranks get an
+  // empty list. Collective: every rank calls it.
+  std::vector<std::pair<std::string, torch::Tensor>> gather_parameters();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// The seed of layer `id`'s initial weights in a run seeded with `seed`.
+uint64_t layer_seed(uint64_t seed, graph::LayerId id);
+
+}  // namespace burst::runtime

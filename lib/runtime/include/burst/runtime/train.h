@@ -1,0 +1,41 @@
+#pragma once
+// One worker of `burst train`: loads the model, plan and data, connects to the other ranks
+// and trains. Includes no libtorch (the plugin boundary passes these plain structs).
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace burst::runtime {
+
+struct TrainConfig {
+  std::string model;             // zoo spec or model file
+  std::string plan_file;         // a plan file, or empty for `strategy`
+  std::string strategy = "dp";   // "dp" (or "burst", made by the caller into plan_file)
+  int64_t global_batch = 0;
+  int64_t steps = 0;             // > 0: this many steps
+  int64_t epochs = 0;            // > 0: this many epochs (steps = epochs x steps per epoch)
+  std::string dataset = "synthetic";  // "synthetic" or "fashion-mnist"
+  std::string dataset_dir = "/usr/share/datasets/fashion-mnist";
+  int64_t synthetic_samples = 4096;
+  std::string optimizer = "sgd";
+  double learning_rate = 0.01;
+  double momentum = 0.0;
+  double weight_decay = 0.0;
+  uint64_t seed = 0;
+  std::string save_params;       // rank 0 writes every parameter here (torch.load-able)
+  int log_every = 1;             // steps between log lines (rank 0)
+  int threads = 1;               // intra-op threads per worker
+};
+
+struct WorkerPlace {
+  int rank = 0;
+  int world_size = 1;
+  std::string master_address = "127.0.0.1";
+  int master_port = 29500;
+};
+
+// Trains; rank 0 prints one line per logged step and a summary (test accuracy for
+// Fashion-MNIST). Throws UserError for bad input (model/plan/data mismatch).
+void run_training_worker(const TrainConfig& config, const WorkerPlace& place);
+
+}  // namespace burst::runtime

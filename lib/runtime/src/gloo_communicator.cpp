@@ -1,0 +1,111 @@
+#include "burst/runtime/gloo_communicator.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "burst/util/error.h"
+
+namespace burst::runtime {
+namespace {
+
+class GlooWork : public PendingWork {
+ public:
+  explicit GlooWork(c10::intrusive_ptr<c10d::Work> work) : work_(std::move(work)) {}
+  void wait() override { work_->wait(); }
+
+ private:
+  c10::intrusive_ptr<c10d::Work> work_;
+};
+
+std::string group_key(const std::vector<int>& group) {
+  std::string key = "group";
+  for (const int rank : group) key += fmt::format(":{}", rank);
+  return key;
+}
+
+class GlooCommunicator : public Communicator {
+ public:
+  explicit GlooCommunicator(const GlooOptions& options) : options_(options) {
+    c10d::TCPStoreOptions store_options;
+    store_options.port = static_cast<std::uint16_t>(options.master_port);
+    store_options.isServer = options.rank == 0;
+    store_options.numWorkers = static_cast<size_t>(options.world_size);
+    store_options.waitWorkers = true;
+    store_options.timeout = options.timeout;
+    try {
+      store_ = c10::make_intrusive<c10d::TCPStore>(options.master_address, store_options);
+    } catch (const std::exception& error) {
+      throw UserError(fmt::format("rank {}: rendezvous at {}:{} failed: {}", options.rank,
+                                  options.master_address, options.master_port, error.what()));
+    }
+    world_ = make_group(c10::make_intrusive<c10d::PrefixStore>("world", store_), options.rank,
+                        options.world_size);
+  }
+
+  int rank() const override { return options_.rank; }
+  int size() const override { return options_.world_size; }
+
+  void prepare_groups(const std::vector<std::vector<int>>& groups) override {
+    for (const auto& group : groups) {
+      BURST_ASSERT(group.size() >= 2, "a group needs two ranks");
+      const auto member = std::find(group.begin(), group.end(), options_.rank);
+      if (member == group.end() || groups_.count(group) > 0) continue;
+      groups_.emplace(group, make_group(c10::make_intrusive<c10d::PrefixStore>(group_key(group), store_),
+                                        static_cast<int>(member - group.begin()),
+                                        static_cast<int>(group.size())));
+    }
+  }
+
+  std::unique_ptr<PendingWork> send(torch::Tensor& tensor, int destination, uint32_t tag) override {
+    std::vector<at::Tensor> tensors{tensor};
+    return std::make_unique<GlooWork>(world_->send(tensors, destination, static_cast<int>(tag)));
+  }
+
+  std::unique_ptr<PendingWork> receive(torch::Tensor& tensor, int source, uint32_t tag) override {
+    std::vector<at::Tensor> tensors{tensor};
+    return std::make_unique<GlooWork>(world_->recv(tensors, source, static_cast<int>(tag)));
+  }
+
+  std::unique_ptr<PendingWork> allreduce_sum(std::vector<torch::Tensor>& tensors,
+                                             const std::vector<int>& group) override {
+    const auto found = groups_.find(group);
+    BURST_ASSERT(found != groups_.end(), fmt::format("all-reduce in an unprepared {}", group_key(group)));
+    return std::make_unique<GlooWork>(found->second->allreduce(tensors));
+  }
+
+  std::unique_ptr<PendingWork> allreduce_sum_world(std::vector<torch::Tensor>& tensors) override {
+    return std::make_unique<GlooWork>(world_->allreduce(tensors));
+  }
+
+  void barrier() override { world_->barrier()->wait(); }
+
+ private:
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> make_group(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                                        int size) const {
+    auto options = c10d::ProcessGroupGloo::Options::create(options_.timeout);
+    // Loopback runs bind loopback; otherwise this host's own address (not the master's).
+    const bool local = options_.master_address == "127.0.0.1" || options_.master_address == "localhost";
+    options->devices.push_back(local ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                                     : c10d::ProcessGroupGloo::createDefaultDevice());
+    options->threads = 1;
+    return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
+  }
+
+  GlooOptions options_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> world_;
+  std::map<std::vector<int>, c10::intrusive_ptr<c10d::ProcessGroupGloo>> groups_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_gloo_communicator(const GlooOptions& options) {
+  return std::make_unique<GlooCommunicator>(options);
+}
+
+}  // namespace burst::runtime

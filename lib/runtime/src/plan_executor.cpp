@@ -1,0 +1,355 @@
+#include "burst/runtime/plan_executor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <optional>
+
+#include <fmt/format.h>
+#include <torch/autograd.h>
+#include <torch/optim.h>
+
+#include "burst/layers/layer_module.h"
+#include "burst/util/error.h"
+
+namespace burst::runtime {
+
+uint64_t layer_seed(uint64_t seed, graph::LayerId id) {
+  // SplitMix64's finaliser over (seed, id): distinct, well-mixed seeds per layer.
+  uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (static_cast<uint64_t>(id) + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return (z ^ (z >> 31)) & 0x7FFFFFFFFFFFFFFFULL;  // torch::manual_seed takes any uint64
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Message tags: forward and backward of input position `k` of layer `consumer`; parameter
+// gathering gets its own range above them.
+uint32_t edge_tag(graph::LayerId consumer, size_t k, bool backward) {
+  return static_cast<uint32_t>(((static_cast<uint64_t>(consumer) * 64 + k) * 2 + (backward ? 1 : 0)));
+}
+uint32_t gather_tag(graph::LayerId layer, size_t parameter) {
+  return static_cast<uint32_t>((uint64_t{1} << 30) + static_cast<uint64_t>(layer) * 64 + parameter);
+}
+
+bool is_loss(const graph::Graph& graph, graph::LayerId id) {
+  return graph.layer(id).op() == graph::OpKind::SoftmaxCrossEntropy;
+}
+
+// Gradients flow back into a producer only when its output is a float activation that is
+// not the data itself.
+bool carries_gradient(const graph::Graph& graph, graph::LayerId producer) {
+  return graph.layer(producer).op() != graph::OpKind::Input &&
+         graph.info(producer).output_dtype == graph::DType::Float32;
+}
+
+torch::Tensor empty_rows(const graph::Graph& graph, graph::LayerId layer, int64_t rows) {
+  std::vector<int64_t> shape{rows};
+  for (const int64_t d : graph.info(layer).output_shape) shape.push_back(d);
+  const auto dtype = graph.info(layer).output_dtype == graph::DType::Int64 ? torch::kInt64 : torch::kFloat32;
+  return torch::empty(shape, torch::TensorOptions().dtype(dtype));
+}
+
+}  // namespace
+
+struct PlanExecutor::State {
+  const graph::Graph& graph;
+  plan::Plan plan;
+  Communicator& comm;
+  int rank = 0;
+  std::vector<std::unique_ptr<layers::LayerModule>> modules;  // by layer; null: not ours
+  std::vector<std::optional<cost::SampleRange>> ranges;       // our samples of each layer
+  std::vector<std::vector<int>> groups;                        // sync group by layer
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  // Derived transfers by (producer, consumer), computed once.
+  std::map<std::pair<graph::LayerId, graph::LayerId>, std::vector<cost::Transfer>> transfers;
+
+  State(const graph::Graph& g, plan::Plan p, Communicator& c) : graph(g), plan(std::move(p)), comm(c) {}
+
+  bool ours(graph::LayerId id) const { return ranges[static_cast<size_t>(id)].has_value(); }
+  const cost::SampleRange& range(graph::LayerId id) const { return *ranges[static_cast<size_t>(id)]; }
+  const std::vector<cost::Transfer>& edge(graph::LayerId producer, graph::LayerId consumer) const {
+    return transfers.at({producer, consumer});
+  }
+};
+
+PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communicator& communicator,
+                           uint64_t seed, const OptimizerOptions& optimizer)
+    : state_(std::make_unique<State>(graph, std::move(plan), communicator)) {
+  State& s = *state_;
+  s.rank = communicator.rank();
+  const auto layer_count = static_cast<graph::LayerId>(graph.size());
+  s.modules.resize(graph.size());
+  s.ranges.resize(graph.size());
+  s.groups.resize(graph.size());
+  std::vector<std::vector<int>> all_groups;
+  std::vector<torch::Tensor> parameters;
+  for (graph::LayerId id = 0; id < layer_count; ++id) {
+    for (const cost::Shard& shard : s.plan.layers[static_cast<size_t>(id)].shards) {
+      if (shard.rank == s.rank) s.ranges[static_cast<size_t>(id)] = shard.samples;
+    }
+    for (const graph::LayerId producer : graph.inputs(id)) {
+      s.transfers[{producer, id}] = plan::activation_transfers(s.plan, producer, id);
+    }
+    s.groups[static_cast<size_t>(id)] = plan::sync_group(s.plan, graph, id);
+    if (!s.groups[static_cast<size_t>(id)].empty()) all_groups.push_back(s.groups[static_cast<size_t>(id)]);
+    if (graph.layer(id).op() == graph::OpKind::Linear &&
+        !std::get<graph::LinearAttrs>(graph.layer(id).attrs).tied_to.empty()) {
+      throw UserError(fmt::format("layer '{}': tied weights are not supported by the runtime yet",
+                                  graph.layer(id).name));
+    }
+    if (!s.ours(id)) continue;
+    torch::manual_seed(layer_seed(seed, id));
+    s.modules[static_cast<size_t>(id)] = layers::make_layer_module(graph, id);
+    for (const torch::Tensor& p : s.modules[static_cast<size_t>(id)]->parameters()) parameters.push_back(p);
+  }
+  std::sort(all_groups.begin(), all_groups.end());
+  all_groups.erase(std::unique(all_groups.begin(), all_groups.end()), all_groups.end());
+  communicator.prepare_groups(all_groups);
+  if (!parameters.empty()) {
+    if (optimizer.kind == "adam") {
+      s.optimizer = std::make_unique<torch::optim::Adam>(
+          parameters, torch::optim::AdamOptions(optimizer.learning_rate).weight_decay(optimizer.weight_decay));
+    } else {
+      s.optimizer = std::make_unique<torch::optim::SGD>(
+          parameters, torch::optim::SGDOptions(optimizer.learning_rate)
+                          .momentum(optimizer.momentum)
+                          .weight_decay(optimizer.weight_decay));
+    }
+  }
+}
+
+PlanExecutor::~PlanExecutor() = default;
+
+StepResult PlanExecutor::step(const BatchSource& batch) {
+  State& s = *state_;
+  const graph::Graph& graph = s.graph;
+  const auto layer_count = static_cast<graph::LayerId>(graph.size());
+  const auto start = Clock::now();
+  double waiting_ms = 0;
+  auto wait = [&](PendingWork& work) {
+    const auto begin = Clock::now();
+    work.wait();
+    waiting_ms += ms_since(begin);
+  };
+  if (s.optimizer) s.optimizer->zero_grad();
+
+  std::vector<torch::Tensor> outputs(graph.size());
+  std::vector<std::vector<torch::Tensor>> inputs(graph.size());  // leaves, per input position
+  std::vector<std::pair<torch::Tensor, std::unique_ptr<PendingWork>>> sends;  // kept alive
+  torch::Tensor loss_sum = torch::zeros({1});
+
+  // ---- forward, in graph order ----
+  for (graph::LayerId id = 0; id < layer_count; ++id) {
+    if (!s.ours(id)) continue;
+    const cost::SampleRange mine = s.range(id);
+    std::vector<torch::Tensor> args;
+    if (graph.layer(id).op() == graph::OpKind::Input) args.push_back(batch.features(id, mine.begin, mine.end));
+    const auto& producers = graph.inputs(id);
+    for (size_t k = 0; k < producers.size(); ++k) {
+      const graph::LayerId producer = producers[k];
+      std::vector<cost::Transfer> pieces;
+      for (const cost::Transfer& t : s.edge(producer, id)) {
+        if (t.dst_rank == s.rank) pieces.push_back(t);
+      }
+      std::sort(pieces.begin(), pieces.end(),
+                [](const cost::Transfer& a, const cost::Transfer& b) { return a.samples.begin < b.samples.begin; });
+      std::vector<torch::Tensor> parts;
+      std::vector<std::unique_ptr<PendingWork>> receives;
+      for (const cost::Transfer& piece : pieces) {
+        if (piece.local()) {
+          parts.push_back(outputs[static_cast<size_t>(producer)].detach().narrow(
+              0, piece.samples.begin - s.range(producer).begin, piece.samples.size()));
+        } else {
+          parts.push_back(empty_rows(graph, producer, piece.samples.size()));
+          receives.push_back(s.comm.receive(parts.back(), piece.src_rank, edge_tag(id, k, false)));
+        }
+      }
+      for (auto& work : receives) wait(*work);
+      torch::Tensor input = parts.size() == 1 ? parts[0] : torch::cat(parts, 0);
+      if (carries_gradient(graph, producer)) input = input.detach().requires_grad_(true);
+      inputs[static_cast<size_t>(id)].push_back(input);
+      args.push_back(input);
+    }
+    if (is_loss(graph, id)) args.push_back(batch.labels(id, mine.begin, mine.end));
+    torch::Tensor output = s.modules[static_cast<size_t>(id)]->forward(args);
+    if (is_loss(graph, id)) loss_sum += output.detach().sum();
+    outputs[static_cast<size_t>(id)] = output;
+    // Hand our rows to the consumers' other ranks.
+    std::vector<graph::LayerId> consumers = graph.consumers(id);
+    consumers.erase(std::unique(consumers.begin(), consumers.end()), consumers.end());
+    for (const graph::LayerId consumer : consumers) {
+      const auto& consumer_inputs = graph.inputs(consumer);
+      for (size_t k = 0; k < consumer_inputs.size(); ++k) {
+        if (consumer_inputs[k] != id) continue;
+        for (const cost::Transfer& t : s.edge(id, consumer)) {
+          if (t.src_rank != s.rank || t.local()) continue;
+          torch::Tensor rows = output.detach().narrow(0, t.samples.begin - mine.begin, t.samples.size()).contiguous();
+          auto work = s.comm.send(rows, t.dst_rank, edge_tag(consumer, k, false));
+          sends.emplace_back(std::move(rows), std::move(work));
+        }
+      }
+    }
+  }
+
+  // ---- backward, in reverse graph order; all-reduces start as layers finish ----
+  const double inverse_batch = 1.0 / static_cast<double>(s.plan.global_batch);
+  struct Sync {
+    torch::Tensor flat;
+    std::vector<torch::Tensor> gradients;
+    std::unique_ptr<PendingWork> work;
+  };
+  std::vector<Sync> syncs;
+  for (graph::LayerId id = layer_count - 1; id >= 0; --id) {
+    if (!s.ours(id)) continue;
+    const cost::SampleRange mine = s.range(id);
+    torch::Tensor& output = outputs[static_cast<size_t>(id)];
+    torch::Tensor gradient;
+    if (is_loss(graph, id)) {
+      gradient = torch::full_like(output, inverse_batch);
+    } else if (carries_gradient(graph, id)) {
+      gradient = torch::zeros_like(output);
+      std::vector<graph::LayerId> consumers = graph.consumers(id);
+      consumers.erase(std::unique(consumers.begin(), consumers.end()), consumers.end());
+      for (const graph::LayerId consumer : consumers) {
+        const auto& consumer_inputs = graph.inputs(consumer);
+        for (size_t k = 0; k < consumer_inputs.size(); ++k) {
+          if (consumer_inputs[k] != id) continue;
+          // The reverse of the forward pieces: each consumer rank returns our rows' gradient.
+          for (const cost::Transfer& t : s.edge(id, consumer)) {
+            if (t.src_rank != s.rank) continue;
+            torch::Tensor rows;
+            if (t.local()) {
+              const torch::Tensor& leaf = inputs[static_cast<size_t>(consumer)][k];
+              if (!leaf.grad().defined()) continue;
+              rows = leaf.grad().narrow(0, t.samples.begin - s.range(consumer).begin, t.samples.size());
+            } else {
+              rows = empty_rows(graph, id, t.samples.size());
+              auto work = s.comm.receive(rows, t.dst_rank, edge_tag(consumer, k, true));
+              wait(*work);
+            }
+            gradient.narrow(0, t.samples.begin - mine.begin, t.samples.size()) += rows;
+          }
+        }
+      }
+    }
+    if (gradient.defined() && output.requires_grad()) torch::autograd::backward({output}, {gradient});
+    // Send each input's gradient rows back to the producer's other ranks.
+    const auto& producers = graph.inputs(id);
+    for (size_t k = 0; k < producers.size(); ++k) {
+      if (!carries_gradient(graph, producers[k])) continue;
+      torch::Tensor leaf_gradient = inputs[static_cast<size_t>(id)][k].grad();
+      for (const cost::Transfer& t : s.edge(producers[k], id)) {
+        if (t.dst_rank != s.rank || t.local()) continue;
+        torch::Tensor rows = leaf_gradient.defined()
+                                 ? leaf_gradient.narrow(0, t.samples.begin - mine.begin, t.samples.size()).contiguous()
+                                 : empty_rows(graph, producers[k], t.samples.size()).zero_();
+        auto work = s.comm.send(rows, t.src_rank, edge_tag(id, k, true));
+        sends.emplace_back(std::move(rows), std::move(work));
+      }
+    }
+    const std::vector<int>& group = s.groups[static_cast<size_t>(id)];
+    if (!group.empty()) {
+      Sync sync;
+      for (const torch::Tensor& p : s.modules[static_cast<size_t>(id)]->parameters()) {
+        sync.gradients.push_back(p.grad().defined() ? p.grad() : torch::zeros_like(p));
+      }
+      std::vector<torch::Tensor> flat_list;
+      for (const torch::Tensor& g : sync.gradients) flat_list.push_back(g.reshape({-1}));
+      sync.flat = torch::cat(flat_list);
+      std::vector<torch::Tensor> buffers{sync.flat};
+      sync.work = s.comm.allreduce_sum(buffers, group);
+      syncs.push_back(std::move(sync));
+    }
+  }
+  for (Sync& sync : syncs) {
+    wait(*sync.work);
+    int64_t offset = 0;
+    for (torch::Tensor& g : sync.gradients) {
+      g.copy_(sync.flat.narrow(0, offset, g.numel()).view_as(g));
+      offset += g.numel();
+    }
+  }
+  for (auto& [rows, work] : sends) wait(*work);
+  // Parameters whose gradient was never created (unused) still have none; ours to update.
+  if (s.optimizer) s.optimizer->step();
+
+  std::vector<torch::Tensor> loss{loss_sum};
+  auto loss_work = s.comm.allreduce_sum_world(loss);
+  wait(*loss_work);
+
+  StepResult result;
+  result.loss = loss[0].item<double>() * inverse_batch;
+  result.times.total_ms = ms_since(start);
+  result.times.communication_ms = waiting_ms;
+  result.times.compute_ms = result.times.total_ms - waiting_ms;
+  return result;
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> PlanExecutor::local_parameters() const {
+  std::vector<std::pair<std::string, torch::Tensor>> named;
+  for (size_t id = 0; id < state_->modules.size(); ++id) {
+    if (!state_->modules[id]) continue;
+    for (const auto& item : state_->modules[id]->module().named_parameters()) {
+      named.emplace_back(state_->graph.layer(static_cast<graph::LayerId>(id)).name + "." + item.key(),
+                         item.value());
+    }
+  }
+  return named;
+}
+
+namespace {
+
+// A module's parameters, then its buffers (BatchNorm's running statistics), by name.
+std::vector<std::pair<std::string, torch::Tensor>> named_state(const torch::nn::Module& module) {
+  std::vector<std::pair<std::string, torch::Tensor>> state;
+  for (const auto& item : module.named_parameters()) state.emplace_back(item.key(), item.value());
+  for (const auto& item : module.named_buffers()) state.emplace_back(item.key(), item.value());
+  return state;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, torch::Tensor>> PlanExecutor::gather_parameters() {
+  State& s = *state_;
+  std::vector<std::pair<std::string, torch::Tensor>> gathered;
+  std::vector<std::pair<torch::Tensor, std::unique_ptr<PendingWork>>> sends;
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(s.graph.size()); ++id) {
+    const int owner = s.plan.layers[static_cast<size_t>(id)].shards.front().rank;
+    if (s.rank == owner && s.rank != 0) {
+      size_t index = 0;
+      for (const auto& [name, tensor] : named_state(s.modules[static_cast<size_t>(id)]->module())) {
+        torch::Tensor copy = tensor.detach().contiguous();
+        auto work = s.comm.send(copy, 0, gather_tag(id, index++));
+        sends.emplace_back(std::move(copy), std::move(work));
+      }
+    }
+    if (s.rank != 0) continue;
+    const std::string prefix = s.graph.layer(id).name + ".";
+    if (owner == 0) {
+      for (const auto& [name, tensor] : named_state(s.modules[static_cast<size_t>(id)]->module())) {
+        gathered.emplace_back(prefix + name, tensor.detach().clone());
+      }
+      continue;
+    }
+    // Shapes and names from a stand-in module; the values come from the owner.
+    const auto stand_in = layers::make_layer_module(s.graph, id);
+    size_t index = 0;
+    for (const auto& [name, tensor] : named_state(stand_in->module())) {
+      torch::Tensor value = torch::empty_like(tensor).contiguous();
+      s.comm.receive(value, owner, gather_tag(id, index++))->wait();
+      gathered.emplace_back(prefix + name, value);
+    }
+  }
+  for (auto& [tensor, work] : sends) work->wait();
+  return gathered;
+}
+
+}  // namespace burst::runtime

@@ -1,0 +1,197 @@
+#include "burst/runtime/train.h"
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <torch/serialize.h>
+#include <torch/torch.h>
+
+#include "burst/cluster/cluster.h"
+#include "burst/data/dataset.h"
+#include "burst/data/idx.h"
+#include "burst/data/sampler.h"
+#include "burst/graph/model_json.h"
+#include "burst/layers/layer_module.h"
+#include "burst/plan/plan.h"
+#include "burst/runtime/gloo_communicator.h"
+#include "burst/runtime/plan_executor.h"
+#include "burst/util/error.h"
+
+namespace burst::runtime {
+namespace {
+
+// The input layer and the loss layers the data must fit.
+void check_data_fits(const graph::Graph& graph, const data::Dataset& dataset) {
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
+    const graph::LayerSpec& layer = graph.layer(id);
+    if (layer.op() == graph::OpKind::Input && graph.info(id).output_shape != dataset.sample_shape()) {
+      throw UserError(fmt::format("model '{}' input '{}' has shape {} but dataset '{}' has samples of {}",
+                                  graph.name(), layer.name, fmt::join(graph.info(id).output_shape, "x"),
+                                  dataset.name(), fmt::join(dataset.sample_shape(), "x")));
+    }
+    if (layer.op() == graph::OpKind::SoftmaxCrossEntropy) {
+      const auto& logits = graph.info(graph.inputs(id)[0]).output_shape;
+      if (logits.size() != 1 || logits[0] != dataset.num_classes()) {
+        throw UserError(fmt::format("model '{}' loss '{}' takes logits of shape {}, but dataset '{}' has {} classes",
+                                    graph.name(), layer.name, fmt::join(logits, "x"), dataset.name(),
+                                    dataset.num_classes()));
+      }
+    }
+  }
+}
+
+data::Dataset load_dataset(const TrainConfig& config, const graph::Graph& graph, data::Split split) {
+  if (config.dataset == "fashion-mnist") return data::load_fashion_mnist(config.dataset_dir, split);
+  if (config.dataset != "synthetic") {
+    throw UserError(fmt::format("unknown dataset '{}' (fashion-mnist or synthetic)", config.dataset));
+  }
+  // Samples shaped like the model's input, classes like its first loss's logits.
+  data::SyntheticSpec spec;
+  spec.num_samples = split == data::Split::train ? config.synthetic_samples : config.synthetic_samples / 4 + 1;
+  spec.seed = config.seed + (split == data::Split::train ? 0 : 1);
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
+    if (graph.layer(id).op() == graph::OpKind::Input) spec.sample_shape = graph.info(id).output_shape;
+    if (graph.layer(id).op() == graph::OpKind::SoftmaxCrossEntropy && spec.num_classes == 0) {
+      spec.num_classes = graph.info(graph.inputs(id)[0]).output_shape.at(0);
+    }
+  }
+  return data::synthetic_dataset(spec);
+}
+
+torch::Tensor features_of(const data::Dataset& dataset, const std::vector<int64_t>& indices, int64_t begin,
+                          int64_t end) {
+  std::vector<int64_t> shape{end - begin};
+  shape.insert(shape.end(), dataset.sample_shape().begin(), dataset.sample_shape().end());
+  torch::Tensor out = torch::empty(shape, torch::kFloat32);
+  data::gather_features(dataset, indices, begin, end, out.data_ptr<float>());
+  return out;
+}
+
+torch::Tensor labels_of(const data::Dataset& dataset, const std::vector<int64_t>& indices, int64_t begin,
+                        int64_t end) {
+  torch::Tensor out = torch::empty({end - begin}, torch::kInt64);
+  data::gather_labels(dataset, indices, begin, end, out.data_ptr<int64_t>());
+  return out;
+}
+
+// Accuracy of the gathered model on `dataset`, on this process (rank 0), in eval mode.
+double test_accuracy(const graph::Graph& graph, const std::vector<std::pair<std::string, torch::Tensor>>& state,
+                     const data::Dataset& dataset) {
+  torch::NoGradGuard no_grad;
+  std::map<std::string, torch::Tensor> values(state.begin(), state.end());
+  std::vector<std::unique_ptr<layers::LayerModule>> modules;
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
+    modules.push_back(layers::make_layer_module(graph, id));
+    auto& module = modules.back()->module();
+    module.eval();
+    for (auto& item : module.named_parameters()) item.value().copy_(values.at(graph.layer(id).name + "." + item.key()));
+    for (auto& item : module.named_buffers()) {
+      const auto found = values.find(graph.layer(id).name + "." + item.key());
+      if (found != values.end()) item.value().copy_(found->second);
+    }
+  }
+  int64_t correct = 0;
+  const int64_t chunk = 500;
+  std::vector<int64_t> all(static_cast<size_t>(dataset.num_samples()));
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  for (int64_t begin = 0; begin < dataset.num_samples(); begin += chunk) {
+    const int64_t end = std::min(dataset.num_samples(), begin + chunk);
+    std::vector<torch::Tensor> outputs(graph.size());
+    for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
+      std::vector<torch::Tensor> args;
+      if (graph.layer(id).op() == graph::OpKind::Input) args.push_back(features_of(dataset, all, begin, end));
+      for (const graph::LayerId producer : graph.inputs(id)) args.push_back(outputs[static_cast<size_t>(producer)]);
+      if (graph.layer(id).op() == graph::OpKind::SoftmaxCrossEntropy) {
+        const torch::Tensor labels = labels_of(dataset, all, begin, end);
+        correct += args[0].argmax(1).eq(labels).sum().item<int64_t>();
+        args.push_back(labels);
+        break;  // the first loss's logits decide
+      }
+      outputs[static_cast<size_t>(id)] = modules[static_cast<size_t>(id)]->forward(args);
+    }
+  }
+  return static_cast<double>(correct) / static_cast<double>(dataset.num_samples());
+}
+
+void save_parameters(const std::vector<std::pair<std::string, torch::Tensor>>& state, const std::string& path) {
+  c10::Dict<std::string, torch::Tensor> dict;
+  for (const auto& [name, tensor] : state) dict.insert(name, tensor);
+  const std::vector<char> bytes = torch::pickle_save(dict);
+  const std::string temporary = path + ".partial";
+  {
+    std::ofstream out(temporary, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) throw UserError(fmt::format("cannot write '{}'", temporary));
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    throw UserError(fmt::format("cannot rename '{}' to '{}'", temporary, path));
+  }
+}
+
+}  // namespace
+
+void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
+  torch::set_num_threads(config.threads);
+  const graph::Graph graph = graph::load_model(config.model);
+  plan::Plan plan = config.plan_file.empty() ? plan::plan_data_parallel(graph, place.world_size, config.global_batch)
+                                             : plan::load_plan_file(config.plan_file);
+  plan::validate_plan(plan, graph, cluster::builtin_cluster("cpu", place.world_size));
+  if (plan.devices != place.world_size) {
+    throw UserError(fmt::format("the plan is for {} devices but {} workers run", plan.devices, place.world_size));
+  }
+  const data::Dataset train = load_dataset(config, graph, data::Split::train);
+  check_data_fits(graph, train);
+  const data::EpochSampler sampler(train.num_samples(), plan.global_batch, config.seed);
+  const int64_t steps = config.steps > 0 ? config.steps : config.epochs * sampler.steps_per_epoch();
+
+  GlooOptions gloo;
+  gloo.rank = place.rank;
+  gloo.world_size = place.world_size;
+  gloo.master_address = place.master_address;
+  gloo.master_port = place.master_port;
+  const auto communicator = make_gloo_communicator(gloo);
+  OptimizerOptions optimizer{config.optimizer, config.learning_rate, config.momentum, config.weight_decay};
+  PlanExecutor executor(graph, plan, *communicator, config.seed, optimizer);
+
+  const bool logging = place.rank == 0;
+  if (logging) {
+    std::cout << fmt::format("burst train: {} on {} workers, plan '{}' ({}), global batch {}, {} steps, {} data\n",
+                             graph.name(), place.world_size, config.plan_file.empty() ? "dp" : config.plan_file,
+                             plan.strategy, plan.global_batch, steps, train.name())
+              << std::flush;
+  }
+  std::optional<data::EpochOrder> order;
+  for (int64_t step = 0; step < steps; ++step) {
+    const data::SamplerPosition position = sampler.position(step);
+    if (!order || order->epoch() != position.epoch) order = sampler.epoch_order(position.epoch);
+    const std::vector<int64_t> indices = order->batch(position.step);
+    BatchSource source;
+    source.features = [&](graph::LayerId, int64_t begin, int64_t end) { return features_of(train, indices, begin, end); };
+    source.labels = [&](graph::LayerId, int64_t begin, int64_t end) { return labels_of(train, indices, begin, end); };
+    const StepResult result = executor.step(source);
+    if (logging && (step % std::max(1, config.log_every) == 0 || step + 1 == steps)) {
+      std::cout << fmt::format("step {:>6}  loss {:.6f}  {:8.1f} samples/s  {:8.2f} ms/iter  "
+                               "(rank 0: compute {:.2f} ms, communication {:.2f} ms)\n",
+                               step + 1, result.loss, plan.global_batch * 1000.0 / result.times.total_ms,
+                               result.times.total_ms, result.times.compute_ms, result.times.communication_ms)
+                << std::flush;
+    }
+  }
+  const auto state = executor.gather_parameters();
+  if (place.rank == 0) {
+    if (config.dataset == "fashion-mnist") {
+      const data::Dataset test = load_dataset(config, graph, data::Split::test);
+      std::cout << fmt::format("test accuracy: {:.2f}% of {} samples\n", 100.0 * test_accuracy(graph, state, test),
+                               test.num_samples());
+    }
+    if (!config.save_params.empty()) {
+      save_parameters(state, config.save_params);
+      std::cout << fmt::format("wrote {} parameters to {}\n", state.size(), config.save_params);
+    }
+  }
+  communicator->barrier();
+}
+
+}  // namespace burst::runtime
