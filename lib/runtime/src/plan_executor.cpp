@@ -11,6 +11,7 @@
 
 #include "burst/layers/layer_module.h"
 #include "burst/util/error.h"
+#include "sync_batchnorm.h"
 
 namespace burst::runtime {
 
@@ -67,6 +68,8 @@ struct PlanExecutor::State {
   std::vector<std::unique_ptr<layers::LayerModule>> modules;  // by layer; null: not ours
   std::vector<std::optional<cost::SampleRange>> ranges;       // our samples of each layer
   std::vector<std::vector<int>> groups;                        // sync group by layer
+  // Split BatchNorm layers' links to their groups, by layer (null: not split or not ours).
+  std::vector<std::unique_ptr<SyncBatchNormContext>> batchnorm;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   // Derived transfers by (producer, consumer), computed once.
   std::map<std::pair<graph::LayerId, graph::LayerId>, std::vector<cost::Transfer>> transfers;
@@ -89,6 +92,7 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
   s.modules.resize(graph.size());
   s.ranges.resize(graph.size());
   s.groups.resize(graph.size());
+  s.batchnorm.resize(graph.size());
   std::vector<std::vector<int>> all_groups;
   std::vector<torch::Tensor> parameters;
   for (graph::LayerId id = 0; id < layer_count; ++id) {
@@ -108,6 +112,10 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
     if (!s.ours(id)) continue;
     torch::manual_seed(layer_seed(seed, id));
     s.modules[static_cast<size_t>(id)] = layers::make_layer_module(graph, id);
+    if (graph.layer(id).op() == graph::OpKind::BatchNorm2d && !s.groups[static_cast<size_t>(id)].empty()) {
+      s.batchnorm[static_cast<size_t>(id)] = std::make_unique<SyncBatchNormContext>(
+          SyncBatchNormContext{&communicator, s.groups[static_cast<size_t>(id)], 0});
+    }
     for (const torch::Tensor& p : s.modules[static_cast<size_t>(id)]->parameters()) parameters.push_back(p);
   }
   std::sort(all_groups.begin(), all_groups.end());
@@ -179,7 +187,14 @@ StepResult PlanExecutor::step(const BatchSource& batch) {
       args.push_back(input);
     }
     if (is_loss(graph, id)) args.push_back(batch.labels(id, mine.begin, mine.end));
-    torch::Tensor output = s.modules[static_cast<size_t>(id)]->forward(args);
+    torch::Tensor output;
+    if (SyncBatchNormContext* batchnorm = s.batchnorm[static_cast<size_t>(id)].get()) {
+      const auto& attrs = std::get<graph::BatchNorm2dAttrs>(graph.layer(id).attrs);
+      output = sync_batchnorm_forward(args.at(0), s.modules[static_cast<size_t>(id)]->module(), attrs.eps,
+                                      attrs.momentum, *batchnorm);
+    } else {
+      output = s.modules[static_cast<size_t>(id)]->forward(args);
+    }
     if (is_loss(graph, id)) loss_sum += output.detach().sum();
     outputs[static_cast<size_t>(id)] = output;
     // Hand our rows to the consumers' other ranks.

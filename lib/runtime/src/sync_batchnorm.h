@@ -1,0 +1,34 @@
+#pragma once
+// BatchNorm2d whose batch statistics cover the layer's whole share of the global batch,
+// across all the ranks that run it, so a split layer normalises exactly as one device
+// would (DESIGN.md invariant 1). Includes libtorch.
+//
+// Forward: the mean, then the biased variance, each summed over the group (two passes,
+// as accurate as one device's). Backward: the per-channel sums of dy and dy * x_hat are
+// summed over the group too, since every sample's normalisation depends on all others.
+// The weight and bias gradients stay local sums: the layer's gradient all-reduce adds them.
+// Running statistics move as torch's do (momentum, unbiased variance), identically on
+// every rank of the group.
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/types.h>
+
+#include "burst/runtime/communicator.h"
+
+namespace burst::runtime {
+
+// One split BatchNorm layer's link to its group; the caller owns it (at a stable address:
+// backward reads it) for as long as the layer trains.
+struct SyncBatchNormContext {
+  Communicator* communicator = nullptr;
+  std::vector<int> group;  // the layer's ranks, ascending (a prepared group)
+  double count = 0;        // samples x H x W over the group in the last forward
+};
+
+// `x`: [b, C, H, W], this rank's samples. `module`: the layer's torch BatchNorm2d (its
+// weight, bias, running_mean, running_var, num_batches_tracked). In training mode only.
+torch::Tensor sync_batchnorm_forward(const torch::Tensor& x, torch::nn::Module& module, double eps,
+                                     double momentum, SyncBatchNormContext& context);
+
+}  // namespace burst::runtime
