@@ -14,9 +14,8 @@
 #include "burst/util/error.h"
 
 namespace burst::cli {
-namespace {
 
-void run_profile(const ProfileCommandArgs& args) {
+void run_profile_command(const ProfileCommandArgs& args) {
   using Command = int (*)(const ProfileCommandArgs*, std::string*);
   const auto command = reinterpret_cast<Command>(plugin_symbol("burst_profile_command"));
   std::string message;
@@ -24,8 +23,6 @@ void run_profile(const ProfileCommandArgs& args) {
   if (code == 2) throw UserError(message);
   if (code != 0) throw std::runtime_error(message);
 }
-
-}  // namespace
 
 void add_profile_commands(CLI::App& app) {
   auto args = std::make_shared<ProfileCommandArgs>();
@@ -47,7 +44,7 @@ void add_profile_commands(CLI::App& app) {
                    "Profile file to write; an existing one from this CPU and thread count is "
                    "resumed (its entries are kept, not measured again)")
       ->required();
-  command->callback([args] { run_profile(*args); });
+  command->callback([args] { run_profile_command(*args); });
 }
 
 }  // namespace burst::cli

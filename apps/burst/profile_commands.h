@@ -27,6 +27,9 @@ struct ProfileCommandArgs {
   std::string output;
 };
 
+// Runs `burst profile` with `args` in the plugin (UserError for bad input).
+void run_profile_command(const ProfileCommandArgs& args);
+
 }  // namespace burst::cli
 
 // Exported by the plugin (profile_plugin.cpp): runs `burst profile`. Returns 0 on success,

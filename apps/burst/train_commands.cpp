@@ -1,6 +1,10 @@
 #include "train_commands.h"
 
+#include <stdlib.h>
+
+#include <filesystem>
 #include <fstream>
+#include <optional>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -8,11 +12,16 @@
 #include <fmt/format.h>
 
 #include "burst/cluster/cluster.h"
+#include "burst/cost/device_models.h"
+#include "burst/cost/network.h"
 #include "burst/graph/model_json.h"
 #include "burst/launch/identity.h"
 #include "burst/launch/spawn.h"
+#include "burst/plan/burst_planner.h"
+#include "burst/plan/evaluate.h"
 #include "burst/plan/plan.h"
 #include "burst/util/error.h"
+#include "profile_commands.h"
 #include "torch_plugin.h"
 
 namespace burst::cli {
@@ -22,7 +31,20 @@ struct TrainArgs {
   runtime::TrainConfig config;
   int nproc = -1;  // -1: not given
   int master_port = 0;
+  // --strategy burst: the plan is made here, before any worker starts.
+  std::string strategy;        // "dp" or "burst"; empty: dp, or the --plan file
+  std::string device;          // cost model: a device kind ...
+  std::string profile;         // ... or a measured profile; neither: measure this CPU now
+  double amplification = plan::BurstOptions{}.amplification;
 };
+
+// Options the launcher consumes; workers get the plan file instead.
+bool launcher_option(const std::string& word) {
+  for (const char* name : {"--nproc", "--master-port", "--strategy", "--device", "--profile", "--amplification"}) {
+    if (word == name) return true;
+  }
+  return false;
+}
 
 // Refuses, before any worker starts, what cannot work: a bad model, a plan for another
 // model or another number of workers, bad numbers.
@@ -59,6 +81,69 @@ void run_worker(const runtime::TrainConfig& config, const runtime::WorkerPlace& 
   if (code != 0) throw std::runtime_error(message);
 }
 
+// A directory removed with everything in it when the scope ends.
+class TemporaryDirectory {
+ public:
+  TemporaryDirectory() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "burst-train-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot create a temporary directory");
+    path_ = pattern;
+  }
+  ~TemporaryDirectory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TemporaryDirectory(const TemporaryDirectory&) = delete;
+  TemporaryDirectory& operator=(const TemporaryDirectory&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// --strategy burst: the cost model (given, or measured on this CPU now), the burst plan for
+// `world_size` workers on this machine, written to `directory`; returns the plan's path.
+std::string make_burst_plan(const TrainArgs& args, int world_size, const std::string& directory) {
+  const runtime::TrainConfig& config = args.config;
+  if (!config.plan_file.empty()) throw UserError("give --plan FILE or --strategy burst, not both");
+  if (config.global_batch < 1) {
+    throw UserError(fmt::format("--global-batch must be at least 1, got {}", config.global_batch));
+  }
+  const graph::Graph graph = graph::load_model(config.model);
+  std::string profile = args.profile;
+  if (args.device.empty() && profile.empty()) {
+    // Per-device batches the plan can use: powers of two up to the global batch, and it.
+    ProfileCommandArgs measure;
+    measure.model = config.model;
+    for (int64_t batch = 1; batch < config.global_batch; batch *= 2) measure.batch_sizes.push_back(batch);
+    measure.batch_sizes.push_back(config.global_batch);
+    measure.threads = config.threads;
+    measure.output = directory + "/profile.json";
+    std::cerr << fmt::format("burst train: measuring {} on this CPU for the burst plan (--profile FILE to reuse one)\n",
+                             graph.name());
+    run_profile_command(measure);
+    profile = measure.output;
+  }
+  const cost::DeviceModel device =
+      cost::resolve_device(args.device, profile.empty() ? std::nullopt : std::optional<std::string>(profile));
+  const auto cost_model = cost::make_cost_model(device);
+  const cost::NetworkModel network(cluster::builtin_cluster("cpu", world_size));
+  const plan::PlanContext context{graph, *cost_model, network};
+  plan::BurstOptions options;
+  options.amplification = args.amplification;
+  const plan::BurstPlanResult result = plan::plan_burst_with_prediction(context, config.global_batch, options);
+  const double dp = plan::evaluate_plan(plan::plan_data_parallel(graph, world_size, config.global_batch), context)
+                        .iteration_time.ms();
+  std::vector<int> counts;
+  for (const auto& layer : result.plan.layers) counts.push_back(static_cast<int>(layer.shards.size()));
+  std::cerr << fmt::format("burst train: burst plan for {} workers predicts {:.3f} ms per iteration (data parallel "
+                           "{:.3f} ms); devices per layer: {}\n",
+                           world_size, result.predicted.ms(), dp, fmt::join(counts, " "));
+  const std::string path = directory + "/plan.json";
+  plan::save_plan_file(result.plan, path);
+  return path;
+}
+
 // This process's own command line (Linux: /proc/self/cmdline, NUL-separated words).
 std::vector<std::string> own_command_line() {
   std::ifstream file("/proc/self/cmdline", std::ios::binary);
@@ -74,17 +159,23 @@ void run_train(TrainArgs& args) {
     if (args.nproc < 1 || args.nproc > launch::kMaxLocalWorkers) {
       throw UserError(fmt::format("--nproc must be between 1 and {}, got {}", launch::kMaxLocalWorkers, args.nproc));
     }
+    TemporaryDirectory scratch;
+    if (args.strategy == "burst") args.config.plan_file = make_burst_plan(args, args.nproc, scratch.path());
     check(args, args.nproc);
     const std::vector<std::string> words = own_command_line();
     std::vector<std::string> argv{launch::current_executable()};
     for (size_t i = 1; i < words.size(); ++i) {
       const std::string& word = words[i];
-      if (word == "--nproc") {
-        ++i;  // and its value
+      const std::string name = word.substr(0, word.find('='));
+      if (launcher_option(name)) {
+        if (name == word) ++i;  // "--option value": skip the value too
         continue;
       }
-      if (word.rfind("--nproc=", 0) == 0) continue;
       argv.push_back(word);
+    }
+    if (args.strategy == "burst") {
+      argv.push_back("--plan");
+      argv.push_back(args.config.plan_file);
     }
     const launch::SpawnResult result =
         launch::spawn_workers(argv, args.nproc, args.master_port > 0 ? args.master_port : launch::pick_free_port());
@@ -100,6 +191,16 @@ void run_train(TrainArgs& args) {
   } else {
     place.master_port = launch::pick_free_port();
   }
+  TemporaryDirectory scratch;
+  if (args.strategy == "burst") {
+    if (place.world_size > 1 && args.device.empty() && args.profile.empty()) {
+      // Every rank plans for itself; measured times differ between processes, and so
+      // would the plans. A given cost model makes them identical.
+      throw UserError("--strategy burst under torchrun, Slurm or mpirun needs --profile FILE or --device KIND, "
+                      "so that every rank makes the same plan (or use --nproc, or burst plan -o FILE and --plan)");
+    }
+    args.config.plan_file = make_burst_plan(args, place.world_size, scratch.path());
+  }
   check(args, place.world_size);
   run_worker(args.config, place);
 }
@@ -112,6 +213,13 @@ void add_train_commands(CLI::App& app) {
   CLI::App* command = app.add_subcommand("train", "Train a model with a plan across worker processes");
   command->add_option("--model", c.model, "Zoo model (NAME[:key=value,...]) or model file")->required();
   command->add_option("--plan", c.plan_file, "Plan file (burst plan -o FILE); default: data parallel");
+  command->add_option("--strategy", args->strategy,
+                      "dp (default) or burst: plan here (cost model from --device/--profile, else measured now)")
+      ->check(CLI::IsMember({"dp", "burst"}));
+  command->add_option("--device", args->device, "Cost model for --strategy burst: a device kind");
+  command->add_option("--profile", args->profile, "Cost model for --strategy burst: a profile (burst profile -o FILE)");
+  command->add_option("--amplification", args->amplification, "Amplification limit for --strategy burst")
+      ->capture_default_str();
   command->add_option("--global-batch", c.global_batch, "Samples per step (taken from --plan when given)");
   command->add_option("--steps", c.steps, "Training steps");
   command->add_option("--epochs", c.epochs, "Training epochs (steps = epochs x samples / global batch)");
