@@ -46,6 +46,24 @@ bool launcher_option(const std::string& word) {
   return false;
 }
 
+// Fashion-MNIST samples are [1, 28, 28] images of 10 classes: the model's input and losses
+// must take them (checked here so that no worker starts for nothing).
+void check_fits_fashion_mnist(const graph::Graph& graph) {
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
+    const graph::LayerSpec& layer = graph.layer(id);
+    if (layer.op() == graph::OpKind::Input && graph.info(id).output_shape != graph::Shape{1, 28, 28}) {
+      throw UserError(fmt::format("model '{}' input '{}' has shape [{}], but Fashion-MNIST images are [1, 28, 28]",
+                                  graph.name(), layer.name, fmt::join(graph.info(id).output_shape, ", ")));
+    }
+    if (layer.op() == graph::OpKind::SoftmaxCrossEntropy &&
+        graph.info(graph.inputs(id)[0]).output_shape != graph::Shape{10}) {
+      throw UserError(fmt::format("model '{}' loss '{}' takes logits [{}], but Fashion-MNIST has 10 classes",
+                                  graph.name(), layer.name,
+                                  fmt::join(graph.info(graph.inputs(id)[0]).output_shape, ", ")));
+    }
+  }
+}
+
 // Refuses, before any worker starts, what cannot work: a bad model, a plan for another
 // model or another number of workers, bad numbers.
 void check(const TrainArgs& args, int world_size) {
@@ -54,6 +72,7 @@ void check(const TrainArgs& args, int world_size) {
   if (config.steps > 0 && config.epochs > 0) throw UserError("give --steps or --epochs, not both");
   if (!(config.learning_rate > 0)) throw UserError(fmt::format("--lr must be > 0, got {}", config.learning_rate));
   const graph::Graph graph = graph::load_model(config.model);
+  if (config.dataset == "fashion-mnist") check_fits_fashion_mnist(graph);
   if (config.plan_file.empty()) {
     if (config.global_batch < 1) {
       throw UserError(fmt::format("--global-batch must be at least 1, got {}", config.global_batch));
@@ -232,6 +251,7 @@ void add_train_commands(CLI::App& app) {
   command->add_option("--weight-decay", c.weight_decay, "Weight decay")->capture_default_str();
   command->add_option("--seed", c.seed, "Seed of the initial weights and the data order")->capture_default_str();
   command->add_option("--save-params", c.save_params, "Rank 0 writes every parameter here (torch.load reads it)");
+  command->add_option("--trace", c.trace_file, "Write a Chrome trace (Perfetto) of steps 1-20 of all ranks")->type_name("FILE");
   command->add_option("--log-every", c.log_every, "Steps between log lines")->capture_default_str();
   command->add_option("--threads", c.threads, "Intra-op threads per worker")->capture_default_str();
   command->add_option("--nproc", args->nproc, "Spawn this many local workers (like torchrun --nproc-per-node)");

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <functional>
 #include <map>
 #include <optional>
 
@@ -12,6 +14,7 @@
 #include "burst/layers/layer_module.h"
 #include "burst/util/error.h"
 #include "sync_batchnorm.h"
+#include "trace.h"
 
 namespace burst::runtime {
 
@@ -27,10 +30,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
 // Message tags: forward and backward of input position `k` of layer `consumer`; parameter
 // gathering gets its own range above them.
 uint32_t edge_tag(graph::LayerId consumer, size_t k, bool backward) {
@@ -39,6 +38,12 @@ uint32_t edge_tag(graph::LayerId consumer, size_t k, bool backward) {
 uint32_t gather_tag(graph::LayerId layer, size_t parameter) {
   return static_cast<uint32_t>((uint64_t{1} << 30) + static_cast<uint64_t>(layer) * 64 + parameter);
 }
+// Trace gathering: a range of its own above the parameter gathering's (which stays below
+// 3 x 2^29 for models under 2^23 layers). Not 2^31 and up: Gloo takes tags as a
+// non-negative int and refuses larger ones.
+constexpr uint32_t kTraceTagBase = uint32_t{3} << 29;
+constexpr uint32_t kTraceSizeTag = kTraceTagBase;
+constexpr uint32_t kTraceBytesTag = kTraceTagBase + 1;
 
 bool is_loss(const graph::Graph& graph, graph::LayerId id) {
   return graph.layer(id).op() == graph::OpKind::SoftmaxCrossEntropy;
@@ -58,6 +63,63 @@ torch::Tensor empty_rows(const graph::Graph& graph, graph::LayerId layer, int64_
   return torch::empty(shape, torch::TensorOptions().dtype(dtype));
 }
 
+// Times the waits of the all-reduces it passes on (split BatchNorm's statistics sums run
+// inside the layers' forward and backward) and reports each to `on_wait`.
+class TimedCommunicator final : public Communicator {
+ public:
+  using Callback = std::function<void(Clock::time_point, Clock::time_point)>;
+  TimedCommunicator(Communicator& inner, Callback on_wait) : inner_(inner), on_wait_(std::move(on_wait)) {}
+
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  void prepare_groups(const std::vector<std::vector<int>>& groups) override { inner_.prepare_groups(groups); }
+  std::unique_ptr<PendingWork> send(torch::Tensor& tensor, int destination, uint32_t tag) override {
+    return timed(inner_.send(tensor, destination, tag));
+  }
+  std::unique_ptr<PendingWork> receive(torch::Tensor& tensor, int source, uint32_t tag) override {
+    return timed(inner_.receive(tensor, source, tag));
+  }
+  std::unique_ptr<PendingWork> allreduce_sum(std::vector<torch::Tensor>& tensors,
+                                             const std::vector<int>& group) override {
+    return timed(inner_.allreduce_sum(tensors, group));
+  }
+  std::unique_ptr<PendingWork> allreduce_sum_world(std::vector<torch::Tensor>& tensors) override {
+    return timed(inner_.allreduce_sum_world(tensors));
+  }
+  void barrier() override { inner_.barrier(); }
+
+ private:
+  class Work final : public PendingWork {
+   public:
+    Work(std::unique_ptr<PendingWork> inner, const Callback& on_wait) : inner_(std::move(inner)), on_wait_(on_wait) {}
+    void wait() override {
+      const auto begin = Clock::now();
+      inner_->wait();
+      on_wait_(begin, Clock::now());
+    }
+
+   private:
+    std::unique_ptr<PendingWork> inner_;
+    const Callback& on_wait_;
+  };
+  std::unique_ptr<PendingWork> timed(std::unique_ptr<PendingWork> work) {
+    return std::make_unique<Work>(std::move(work), on_wait_);
+  }
+
+  Communicator& inner_;
+  Callback on_wait_;
+};
+
+// A send in flight, kept until the end of the step (the tensor must outlive it).
+struct PendingSend {
+  torch::Tensor rows;
+  std::unique_ptr<PendingWork> work;
+  graph::LayerId producer;  // the edge it belongs to
+  graph::LayerId consumer;
+  int peer;
+  bool backward;
+};
+
 }  // namespace
 
 struct PlanExecutor::State {
@@ -74,7 +136,53 @@ struct PlanExecutor::State {
   // Derived transfers by (producer, consumer), computed once.
   std::map<std::pair<graph::LayerId, graph::LayerId>, std::vector<cost::Transfer>> transfers;
 
-  State(const graph::Graph& g, plan::Plan p, Communicator& c) : graph(g), plan(std::move(p)), comm(c) {}
+  // Step accounting (see StepTimes) and the trace.
+  double communication_ms = 0;  // this step's so far
+  double idle_ms = 0;
+  graph::LayerId current_layer = 0;  // the layer running now (names BatchNorm's all-reduces)
+  trace::Recorder trace;
+  // The communicator split BatchNorm layers use: `comm`, with its waits counted as
+  // communication.
+  TimedCommunicator batchnorm_comm;
+
+  State(const graph::Graph& g, plan::Plan p, Communicator& c)
+      : graph(g),
+        plan(std::move(p)),
+        comm(c),
+        batchnorm_comm(c, [this](Clock::time_point begin, Clock::time_point end) {
+          note_wait(trace::Lane::allreduce, false, begin, end, [&] {
+            return std::make_pair(fmt::format("{} statistics all-reduce", name(current_layer)), std::string());
+          });
+        }) {}
+
+  const std::string& name(graph::LayerId id) const { return graph.layer(id).name; }
+
+  // Counts a wait of [begin, end) as idle or communication and traces it on `lane` (idle
+  // waits on the idle lane). `describe` gives the event's name and args, only if traced.
+  template <typename Describe>
+  void note_wait(trace::Lane lane, bool idle, Clock::time_point begin, Clock::time_point end,
+                 Describe&& describe) {
+    const double ms = std::chrono::duration<double, std::milli>(end - begin).count();
+    (idle ? idle_ms : communication_ms) += ms;
+    if (trace.recording()) {
+      const auto [event_name, args] = describe();
+      trace.add(idle ? trace::Lane::idle : lane, begin, end, event_name, args);
+    }
+  }
+  // Waits for `work`, then note_wait; returns when it ended.
+  template <typename Describe>
+  Clock::time_point wait(PendingWork& work, trace::Lane lane, bool idle, Describe&& describe) {
+    const auto begin = Clock::now();
+    work.wait();
+    const auto end = Clock::now();
+    note_wait(lane, idle, begin, end, std::forward<Describe>(describe));
+    return end;
+  }
+  // A compute event from `begin` to now: "<layer> <what>", or `what` alone for no layer.
+  void compute_event(Clock::time_point begin, std::optional<graph::LayerId> layer, const char* what) {
+    if (!trace.recording()) return;
+    trace.add(trace::Lane::compute, begin, Clock::now(), layer ? name(*layer) + " " + what : std::string(what));
+  }
 
   bool ours(graph::LayerId id) const { return ranges[static_cast<size_t>(id)].has_value(); }
   const cost::SampleRange& range(graph::LayerId id) const { return *ranges[static_cast<size_t>(id)]; }
@@ -114,7 +222,7 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
     s.modules[static_cast<size_t>(id)] = layers::make_layer_module(graph, id);
     if (graph.layer(id).op() == graph::OpKind::BatchNorm2d && !s.groups[static_cast<size_t>(id)].empty()) {
       s.batchnorm[static_cast<size_t>(id)] = std::make_unique<SyncBatchNormContext>(
-          SyncBatchNormContext{&communicator, s.groups[static_cast<size_t>(id)], 0});
+          SyncBatchNormContext{&s.batchnorm_comm, s.groups[static_cast<size_t>(id)], 0});
     }
     for (const torch::Tensor& p : s.modules[static_cast<size_t>(id)]->parameters()) parameters.push_back(p);
   }
@@ -140,23 +248,27 @@ StepResult PlanExecutor::step(const BatchSource& batch) {
   State& s = *state_;
   const graph::Graph& graph = s.graph;
   const auto layer_count = static_cast<graph::LayerId>(graph.size());
+  s.trace.begin_step();
   const auto start = Clock::now();
-  double waiting_ms = 0;
-  auto wait = [&](PendingWork& work) {
-    const auto begin = Clock::now();
-    work.wait();
-    waiting_ms += ms_since(begin);
+  s.communication_ms = 0;
+  s.idle_ms = 0;
+  auto no_args = [](std::string name) { return std::make_pair(std::move(name), std::string()); };
+  auto peer_args = [](std::string name, int peer, const torch::Tensor& tensor) {
+    return std::make_pair(std::move(name), fmt::format("\"peer\": {}, \"bytes\": {}", peer, tensor.nbytes()));
   };
+  Clock::time_point mark;  // where the current compute event starts
   if (s.optimizer) s.optimizer->zero_grad();
 
   std::vector<torch::Tensor> outputs(graph.size());
   std::vector<std::vector<torch::Tensor>> inputs(graph.size());  // leaves, per input position
-  std::vector<std::pair<torch::Tensor, std::unique_ptr<PendingWork>>> sends;  // kept alive
+  std::vector<PendingSend> sends;                                 // kept alive
   torch::Tensor loss_sum = torch::zeros({1});
 
   // ---- forward, in graph order ----
   for (graph::LayerId id = 0; id < layer_count; ++id) {
     if (!s.ours(id)) continue;
+    s.current_layer = id;
+    mark = Clock::now();  // the layer's compute event starts here or after its last receive
     const cost::SampleRange mine = s.range(id);
     std::vector<torch::Tensor> args;
     if (graph.layer(id).op() == graph::OpKind::Input) args.push_back(batch.features(id, mine.begin, mine.end));
@@ -170,17 +282,26 @@ StepResult PlanExecutor::step(const BatchSource& batch) {
       std::sort(pieces.begin(), pieces.end(),
                 [](const cost::Transfer& a, const cost::Transfer& b) { return a.samples.begin < b.samples.begin; });
       std::vector<torch::Tensor> parts;
-      std::vector<std::unique_ptr<PendingWork>> receives;
+      std::vector<std::pair<std::unique_ptr<PendingWork>, int>> receives;  // with the source
       for (const cost::Transfer& piece : pieces) {
         if (piece.local()) {
           parts.push_back(outputs[static_cast<size_t>(producer)].detach().narrow(
               0, piece.samples.begin - s.range(producer).begin, piece.samples.size()));
         } else {
           parts.push_back(empty_rows(graph, producer, piece.samples.size()));
-          receives.push_back(s.comm.receive(parts.back(), piece.src_rank, edge_tag(id, k, false)));
+          receives.emplace_back(s.comm.receive(parts.back(), piece.src_rank, edge_tag(id, k, false)),
+                                piece.src_rank);
         }
       }
-      for (auto& work : receives) wait(*work);
+      // Idle when the producer runs on other ranks only: this rank has nothing to run meanwhile.
+      const bool idle = !s.ours(producer);
+      for (auto& [work, source] : receives) {
+        mark = s.wait(*work, trace::Lane::recv, idle, [&, source = source] {
+          return std::make_pair(fmt::format("recv {} input ({}) from r{}", s.name(id), s.name(producer), source),
+                                fmt::format("\"peer\": {}, \"waiting_for\": \"{}\"", source,
+                                            trace::json_escape(s.name(producer))));
+        });
+      }
       torch::Tensor input = parts.size() == 1 ? parts[0] : torch::cat(parts, 0);
       if (carries_gradient(graph, producer)) input = input.detach().requires_grad_(true);
       inputs[static_cast<size_t>(id)].push_back(input);
@@ -208,15 +329,17 @@ StepResult PlanExecutor::step(const BatchSource& batch) {
           if (t.src_rank != s.rank || t.local()) continue;
           torch::Tensor rows = output.detach().narrow(0, t.samples.begin - mine.begin, t.samples.size()).contiguous();
           auto work = s.comm.send(rows, t.dst_rank, edge_tag(consumer, k, false));
-          sends.emplace_back(std::move(rows), std::move(work));
+          sends.push_back(PendingSend{std::move(rows), std::move(work), id, consumer, t.dst_rank, false});
         }
       }
     }
+    s.compute_event(mark, id, "forward");
   }
 
   // ---- backward, in reverse graph order; all-reduces start as layers finish ----
   const double inverse_batch = 1.0 / static_cast<double>(s.plan.global_batch);
   struct Sync {
+    graph::LayerId layer;
     torch::Tensor flat;
     std::vector<torch::Tensor> gradients;
     std::unique_ptr<PendingWork> work;
@@ -224,6 +347,8 @@ StepResult PlanExecutor::step(const BatchSource& batch) {
   std::vector<Sync> syncs;
   for (graph::LayerId id = layer_count - 1; id >= 0; --id) {
     if (!s.ours(id)) continue;
+    s.current_layer = id;
+    mark = Clock::now();
     const cost::SampleRange mine = s.range(id);
     torch::Tensor& output = outputs[static_cast<size_t>(id)];
     torch::Tensor gradient;
@@ -248,7 +373,13 @@ StepResult PlanExecutor::step(const BatchSource& batch) {
             } else {
               rows = empty_rows(graph, id, t.samples.size());
               auto work = s.comm.receive(rows, t.dst_rank, edge_tag(consumer, k, true));
-              wait(*work);
+              // Idle when the consumer runs on other ranks only.
+              mark = s.wait(*work, trace::Lane::recv, !s.ours(consumer), [&] {
+                return std::make_pair(
+                    fmt::format("recv {} gradient (from {}) from r{}", s.name(id), s.name(consumer), t.dst_rank),
+                    fmt::format("\"peer\": {}, \"bytes\": {}, \"waiting_for\": \"{}\"", t.dst_rank, rows.nbytes(),
+                                trace::json_escape(s.name(consumer))));
+              });
             }
             gradient.narrow(0, t.samples.begin - mine.begin, t.samples.size()) += rows;
           }
@@ -267,12 +398,13 @@ StepResult PlanExecutor::step(const BatchSource& batch) {
                                  ? leaf_gradient.narrow(0, t.samples.begin - mine.begin, t.samples.size()).contiguous()
                                  : empty_rows(graph, producers[k], t.samples.size()).zero_();
         auto work = s.comm.send(rows, t.src_rank, edge_tag(id, k, true));
-        sends.emplace_back(std::move(rows), std::move(work));
+        sends.push_back(PendingSend{std::move(rows), std::move(work), producers[k], id, t.src_rank, true});
       }
     }
     const std::vector<int>& group = s.groups[static_cast<size_t>(id)];
     if (!group.empty()) {
       Sync sync;
+      sync.layer = id;
       for (const torch::Tensor& p : s.modules[static_cast<size_t>(id)]->parameters()) {
         sync.gradients.push_back(p.grad().defined() ? p.grad() : torch::zeros_like(p));
       }
@@ -283,29 +415,113 @@ StepResult PlanExecutor::step(const BatchSource& batch) {
       sync.work = s.comm.allreduce_sum(buffers, group);
       syncs.push_back(std::move(sync));
     }
+    s.compute_event(mark, id, "backward");
   }
   for (Sync& sync : syncs) {
-    wait(*sync.work);
+    s.wait(*sync.work, trace::Lane::allreduce, false, [&] {
+      return std::make_pair(fmt::format("{} gradient all-reduce", s.name(sync.layer)),
+                            fmt::format("\"ranks\": {}, \"bytes\": {}", s.groups[static_cast<size_t>(sync.layer)].size(),
+                                        sync.flat.nbytes()));
+    });
     int64_t offset = 0;
     for (torch::Tensor& g : sync.gradients) {
       g.copy_(sync.flat.narrow(0, offset, g.numel()).view_as(g));
       offset += g.numel();
     }
   }
-  for (auto& [rows, work] : sends) wait(*work);
+  for (PendingSend& send : sends) {
+    s.wait(*send.work, trace::Lane::send, false, [&] {
+      return peer_args(send.backward ? fmt::format("send {} gradient (from {}) to r{}", s.name(send.producer),
+                                                   s.name(send.consumer), send.peer)
+                                     : fmt::format("send {} input ({}) to r{}", s.name(send.consumer),
+                                                   s.name(send.producer), send.peer),
+                       send.peer, send.rows);
+    });
+  }
   // Parameters whose gradient was never created (unused) still have none; ours to update.
-  if (s.optimizer) s.optimizer->step();
+  if (s.optimizer) {
+    mark = Clock::now();
+    s.optimizer->step();
+    s.compute_event(mark, std::nullopt, "optimizer step");
+  }
 
+  // The step's end: this rank's work is done; the wait for the others counts as idle.
   std::vector<torch::Tensor> loss{loss_sum};
   auto loss_work = s.comm.allreduce_sum_world(loss);
-  wait(*loss_work);
+  const auto end = s.wait(*loss_work, trace::Lane::allreduce, true,
+                          [&] { return no_args("step end: loss all-reduce (waiting for all ranks)"); });
 
   StepResult result;
   result.loss = loss[0].item<double>() * inverse_batch;
-  result.times.total_ms = ms_since(start);
-  result.times.communication_ms = waiting_ms;
-  result.times.compute_ms = result.times.total_ms - waiting_ms;
+  result.times.total_ms = std::chrono::duration<double, std::milli>(end - start).count();
+  result.times.communication_ms = s.communication_ms;
+  result.times.idle_ms = s.idle_ms;
+  result.times.compute_ms = std::max(0.0, result.times.total_ms - s.communication_ms - s.idle_ms);
+  if (s.trace.recording()) {
+    s.trace.add(trace::Lane::step, start, end, fmt::format("step {}", s.trace.current_step()),
+                fmt::format("\"loss\": {:.6g}, \"compute_ms\": {:.3f}, \"communication_ms\": {:.3f}, \"idle_ms\": {:.3f}",
+                            result.loss, result.times.compute_ms, result.times.communication_ms,
+                            result.times.idle_ms));
+  }
+  s.trace.end_step();
   return result;
+}
+
+std::vector<StepTimes> PlanExecutor::gather_step_times(const StepTimes& mine) {
+  State& s = *state_;
+  const int world = s.comm.size();
+  torch::Tensor table = torch::zeros({world, 4}, torch::kFloat64);
+  auto row = table.accessor<double, 2>();
+  row[s.rank][0] = mine.compute_ms;
+  row[s.rank][1] = mine.communication_ms;
+  row[s.rank][2] = mine.idle_ms;
+  row[s.rank][3] = mine.total_ms;
+  std::vector<torch::Tensor> buffers{table};
+  s.comm.allreduce_sum_world(buffers)->wait();
+  std::vector<StepTimes> all(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    all[static_cast<size_t>(r)] = StepTimes{row[r][0], row[r][1], row[r][2], row[r][3]};
+  }
+  return all;
+}
+
+void PlanExecutor::start_trace(int64_t steps) {
+  State& s = *state_;
+  s.comm.barrier();
+  s.trace.start(Clock::now(), steps);
+}
+
+std::string PlanExecutor::gather_trace(std::vector<int64_t>* events_per_rank) {
+  State& s = *state_;
+  const int world = s.comm.size();
+  std::string mine = s.trace.events_json(s.rank);
+  const auto my_count = static_cast<int64_t>(s.trace.size());
+  if (s.rank != 0) {
+    torch::Tensor header = torch::tensor({static_cast<int64_t>(mine.size()), my_count}, torch::kInt64);
+    torch::Tensor bytes = torch::empty({static_cast<int64_t>(mine.size())}, torch::kUInt8);
+    std::memcpy(bytes.data_ptr<uint8_t>(), mine.data(), mine.size());
+    auto header_work = s.comm.send(header, 0, kTraceSizeTag);
+    auto bytes_work = s.comm.send(bytes, 0, kTraceBytesTag);
+    header_work->wait();
+    bytes_work->wait();
+    return {};
+  }
+  std::vector<std::string> fragments{std::move(mine)};
+  if (events_per_rank) *events_per_rank = {my_count};
+  for (int source = 1; source < world; ++source) {
+    torch::Tensor header = torch::empty({2}, torch::kInt64);
+    s.comm.receive(header, source, kTraceSizeTag)->wait();
+    const int64_t size = header[0].item<int64_t>();
+    torch::Tensor bytes = torch::empty({size}, torch::kUInt8);
+    s.comm.receive(bytes, source, kTraceBytesTag)->wait();
+    fragments.emplace_back(reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()), static_cast<size_t>(size));
+    if (events_per_rank) events_per_rank->push_back(header[1].item<int64_t>());
+  }
+  const std::string other = fmt::format(
+      "\"model\": \"{}\", \"ranks\": {}, \"steps_traced\": {}, \"global_batch\": {}, "
+      "\"clock\": \"steady_clock, microseconds since a barrier before the first traced step\"",
+      trace::json_escape(s.graph.name()), world, s.trace.steps_recorded(), s.plan.global_batch);
+  return trace::chrome_trace(fragments, other);
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> PlanExecutor::local_parameters() const {

@@ -1,8 +1,11 @@
 #include "burst/runtime/train.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <numeric>
 
 #include <fmt/format.h>
 #include <torch/serialize.h>
@@ -18,6 +21,7 @@
 #include "burst/runtime/gloo_communicator.h"
 #include "burst/runtime/plan_executor.h"
 #include "burst/util/error.h"
+#include "trace.h"
 
 namespace burst::runtime {
 namespace {
@@ -130,6 +134,30 @@ void save_parameters(const std::vector<std::pair<std::string, torch::Tensor>>& s
   }
 }
 
+// The log line's per-rank part: "compute/comm/idle ms: r0 5.10/6.20/1.60 r1 ..." for up to 8
+// ranks; beyond, the minimum / median / maximum over the ranks of each.
+std::string format_rank_times(const std::vector<StepTimes>& times) {
+  if (times.size() <= 8) {
+    std::string out = "compute/comm/idle ms:";
+    for (size_t r = 0; r < times.size(); ++r) {
+      out += fmt::format(" r{} {:.2f}/{:.2f}/{:.2f}", r, times[r].compute_ms, times[r].communication_ms,
+                         times[r].idle_ms);
+    }
+    return out;
+  }
+  auto spread = [&](double StepTimes::*field) {
+    std::vector<double> values;
+    for (const StepTimes& t : times) values.push_back(t.*field);
+    std::sort(values.begin(), values.end());
+    const size_t n = values.size();
+    const double median = n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+    return fmt::format("{:.2f}/{:.2f}/{:.2f}", values.front(), median, values.back());
+  };
+  return fmt::format("min/median/max ms over {} ranks: compute {}  comm {}  idle {}", times.size(),
+                     spread(&StepTimes::compute_ms), spread(&StepTimes::communication_ms),
+                     spread(&StepTimes::idle_ms));
+}
+
 }  // namespace
 
 void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
@@ -145,6 +173,12 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
   check_data_fits(graph, train);
   const data::EpochSampler sampler(train.num_samples(), plan.global_batch, config.seed);
   const int64_t steps = config.steps > 0 ? config.steps : config.epochs * sampler.steps_per_epoch();
+
+  if (!config.trace_file.empty() && place.rank == 0) {  // refuse a bad path before training, not after
+    const std::string probe = config.trace_file + ".partial";
+    if (!std::ofstream(probe)) throw UserError(fmt::format("--trace: cannot write '{}'", probe));
+    std::remove(probe.c_str());
+  }
 
   GlooOptions gloo;
   gloo.rank = place.rank;
@@ -162,6 +196,11 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
                              plan.strategy, plan.global_batch, steps, train.name())
               << std::flush;
   }
+  // The trace covers the first kTraceSteps steps (or all, if fewer), from a barrier right
+  // before step 1.
+  constexpr int64_t kTraceSteps = 20;
+  const bool tracing = !config.trace_file.empty();
+  if (tracing) executor.start_trace(std::min<int64_t>(steps, kTraceSteps));
   std::optional<data::EpochOrder> order;
   for (int64_t step = 0; step < steps; ++step) {
     const data::SamplerPosition position = sampler.position(step);
@@ -171,11 +210,29 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
     source.features = [&](graph::LayerId, int64_t begin, int64_t end) { return features_of(train, indices, begin, end); };
     source.labels = [&](graph::LayerId, int64_t begin, int64_t end) { return labels_of(train, indices, begin, end); };
     const StepResult result = executor.step(source);
-    if (logging && (step % std::max(1, config.log_every) == 0 || step + 1 == steps)) {
-      std::cout << fmt::format("step {:>6}  loss {:.6f}  {:8.1f} samples/s  {:8.2f} ms/iter  "
-                               "(rank 0: compute {:.2f} ms, communication {:.2f} ms)\n",
-                               step + 1, result.loss, plan.global_batch * 1000.0 / result.times.total_ms,
-                               result.times.total_ms, result.times.compute_ms, result.times.communication_ms)
+    // Every rank knows which steps are logged and joins the gathering of the step times.
+    if (step % std::max(1, config.log_every) != 0 && step + 1 != steps) continue;
+    const std::vector<StepTimes> times = executor.gather_step_times(result.times);
+    if (logging) {
+      std::cout << fmt::format("step {:>6}  loss {:.6f}  {:8.1f} samples/s  {:8.2f} ms/iter  {}\n", step + 1,
+                               result.loss, plan.global_batch * 1000.0 / result.times.total_ms,
+                               result.times.total_ms, format_rank_times(times))
+                << std::flush;
+    }
+  }
+  if (tracing) {
+    std::vector<int64_t> events;
+    const std::string document = executor.gather_trace(&events);
+    if (logging) {
+      trace::write_file_atomically(config.trace_file, document);
+      const int64_t total = std::accumulate(events.begin(), events.end(), int64_t{0});
+      const std::string per_rank =
+          events.size() <= 8 ? fmt::format("{}", fmt::join(events, " + "))
+                             : fmt::format("{} to {} per rank", *std::min_element(events.begin(), events.end()),
+                                           *std::max_element(events.begin(), events.end()));
+      std::cout << fmt::format("wrote trace of steps 1-{} on {} ranks ({} events: {}) to {}\n",
+                               std::min<int64_t>(steps, kTraceSteps), place.world_size, total, per_rank,
+                               config.trace_file)
                 << std::flush;
     }
   }

@@ -39,10 +39,30 @@ struct BatchSource {
   std::function<torch::Tensor(graph::LayerId layer, int64_t begin, int64_t end)> labels;
 };
 
-// Time one rank spent in one step, in milliseconds.
+// Time one rank spent in one step, in milliseconds: total = compute + communication + idle.
+//
+// The executor runs on one thread, and every message it waits for is a blocking wait()
+// on an operation issued earlier (receives, sends, all-reduces run in Gloo's background
+// threads between issue and wait). Each wait is timed and classified:
+//  - idle: waits that happen because this rank has no layer of its own to run, namely
+//      (a) a receive of a layer input whose producer layer this rank does not run (forward:
+//          the rank waits while other ranks run layers outside its placement), or of an
+//          output gradient from a consumer layer this rank does not run (backward: the same);
+//      (b) the step-end loss all-reduce over all ranks: this rank's own work is done and it
+//          waits for the slowest rank.
+//  - communication: every other wait: receives between layers this rank runs on both sides
+//    (re-shards), the sends' completion at the end of the step, the layers' gradient
+//    all-reduces and split BatchNorm's statistics all-reduces. These include any time spent
+//    waiting for a slower peer of the same layer.
+//  - compute: the rest of the step: layer forward and backward, loading the batch, slicing
+//    and concatenating rows, packing gradients, the optimizer update (measured as
+//    total - communication - idle).
+// A wait's whole duration goes to one class: an idle receive includes the transfer itself,
+// which is short next to the other ranks' layers it waits for.
 struct StepTimes {
   double compute_ms = 0;
-  double communication_ms = 0;  // waiting for messages and all-reduces
+  double communication_ms = 0;
+  double idle_ms = 0;
   double total_ms = 0;
 };
 
@@ -68,6 +88,19 @@ class PlanExecutor {
   // rank 0 from the first rank of each layer, named "<layer>.<name>"; other ranks get an
   // empty list. Collective: every rank calls it.
   std::vector<std::pair<std::string, torch::Tensor>> gather_parameters();
+
+  // Every rank's step times, by rank, on every rank: one world all-reduce of 4 x world
+  // doubles. Collective: every rank calls it for the same steps.
+  std::vector<StepTimes> gather_step_times(const StepTimes& mine);
+
+  // Tracing (docs/runtime.md, "Traces"). start_trace: a world barrier, then every rank takes
+  // the trace origin (steady_clock) and records the next `steps` steps' events. Collective.
+  void start_trace(int64_t steps);
+  // Every rank's events gathered on rank 0 (over point-to-point messages in their own tag
+  // range) as one Chrome trace JSON document; other ranks get an empty document. The event
+  // count of each rank, metadata included, goes to `events_per_rank` on rank 0 when given.
+  // Collective; call after the traced steps.
+  std::string gather_trace(std::vector<int64_t>* events_per_rank = nullptr);
 
  private:
   struct State;

@@ -23,6 +23,7 @@ struct TrainConfig {
   double weight_decay = 0.0;
   uint64_t seed = 0;
   std::string save_params;       // rank 0 writes every parameter here (torch.load-able)
+  std::string trace_file;        // rank 0 writes a Chrome trace of the first steps here (docs/runtime.md)
   int log_every = 1;             // steps between log lines (rank 0)
   int threads = 1;               // intra-op threads per worker
 };

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# `burst train` refuses what cannot work before any worker starts: exit 2 and one
+# "burst: error:" line (tests/cli/common.sh's `refused`).
+#
+# usage: train_refusals.sh BURST MODEL_DIR
+source "$(dirname "$0")/../cli/common.sh"
+cli_setup "train_refusals.sh BURST MODEL_DIR" 2 "$@"
+models=$2
+vgg=(train --model "$models/vgg_like.json" --steps 2)
+
+"$burst" plan --model "$models/resnet_like.json" --device v100 --devices 2 --global-batch 16 -o "$work/resnet2.json" >/dev/null
+"$burst" plan --model "$models/vgg_like.json" --device v100 --devices 3 --global-batch 16 -o "$work/vgg3.json" >/dev/null
+python3 - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+plan = json.load(open(f"{work}/vgg3.json"))
+plan["layers"][1]["shards"] = [[0, 0, 15]]  # sample 15 of conv1 on no rank
+json.dump(plan, open(f"{work}/uncovered.json", "w"))
+PY
+
+refused "a plan for another model" "${vgg[@]}" --plan "$work/resnet2.json" --nproc 2
+refused "a plan for 3 workers run by 2" "${vgg[@]}" --plan "$work/vgg3.json" --nproc 2
+refused "a plan leaving samples uncovered" "${vgg[@]}" --plan "$work/uncovered.json" --nproc 3
+refused "a missing plan file" "${vgg[@]}" --plan "$work/none.json" --nproc 2
+refused "global batch differs from the plan's" "${vgg[@]}" --plan "$work/vgg3.json" --nproc 3 --global-batch 8
+refused "no steps or epochs" train --model "$models/vgg_like.json" --global-batch 16 --nproc 2
+refused "zero steps" "${vgg[@]}" --global-batch 16 --steps 0 --nproc 2
+refused "zero workers" "${vgg[@]}" --global-batch 16 --nproc 0
+refused "global batch 0" "${vgg[@]}" --global-batch 0 --nproc 2
+refused "plan and strategy together" "${vgg[@]}" --plan "$work/vgg3.json" --strategy burst --device v100 --nproc 3
+refused "images that do not fit the model" "${vgg[@]}" --global-batch 16 --dataset fashion-mnist --nproc 2
+refused "an unknown dataset" "${vgg[@]}" --global-batch 16 --dataset imagenet --nproc 2
+refused "an unknown model" train --model no_such_model --global-batch 16 --steps 2 --nproc 2
+
+finish "bad train commands refused with exit 2 and one line, before any worker started"
