@@ -18,3 +18,7 @@ echo "== burst cost --model vgg16 --device a100 --batch 8 (first lines)"
 echo
 echo "== burst plan --model vgg16 --device a100 --devices 16 --global-batch 32 (summary)"
 "$burst" plan --model vgg16 --device a100 --devices 16 --global-batch 32 | tail -n 9
+echo
+echo "== the main job: fmnist_cnn on Fashion-MNIST, 2 epochs, 2 workers, a burst plan (docs/runtime.md)"
+"$burst" train --model fmnist_cnn --dataset fashion-mnist --global-batch 64 --epochs 2 \
+  --nproc 2 --strategy burst --lr 0.05 --momentum 0.9 --seed 1 --log-every 200

@@ -207,6 +207,9 @@ void run_train(TrainArgs& args) {
     place.world_size = identity->world_size;
     place.master_address = identity->master_addr;
     place.master_port = identity->master_port;
+    // torchrun's agent hosts a store at MASTER_PORT and says so; its workers are clients.
+    const auto agent_store = launch::process_environment()("TORCHELASTIC_USE_AGENT_STORE");
+    place.host_store = !(agent_store && *agent_store == "True");
   } else {
     place.master_port = launch::pick_free_port();
   }

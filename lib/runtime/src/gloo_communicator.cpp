@@ -33,15 +33,15 @@ class GlooCommunicator : public Communicator {
   explicit GlooCommunicator(const GlooOptions& options) : options_(options) {
     c10d::TCPStoreOptions store_options;
     store_options.port = static_cast<std::uint16_t>(options.master_port);
-    store_options.isServer = options.rank == 0;
+    store_options.isServer = options.rank == 0 && options.host_store;
     store_options.numWorkers = static_cast<size_t>(options.world_size);
     store_options.waitWorkers = true;
     store_options.timeout = options.timeout;
     try {
       store_ = c10::make_intrusive<c10d::TCPStore>(options.master_address, store_options);
     } catch (const std::exception& error) {
-      throw UserError(fmt::format("rank {}: rendezvous at {}:{} failed: {}", options.rank,
-                                  options.master_address, options.master_port, error.what()));
+      throw UserError(fmt::format("rendezvous at {}:{} failed: {}", options.master_address,
+                                  options.master_port, error.what()));
     }
     world_ = make_group(c10::make_intrusive<c10d::PrefixStore>("world", store_), options.rank,
                         options.world_size);

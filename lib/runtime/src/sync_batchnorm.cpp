@@ -47,8 +47,11 @@ class SyncBatchNorm : public torch::autograd::Function<SyncBatchNorm> {
   }
 };
 
-torch::Tensor& named(torch::nn::Module& module, const char* name, bool buffer) {
-  torch::Tensor* found = buffer ? module.named_buffers().find(name) : module.named_parameters().find(name);
+// The module's tensor `name` (a handle sharing its storage: in-place updates reach the
+// module). named_parameters() and named_buffers() return temporaries, so copy the handle.
+torch::Tensor named(torch::nn::Module& module, const char* name, bool buffer) {
+  const auto all = buffer ? module.named_buffers() : module.named_parameters();
+  const torch::Tensor* found = all.find(name);
   BURST_ASSERT(found != nullptr, std::string("BatchNorm2d without ") + name);
   return *found;
 }
@@ -75,8 +78,8 @@ torch::Tensor sync_batchnorm_forward(const torch::Tensor& x, torch::nn::Module& 
     variance = (x - mean.view({1, -1, 1, 1})).pow(2).sum({0, 2, 3});
     group_sum(variance, communicator, group);
     variance /= total;
-    torch::Tensor& running_mean = named(module, "running_mean", true);
-    torch::Tensor& running_var = named(module, "running_var", true);
+    torch::Tensor running_mean = named(module, "running_mean", true);
+    torch::Tensor running_var = named(module, "running_var", true);
     running_mean.mul_(1 - momentum).add_(mean * momentum);
     running_var.mul_(1 - momentum).add_(variance * (total / std::max(total - 1, 1.0)) * momentum);
     named(module, "num_batches_tracked", true).add_(1);

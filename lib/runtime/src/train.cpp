@@ -185,6 +185,7 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
   gloo.world_size = place.world_size;
   gloo.master_address = place.master_address;
   gloo.master_port = place.master_port;
+  gloo.host_store = place.host_store;
   const auto communicator = make_gloo_communicator(gloo);
   OptimizerOptions optimizer{config.optimizer, config.learning_rate, config.momentum, config.weight_decay};
   PlanExecutor executor(graph, plan, *communicator, config.seed, optimizer);

@@ -14,6 +14,9 @@ struct GlooOptions {
   int world_size = 1;
   std::string master_address = "127.0.0.1";
   int master_port = 29500;
+  // Whether rank 0 hosts the TCPStore. False under torchrun, whose agent already hosts one
+  // at MASTER_PORT (it sets TORCHELASTIC_USE_AGENT_STORE=True); every rank is then a client.
+  bool host_store = true;
   // How long rendezvous and every operation may take before failing.
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
 };
