@@ -222,7 +222,7 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
     s.modules[static_cast<size_t>(id)] = layers::make_layer_module(graph, id);
     if (graph.layer(id).op() == graph::OpKind::BatchNorm2d && !s.groups[static_cast<size_t>(id)].empty()) {
       s.batchnorm[static_cast<size_t>(id)] = std::make_unique<SyncBatchNormContext>(
-          SyncBatchNormContext{&s.batchnorm_comm, s.groups[static_cast<size_t>(id)], 0});
+          SyncBatchNormContext{&s.batchnorm_comm, s.groups[static_cast<size_t>(id)], s.plan.global_batch, 0});
     }
     for (const torch::Tensor& p : s.modules[static_cast<size_t>(id)]->parameters()) parameters.push_back(p);
   }

@@ -63,25 +63,26 @@ torch::Tensor sync_batchnorm_forward(const torch::Tensor& x, torch::nn::Module& 
   BURST_ASSERT(x.dim() == 4, "sync BatchNorm2d takes [b, C, H, W]");
   Communicator& communicator = *context.communicator;
   const std::vector<int>& group = context.group;
-  // The group's sample count, then the mean, then the biased variance.
-  torch::Tensor count = torch::full({1}, static_cast<double>(x.size(0) * x.size(2) * x.size(3)),
-                                    torch::TensorOptions().dtype(torch::kFloat64));
-  group_sum(count, communicator, group);
-  const double total = count.item<double>();
+  // The group holds the whole global batch: count = B x H x W per channel, no message
+  // needed. One all-reduce of the per-channel sums of x and x^2, in float64 so that
+  // E[x^2] - E[x]^2 loses nothing that one device's two-pass float32 statistics keep.
+  const double total = static_cast<double>(context.batch * x.size(2) * x.size(3));
   torch::Tensor mean;
   torch::Tensor variance;
   {
     torch::NoGradGuard no_grad;
-    mean = x.sum({0, 2, 3});
-    group_sum(mean, communicator, group);
-    mean /= total;
-    variance = (x - mean.view({1, -1, 1, 1})).pow(2).sum({0, 2, 3});
-    group_sum(variance, communicator, group);
-    variance /= total;
+    const torch::Tensor wide = x.to(torch::kFloat64);
+    torch::Tensor sums = torch::cat({wide.sum({0, 2, 3}), wide.pow(2).sum({0, 2, 3})});
+    group_sum(sums, communicator, group);
+    const int64_t channels = x.size(1);
+    const torch::Tensor mean_wide = sums.narrow(0, 0, channels) / total;
+    const torch::Tensor variance_wide = (sums.narrow(0, channels, channels) / total - mean_wide.pow(2)).clamp_min(0);
+    mean = mean_wide.to(torch::kFloat32);
+    variance = variance_wide.to(torch::kFloat32);
     torch::Tensor running_mean = named(module, "running_mean", true);
     torch::Tensor running_var = named(module, "running_var", true);
     running_mean.mul_(1 - momentum).add_(mean * momentum);
-    running_var.mul_(1 - momentum).add_(variance * (total / std::max(total - 1, 1.0)) * momentum);
+    running_var.mul_(1 - momentum).add_(variance * static_cast<float>(total / std::max(total - 1, 1.0)) * momentum);
     named(module, "num_batches_tracked", true).add_(1);
   }
   const torch::Tensor inverse_std = (variance + eps).rsqrt();

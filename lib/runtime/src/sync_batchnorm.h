@@ -3,9 +3,9 @@
 // across all the ranks that run it, so a split layer normalises exactly as one device
 // would (DESIGN.md invariant 1). Includes libtorch.
 //
-// Forward: the mean, then the biased variance, each summed over the group (two passes,
-// as accurate as one device's). Backward: the per-channel sums of dy and dy * x_hat are
-// summed over the group too, since every sample's normalisation depends on all others.
+// Forward: one all-reduce of the per-channel sums of x and x^2 (float64), giving the mean
+// and the biased variance of the whole batch. Backward: one all-reduce of the per-channel
+// sums of dy and dy * x_hat, since every sample's normalisation depends on all others.
 // The weight and bias gradients stay local sums: the layer's gradient all-reduce adds them.
 // Running statistics move as torch's do (momentum, unbiased variance), identically on
 // every rank of the group.
@@ -23,6 +23,7 @@ namespace burst::runtime {
 struct SyncBatchNormContext {
   Communicator* communicator = nullptr;
   std::vector<int> group;  // the layer's ranks, ascending (a prepared group)
+  int64_t batch = 0;       // samples the group holds together: the global batch
   double count = 0;        // samples x H x W over the group in the last forward
 };
 
