@@ -100,49 +100,55 @@ const std::vector<PlannerCosts::RankLoad>& PlannerCosts::prefix_loads(int from_c
   const int64_t key = static_cast<int64_t>(from_count) * (int64_t{1} << 31) + to_count;
   auto found = prefix_loads_.find(key);
   if (found != prefix_loads_.end()) return found->second;
-  const cluster::Cluster& cluster = context_.network.cluster();
-  const size_t ranks = static_cast<size_t>(std::max(from_count, to_count));
-  sending_.assign(ranks, RankLoad{});
-  receiving_.assign(ranks, RankLoad{});
-  // Walk the two even splits side by side (what reshard_transfers would list for them):
-  // each overlap of a source shard with a destination shard is one message.
-  auto shard_end = [&](int count, int index) {  // end of shard `index` of an even split
-    const int64_t base = batch_ / count, extra = batch_ % count;
-    return (index + 1) * base + std::min<int64_t>(index + 1, extra);
-  };
-  int src = 0, dst = 0;
-  int64_t begin = 0;
-  while (begin < batch_) {
-    const int64_t end = std::min(shard_end(from_count, src), shard_end(to_count, dst));
-    if (src != dst) {
-      const bool intra = cluster.same_node(src, dst);
-      const auto samples = static_cast<double>(end - begin);
-      for (RankLoad* load : {&sending_[static_cast<size_t>(src)], &receiving_[static_cast<size_t>(dst)]}) {
-        (intra ? load->intra_messages : load->inter_messages) += 1;
-        (intra ? load->intra_samples : load->inter_samples) += samples;
-      }
-    }
-    if (end == shard_end(from_count, src)) ++src;
-    if (end == shard_end(to_count, dst)) ++dst;
-    begin = end;
-  }
+  const int per_node = context_.network.cluster().devices_per_node();  // rank r is on node r / per_node
   // Keep only loads no other load covers in all four quantities.
   std::vector<RankLoad> busiest;
   auto covers = [](const RankLoad& a, const RankLoad& b) {
     return a.intra_messages >= b.intra_messages && a.intra_samples >= b.intra_samples &&
            a.inter_messages >= b.inter_messages && a.inter_samples >= b.inter_samples;
   };
-  for (const std::vector<RankLoad>* loads : {&sending_, &receiving_}) {
-    for (const RankLoad& load : *loads) {
-      if (load.intra_messages + load.inter_messages == 0) continue;
-      if (std::any_of(busiest.begin(), busiest.end(), [&](const RankLoad& kept) { return covers(kept, load); })) {
-        continue;
-      }
-      busiest.erase(std::remove_if(busiest.begin(), busiest.end(),
-                                   [&](const RankLoad& kept) { return covers(load, kept); }),
-                    busiest.end());
-      busiest.push_back(load);
+  auto keep = [&](const RankLoad& load) {
+    if (load.intra_messages + load.inter_messages == 0) return;
+    if (std::any_of(busiest.begin(), busiest.end(), [&](const RankLoad& kept) { return covers(kept, load); })) {
+      return;
     }
+    busiest.erase(std::remove_if(busiest.begin(), busiest.end(), [&](const RankLoad& kept) { return covers(load, kept); }),
+                  busiest.end());
+    busiest.push_back(load);
+  };
+  // Walk the two even splits side by side (what reshard_transfers would list for them):
+  // each overlap of a source shard with a destination shard is one message. Both ranks only
+  // grow along the walk, so each rank's sends (and receives) are consecutive: a rank's load
+  // is complete when the walk moves past it.
+  auto shard_end = [&](int count, int index) {  // end of shard `index` of an even split
+    const int64_t base = batch_ / count, extra = batch_ % count;
+    return (index + 1) * base + std::min<int64_t>(index + 1, extra);
+  };
+  RankLoad sending, receiving;  // of ranks `src` and `dst`
+  int src = 0, dst = 0;
+  int64_t begin = 0;
+  while (begin < batch_) {
+    const int64_t src_end = shard_end(from_count, src), dst_end = shard_end(to_count, dst);
+    const int64_t end = std::min(src_end, dst_end);
+    if (src != dst) {
+      const bool intra = src / per_node == dst / per_node;
+      const auto samples = static_cast<double>(end - begin);
+      for (RankLoad* load : {&sending, &receiving}) {
+        (intra ? load->intra_messages : load->inter_messages) += 1;
+        (intra ? load->intra_samples : load->inter_samples) += samples;
+      }
+    }
+    if (end == src_end) {
+      keep(sending);
+      sending = RankLoad{};
+      ++src;
+    }
+    if (end == dst_end) {
+      keep(receiving);
+      receiving = RankLoad{};
+      ++dst;
+    }
+    begin = end;
   }
   return prefix_loads_.emplace(key, std::move(busiest)).first->second;
 }

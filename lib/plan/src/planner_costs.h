@@ -67,7 +67,6 @@ class PlannerCosts {
   int usable_;
   double amplification_;
   std::unordered_map<int64_t, std::vector<RankLoad>> prefix_loads_;  // key from*2^31+to
-  std::vector<RankLoad> sending_, receiving_;  // scratch for prefix_loads, by rank
   std::map<std::pair<graph::LayerId, int64_t>, cost::LayerTime> times_;
   std::map<std::pair<int64_t, int64_t>, double> allreduce_;  // (count or group key, bytes)
 };
