@@ -130,6 +130,8 @@ struct PlanExecutor::State {
   std::vector<std::unique_ptr<layers::LayerModule>> modules;  // by layer; null: not ours
   std::vector<std::optional<cost::SampleRange>> ranges;       // our samples of each layer
   std::vector<std::vector<int>> groups;                        // sync group by layer
+  // Where each layer's output goes: (consumer, input position), by layer, in graph order.
+  std::vector<std::vector<std::pair<graph::LayerId, size_t>>> uses;
   // Split BatchNorm layers' links to their groups, by layer (null: not split or not ours).
   std::vector<std::unique_ptr<SyncBatchNormContext>> batchnorm;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
@@ -200,6 +202,7 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
   s.modules.resize(graph.size());
   s.ranges.resize(graph.size());
   s.groups.resize(graph.size());
+  s.uses.resize(graph.size());
   s.batchnorm.resize(graph.size());
   std::vector<std::vector<int>> all_groups;
   std::vector<torch::Tensor> parameters;
@@ -207,8 +210,10 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
     for (const cost::Shard& shard : s.plan.layers[static_cast<size_t>(id)].shards) {
       if (shard.rank == s.rank) s.ranges[static_cast<size_t>(id)] = shard.samples;
     }
-    for (const graph::LayerId producer : graph.inputs(id)) {
+    for (size_t k = 0; k < graph.inputs(id).size(); ++k) {
+      const graph::LayerId producer = graph.inputs(id)[k];
       s.transfers[{producer, id}] = plan::activation_transfers(s.plan, producer, id);
+      s.uses[static_cast<size_t>(producer)].emplace_back(id, k);
     }
     s.groups[static_cast<size_t>(id)] = plan::sync_group(s.plan, graph, id);
     if (!s.groups[static_cast<size_t>(id)].empty()) all_groups.push_back(s.groups[static_cast<size_t>(id)]);
@@ -319,18 +324,12 @@ StepResult PlanExecutor::step(const BatchSource& batch) {
     if (is_loss(graph, id)) loss_sum += output.detach().sum();
     outputs[static_cast<size_t>(id)] = output;
     // Hand our rows to the consumers' other ranks.
-    std::vector<graph::LayerId> consumers = graph.consumers(id);
-    consumers.erase(std::unique(consumers.begin(), consumers.end()), consumers.end());
-    for (const graph::LayerId consumer : consumers) {
-      const auto& consumer_inputs = graph.inputs(consumer);
-      for (size_t k = 0; k < consumer_inputs.size(); ++k) {
-        if (consumer_inputs[k] != id) continue;
-        for (const cost::Transfer& t : s.edge(id, consumer)) {
-          if (t.src_rank != s.rank || t.local()) continue;
-          torch::Tensor rows = output.detach().narrow(0, t.samples.begin - mine.begin, t.samples.size()).contiguous();
-          auto work = s.comm.send(rows, t.dst_rank, edge_tag(consumer, k, false));
-          sends.push_back(PendingSend{std::move(rows), std::move(work), id, consumer, t.dst_rank, false});
-        }
+    for (const auto& [consumer, k] : s.uses[static_cast<size_t>(id)]) {
+      for (const cost::Transfer& t : s.edge(id, consumer)) {
+        if (t.src_rank != s.rank || t.local()) continue;
+        torch::Tensor rows = output.detach().narrow(0, t.samples.begin - mine.begin, t.samples.size()).contiguous();
+        auto work = s.comm.send(rows, t.dst_rank, edge_tag(consumer, k, false));
+        sends.push_back(PendingSend{std::move(rows), std::move(work), id, consumer, t.dst_rank, false});
       }
     }
     s.compute_event(mark, id, "forward");
@@ -356,33 +355,27 @@ StepResult PlanExecutor::step(const BatchSource& batch) {
       gradient = torch::full_like(output, inverse_batch);
     } else if (carries_gradient(graph, id)) {
       gradient = torch::zeros_like(output);
-      std::vector<graph::LayerId> consumers = graph.consumers(id);
-      consumers.erase(std::unique(consumers.begin(), consumers.end()), consumers.end());
-      for (const graph::LayerId consumer : consumers) {
-        const auto& consumer_inputs = graph.inputs(consumer);
-        for (size_t k = 0; k < consumer_inputs.size(); ++k) {
-          if (consumer_inputs[k] != id) continue;
-          // The reverse of the forward pieces: each consumer rank returns our rows' gradient.
-          for (const cost::Transfer& t : s.edge(id, consumer)) {
-            if (t.src_rank != s.rank) continue;
-            torch::Tensor rows;
-            if (t.local()) {
-              const torch::Tensor& leaf = inputs[static_cast<size_t>(consumer)][k];
-              if (!leaf.grad().defined()) continue;
-              rows = leaf.grad().narrow(0, t.samples.begin - s.range(consumer).begin, t.samples.size());
-            } else {
-              rows = empty_rows(graph, id, t.samples.size());
-              auto work = s.comm.receive(rows, t.dst_rank, edge_tag(consumer, k, true));
-              // Idle when the consumer runs on other ranks only.
-              mark = s.wait(*work, trace::Lane::recv, !s.ours(consumer), [&] {
-                return std::make_pair(
-                    fmt::format("recv {} gradient (from {}) from r{}", s.name(id), s.name(consumer), t.dst_rank),
-                    fmt::format("\"peer\": {}, \"bytes\": {}, \"waiting_for\": \"{}\"", t.dst_rank, rows.nbytes(),
-                                trace::json_escape(s.name(consumer))));
-              });
-            }
-            gradient.narrow(0, t.samples.begin - mine.begin, t.samples.size()) += rows;
+      for (const auto& [consumer, k] : s.uses[static_cast<size_t>(id)]) {
+        // The reverse of the forward pieces: each consumer rank returns our rows' gradient.
+        for (const cost::Transfer& t : s.edge(id, consumer)) {
+          if (t.src_rank != s.rank) continue;
+          torch::Tensor rows;
+          if (t.local()) {
+            const torch::Tensor& leaf = inputs[static_cast<size_t>(consumer)][k];
+            if (!leaf.grad().defined()) continue;
+            rows = leaf.grad().narrow(0, t.samples.begin - s.range(consumer).begin, t.samples.size());
+          } else {
+            rows = empty_rows(graph, id, t.samples.size());
+            auto work = s.comm.receive(rows, t.dst_rank, edge_tag(consumer, k, true));
+            // Idle when the consumer runs on other ranks only.
+            mark = s.wait(*work, trace::Lane::recv, !s.ours(consumer), [&] {
+              return std::make_pair(
+                  fmt::format("recv {} gradient (from {}) from r{}", s.name(id), s.name(consumer), t.dst_rank),
+                  fmt::format("\"peer\": {}, \"bytes\": {}, \"waiting_for\": \"{}\"", t.dst_rank, rows.nbytes(),
+                              trace::json_escape(s.name(consumer))));
+            });
           }
+          gradient.narrow(0, t.samples.begin - mine.begin, t.samples.size()) += rows;
         }
       }
     }
