@@ -14,7 +14,7 @@ echo "== burst model show vgg16"
 "$burst" model show vgg16
 echo
 echo "== burst cost --model vgg16 --device a100 --batch 8 (first lines)"
-"$burst" cost --model vgg16 --device a100 --batch 8 | head -n 8
+"$burst" cost --model vgg16 --device a100 --batch 8 | sed -n '1,8p'  # sed reads it all: no SIGPIPE under pipefail
 echo
 echo "== burst plan --model vgg16 --device a100 --devices 16 --global-batch 32 (summary)"
 "$burst" plan --model vgg16 --device a100 --devices 16 --global-batch 32 | tail -n 9
