@@ -1,0 +1,147 @@
+#pragma once
+// The cluster simulator: a discrete-event simulation of training iterations of a plan on a
+// cluster, with an optional background job on every device (docs/simulator.md).
+//
+// What it models, and how it differs from the planner's evaluator (plan/evaluate.h):
+//  - every rank runs its own program, as the runtime does: the forward of its layers in
+//    graph order, then their backward in reverse graph order. A shard starts when the
+//    rank's previous shard is done and its inputs have arrived *at that rank* (no layer-wide
+//    start: a rank that has its inputs goes ahead);
+//  - every non-local piece of a re-shard is its own message, from the producer's rank once
+//    that rank's shard is done, to the consumer's rank; backward, the gradient goes back
+//    the same way (not into Input layers: the data needs no gradient);
+//  - network ports: each device has one send port and one receive port (full duplex, the
+//    cluster model's per-device bandwidth). A message holds its sender's send port and its
+//    receiver's receive port for latency + bytes / bandwidth; ports serve messages one at a
+//    time in the order they became ready (serialisation and contention). A collective
+//    (all-reduce) holds the send and receive ports of all its ranks for the network model's
+//    all-reduce time, so it contends with re-shard messages;
+//  - a layer's weight-gradient all-reduce starts when all its ranks have finished its
+//    backward, and overlaps the rest of backward;
+//  - BatchNorm on several ranks, with BatchNormMode::Sync (what burst's runtime does):
+//    after each forward and each backward shard, a blocking all-reduce of the statistics
+//    (2 x channels float64 values) among the layer's ranks before those ranks go on;
+//  - the step ends when every rank's compute, messages and all-reduces are done; the next
+//    step starts on all ranks together (the runtime's loss all-reduce; its few latencies
+//    are not charged). The optimizer step and data loading are not modelled.
+//  - background job (optional): every device trains its own copy of a model at its own
+//    per-device batch, one kernel (a layer's forward or backward) at a time, whenever the
+//    device has no foreground compute to run. The foreground preempts at kernel
+//    granularity: a foreground shard that becomes ready while a background kernel runs
+//    starts when that kernel ends. Background kernels use no network.
+// Deterministic (DESIGN.md invariant 5): events at the same time are handled in a fixed
+// order, so the same inputs give the same timeline.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "burst/graph/graph.h"
+#include "burst/plan/evaluate.h"
+#include "burst/plan/plan.h"
+#include "burst/util/units.h"
+
+namespace burst::sim {
+
+enum class BatchNormMode {
+  Sync,   // statistics all-reduced among the layer's ranks (burst's runtime; exact)
+  Local,  // each rank normalises with its own samples' statistics (DDP, DeepPool)
+};
+
+// A background training job: `graph` at `per_device_batch` samples on every device, timed
+// by the same cost model as the foreground.
+struct BackgroundJob {
+  const graph::Graph* graph = nullptr;  // the caller keeps it alive
+  int64_t per_device_batch = 0;
+};
+
+struct SimOptions {
+  BatchNormMode batchnorm = BatchNormMode::Sync;
+  std::optional<BackgroundJob> background;
+  // Steps simulated; the first `warmup_iterations` are left out of every figure. Without a
+  // background job every step is the same (nothing carries over a step's end), so one step
+  // is exact. With one, the background kernel running when a step ends delays the next,
+  // hence a warm-up step by default.
+  int iterations = 1;
+  int warmup_iterations = 0;
+  bool record_events = false;  // fill SimResult::events (for a Chrome trace)
+  bool record_idle_intervals = false;  // fill DeviceUsage::idle_intervals
+};
+
+// The defaults for a run with a background job: 1 warm-up and 2 measured steps.
+SimOptions options_with_background(const BackgroundJob& job);
+
+enum class EventKind { Forward, Backward, Message, Allreduce, BatchNormSync, Background };
+const char* event_kind_name(EventKind kind);
+
+// One interval on one device (seconds from the start of the simulation).
+struct SimEvent {
+  double start_s = 0;
+  double end_s = 0;
+  EventKind kind = EventKind::Forward;
+  int rank = 0;   // Message: the sender
+  int peer = -1;  // Message: the receiver; collectives: the group size
+  int32_t layer = -1;  // foreground layer (Background: the background model's layer)
+  int iteration = 0;
+  double bytes = 0;  // Message and collectives
+};
+
+struct Interval {
+  double start_s = 0;
+  double end_s = 0;
+};
+
+// One device over the measured steps.
+struct DeviceUsage {
+  Seconds foreground;     // foreground compute
+  Seconds background;     // background kernels
+  Seconds communication;  // time its send or receive port is busy (beside compute)
+  Seconds idle;           // measured time - foreground - background
+  // Gaps in its compute (neither foreground nor background) in the first measured step,
+  // in seconds from that step's start; only with SimOptions::record_idle_intervals.
+  std::vector<Interval> idle_intervals;
+};
+
+struct SimResult {
+  int devices = 0;
+  int64_t global_batch = 0;
+  int measured_iterations = 0;
+  Seconds iteration_time;  // mean over the measured steps
+  std::vector<double> step_end_s;  // when each simulated step ended
+  std::vector<DeviceUsage> usage;  // per rank
+  Seconds foreground_compute;      // summed over devices, per step
+  Seconds background_compute;      // summed over devices, per step
+  Seconds one_device_compute;      // the foreground's layers at the whole batch on one device
+  double foreground_samples_per_s = 0;  // global batch / iteration time
+  double background_samples_per_s = 0;  // all devices: batch x background steps done / s
+  double cluster_throughput = 0;        // foreground + background samples per second
+  // (one_device_compute + background_compute) / (devices x iteration time): device time
+  // spent on work one device would also have had to do (splitting overhead excluded).
+  double useful_fraction = 0;
+  // (foreground_compute + background_compute) / (devices x iteration time).
+  double busy_fraction = 0;
+  // A background step alone on one device (the sum of its kernels) and its throughput.
+  Seconds background_step_alone;
+  double background_alone_samples_per_s = 0;
+  std::vector<SimEvent> events;  // with SimOptions::record_events, by start time
+};
+
+// Simulates `plan` (valid for the context: validate_plan). Throws UserError when the cost
+// model has no time for a foreground or background layer, or for bad options (iterations
+// < 1, warm-up not below iterations, background batch < 1).
+SimResult simulate(const plan::Plan& plan, const plan::PlanContext& context, const SimOptions& options);
+
+// The foreground alone and with a background job, and what multiplexing changes.
+struct MultiplexResult {
+  SimResult alone;
+  SimResult with_background;
+  double foreground_slowdown = 1;  // with / alone iteration time
+  // Background samples/s against what the job would do given all the device time the
+  // foreground alone leaves idle: background_samples_per_s / (alone's idle device-seconds
+  // per second x background_alone_samples_per_s). 1: every idle moment used.
+  double idle_time_efficiency = 0;
+};
+MultiplexResult simulate_multiplexed(const plan::Plan& plan, const plan::PlanContext& context,
+                                     const SimOptions& alone_options, const BackgroundJob& job);
+
+}  // namespace burst::sim

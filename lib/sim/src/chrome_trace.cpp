@@ -1,0 +1,82 @@
+#include "burst/sim/chrome_trace.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace burst::sim {
+namespace {
+
+// Thread ids within a rank's process.
+enum Lane : int { kCompute = 0, kBackground = 1, kSend = 2, kReceive = 3, kCollective = 4 };
+constexpr const char* kLaneNames[] = {"compute", "background", "send", "receive", "collectives"};
+
+std::string layer_name(const graph::Graph* graph, int32_t layer) {
+  if (graph == nullptr || layer < 0 || static_cast<size_t>(layer) >= graph->size()) return "?";
+  return graph->layer(layer).name;
+}
+
+nlohmann::json slice(const SimEvent& event, int rank, Lane lane, std::string name, nlohmann::json args) {
+  args["step"] = event.iteration;
+  return {{"name", std::move(name)}, {"ph", "X"}, {"pid", rank}, {"tid", static_cast<int>(lane)},
+          {"ts", event.start_s * 1e6}, {"dur", (event.end_s - event.start_s) * 1e6}, {"args", std::move(args)}};
+}
+
+}  // namespace
+
+std::string chrome_trace_json(const SimResult& result, const graph::Graph& foreground,
+                              const graph::Graph* background, int max_ranks) {
+  const int shown = std::min(result.devices, std::max(0, max_ranks));
+  nlohmann::json events = nlohmann::json::array();
+  for (int rank = 0; rank < shown; ++rank) {
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", rank}, {"args", {{"name", fmt::format("rank {}", rank)}}}});
+    events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", rank}, {"args", {{"sort_index", rank}}}});
+    for (int lane = kCompute; lane <= kCollective; ++lane) {
+      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", rank}, {"tid", lane},
+                        {"args", {{"name", kLaneNames[lane]}}}});
+    }
+  }
+  for (const SimEvent& event : result.events) {
+    const std::string layer = layer_name(&foreground, event.layer);
+    switch (event.kind) {
+      case EventKind::Forward:
+      case EventKind::Backward:
+        if (event.rank < shown) {
+          events.push_back(slice(event, event.rank, kCompute, fmt::format("{} {}", layer, event_kind_name(event.kind)), {}));
+        }
+        break;
+      case EventKind::Background:
+        if (event.rank < shown) {
+          events.push_back(slice(event, event.rank, kBackground, fmt::format("background {}", layer_name(background, event.layer)), {}));
+        }
+        break;
+      case EventKind::Message:
+        if (event.rank < shown) {
+          events.push_back(slice(event, event.rank, kSend, fmt::format("send {} data to r{}", layer, event.peer),
+                                 {{"peer", event.peer}, {"bytes", event.bytes}}));
+        }
+        if (event.peer < shown) {
+          events.push_back(slice(event, event.peer, kReceive, fmt::format("recv {} data from r{}", layer, event.rank),
+                                 {{"peer", event.rank}, {"bytes", event.bytes}}));
+        }
+        break;
+      case EventKind::Allreduce:
+      case EventKind::BatchNormSync:
+        if (event.rank < shown) {
+          events.push_back(slice(event, event.rank, kCollective,
+                                 fmt::format("{} {}", layer,
+                                             event.kind == EventKind::Allreduce ? "gradient all-reduce" : "BatchNorm statistics"),
+                                 {{"ranks", event.peer}, {"bytes", event.bytes}}));
+        }
+        break;
+    }
+  }
+  const nlohmann::json document = {
+      {"traceEvents", std::move(events)},
+      {"displayTimeUnit", "ms"},
+      {"otherData",
+       {{"generator", "burst sim"}, {"model", foreground.name()}, {"devices", result.devices},
+        {"ranks_shown", shown}, {"iteration_time_ms", result.iteration_time.ms()}}}};
+  return document.dump();
+}
+
+}  // namespace burst::sim

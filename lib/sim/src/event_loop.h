@@ -1,0 +1,39 @@
+#pragma once
+// The discrete-event loop: runs `steps` copies of a step's tasks back to back on the
+// devices' compute and network ports, with an optional background job filling idle compute.
+// Internal to lib/sim.
+#include <cstdint>
+#include <vector>
+
+#include "step_tasks.h"
+
+namespace burst::sim::detail {
+
+// A background job as kernels: their durations in execution order (a forward pass, then the
+// backward pass), repeated forever, and the layer each one belongs to.
+struct BackgroundKernels {
+  std::vector<double> duration_s;
+  std::vector<int32_t> layer;
+};
+
+struct KernelRun {
+  double start_s = 0;
+  double end_s = 0;
+  int32_t kernel = 0;  // index into BackgroundKernels
+};
+
+struct LoopResult {
+  // Per task instance (step x tasks + task): when it started and ended.
+  std::vector<double> start_s;
+  std::vector<double> end_s;
+  std::vector<double> step_end_s;  // per step
+  // Per rank, the background kernels it ran (empty without a background job, and for ranks
+  // without foreground work, which run the background job all the time).
+  std::vector<std::vector<KernelRun>> background;
+  std::vector<bool> background_only;  // per rank: no foreground compute at all
+};
+
+// `background` may be null. Every rank's foreground tasks of step s + 1 wait for step s's end.
+LoopResult run_event_loop(const StepTasks& step, int devices, int steps, const BackgroundKernels* background);
+
+}  // namespace burst::sim::detail

@@ -1,0 +1,267 @@
+#include "step_tasks.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "burst/util/error.h"
+
+namespace burst::sim::detail {
+namespace {
+
+// Gradients flow back into a producer only when its output is a float activation that is
+// not the data itself (the runtime's rule: no gradient messages into Input layers).
+bool carries_gradient(const graph::Graph& graph, graph::LayerId producer) {
+  return graph.layer(producer).op() != graph::OpKind::Input &&
+         graph.info(producer).output_dtype == graph::DType::Float32;
+}
+
+bool same_placement(const plan::LayerPlacement& a, const plan::LayerPlacement& b) {
+  return std::equal(a.shards.begin(), a.shards.end(), b.shards.begin(), b.shards.end(),
+                    [](const cost::Shard& x, const cost::Shard& y) {
+                      return x.rank == y.rank && x.samples == y.samples;
+                    });
+}
+
+std::vector<int> ranks_of(const plan::LayerPlacement& placement) {
+  std::vector<int> ranks;
+  for (const cost::Shard& shard : placement.shards) ranks.push_back(shard.rank);
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
+}
+
+class StepBuilder {
+ public:
+  StepBuilder(const plan::Plan& plan, const plan::PlanContext& context, BatchNormMode batchnorm)
+      : plan_(plan),
+        graph_(context.graph),
+        context_(context),
+        batchnorm_(batchnorm),
+        devices_(context.network.cluster().size()),
+        times_(graph_.size()),
+        forward_task_(graph_.size() * static_cast<size_t>(devices_), -1),
+        backward_task_(graph_.size() * static_cast<size_t>(devices_), -1),
+        last_compute_(static_cast<size_t>(devices_), -1),
+        gate_(static_cast<size_t>(devices_), -1) {
+    BURST_ASSERT(plan.layers.size() == graph_.size(), "simulate needs a validated plan");
+    step_.first_compute.assign(static_cast<size_t>(devices_), -1);
+  }
+
+  StepTasks build() && {
+    const auto layer_count = static_cast<graph::LayerId>(graph_.size());
+    for (graph::LayerId id = 0; id < layer_count; ++id) add_forward(id);
+    for (graph::LayerId id = layer_count - 1; id >= 0; --id) add_backward(id);
+    add_step_end();
+    link();
+    return std::move(step_);
+  }
+
+ private:
+  const cost::LayerTime& time(graph::LayerId id, int64_t batch) {
+    auto& known = times_[static_cast<size_t>(id)];
+    for (const auto& [size, time] : known) {
+      if (size == batch) return time;
+    }
+    known.emplace_back(batch, context_.cost.require(graph_, id, batch).time);
+    return known.back().second;
+  }
+
+  int32_t add(const Task& task) {
+    step_.tasks.push_back(task);
+    return static_cast<int32_t>(step_.tasks.size() - 1);
+  }
+  void depend(int32_t before, int32_t after) { edges_.emplace_back(before, after); }
+
+  int32_t& forward_task(graph::LayerId id, int rank) {
+    return forward_task_[static_cast<size_t>(id) * static_cast<size_t>(devices_) + static_cast<size_t>(rank)];
+  }
+  int32_t& backward_task(graph::LayerId id, int rank) {
+    return backward_task_[static_cast<size_t>(id) * static_cast<size_t>(devices_) + static_cast<size_t>(rank)];
+  }
+
+  // A compute task on `rank`, after the rank's previous one and any collective it waits on.
+  int32_t add_compute(graph::LayerId id, int rank, Seconds duration, EventKind kind) {
+    Task task;
+    task.duration_s = duration.s();
+    task.kind = TaskKind::Compute;
+    task.event = kind;
+    task.layer = id;
+    task.rank = rank;
+    const int32_t index = add(task);
+    int32_t& last = last_compute_[static_cast<size_t>(rank)];
+    if (last >= 0) {
+      depend(last, index);
+    } else {
+      step_.first_compute[static_cast<size_t>(rank)] = index;
+    }
+    last = index;
+    int32_t& gate = gate_[static_cast<size_t>(rank)];
+    if (gate >= 0) {
+      depend(gate, index);
+      gate = -1;
+    }
+    return index;
+  }
+
+  int32_t add_message(graph::LayerId layer, int sender, int receiver, double bytes) {
+    Task task;
+    task.kind = TaskKind::Message;
+    task.event = EventKind::Message;
+    task.layer = layer;
+    task.rank = sender;
+    task.peer = receiver;
+    task.bytes = bytes;
+    task.duration_s = context_.network.point_to_point(sender, receiver, Bytes(bytes)).s();
+    return add(task);
+  }
+
+  int32_t add_collective(graph::LayerId layer, std::vector<int> ranks, double bytes, EventKind kind) {
+    auto [found, inserted] = group_index_.emplace(std::move(ranks), static_cast<int32_t>(step_.groups.size()));
+    if (inserted) step_.groups.push_back(found->first);
+    const std::vector<int>& group = found->first;
+    auto cached = collective_time_.find({found->second, bytes});
+    if (cached == collective_time_.end()) {
+      cached = collective_time_.emplace(std::make_pair(found->second, bytes),
+                                        context_.network.allreduce(group, Bytes(bytes)).s()).first;
+    }
+    Task task;
+    task.kind = TaskKind::Collective;
+    task.event = kind;
+    task.layer = layer;
+    task.group = found->second;
+    task.bytes = bytes;
+    task.duration_s = cached->second;
+    const int32_t index = add(task);
+    collectives_.push_back(index);
+    return index;
+  }
+
+  // Split BatchNorm: the layer's ranks all-reduce 2 x channels float64 statistics and wait
+  // for it before their next shard.
+  void add_batchnorm_sync(graph::LayerId id, bool forward) {
+    const plan::LayerPlacement& placement = plan_.layers[static_cast<size_t>(id)];
+    if (batchnorm_ != BatchNormMode::Sync || placement.shards.size() < 2 ||
+        graph_.layer(id).op() != graph::OpKind::BatchNorm2d) {
+      return;
+    }
+    const double channels = static_cast<double>(graph_.info(id).output_shape.at(0));
+    const int32_t sync = add_collective(id, ranks_of(placement), 2 * channels * 8, EventKind::BatchNormSync);
+    for (const cost::Shard& shard : placement.shards) {
+      depend(forward ? forward_task(id, shard.rank) : backward_task(id, shard.rank), sync);
+      gate_[static_cast<size_t>(shard.rank)] = sync;
+    }
+  }
+
+  void add_forward(graph::LayerId id) {
+    const plan::LayerPlacement& placement = plan_.layers[static_cast<size_t>(id)];
+    for (const cost::Shard& shard : placement.shards) {
+      forward_task(id, shard.rank) =
+          add_compute(id, shard.rank, time(id, shard.samples.size()).forward, EventKind::Forward);
+    }
+    // One message per non-local piece, per input position (a layer may read a producer twice).
+    for (const graph::LayerId producer : graph_.inputs(id)) {
+      if (same_placement(plan_.layers[static_cast<size_t>(producer)], placement)) continue;
+      const double bytes_per_sample = static_cast<double>(graph_.info(producer).output_bytes);
+      for (const cost::Transfer& piece : plan::activation_transfers(plan_, producer, id)) {
+        if (piece.local()) continue;
+        const int32_t message = add_message(id, piece.src_rank, piece.dst_rank,
+                                            bytes_per_sample * static_cast<double>(piece.samples.size()));
+        depend(forward_task(producer, piece.src_rank), message);
+        depend(message, forward_task(id, piece.dst_rank));
+        messages_.push_back(message);
+      }
+    }
+    add_batchnorm_sync(id, true);
+  }
+
+  void add_backward(graph::LayerId id) {
+    const plan::LayerPlacement& placement = plan_.layers[static_cast<size_t>(id)];
+    for (const cost::Shard& shard : placement.shards) {
+      backward_task(id, shard.rank) =
+          add_compute(id, shard.rank, time(id, shard.samples.size()).backward, EventKind::Backward);
+    }
+    // Gradients of our output come back from each consumer's ranks, the forward pieces reversed.
+    if (carries_gradient(graph_, id)) {
+      const double bytes_per_sample = static_cast<double>(graph_.info(id).output_bytes);
+      for (const graph::LayerId consumer : graph_.consumers(id)) {
+        if (same_placement(plan_.layers[static_cast<size_t>(consumer)], placement)) continue;
+        const std::vector<cost::Transfer> pieces = plan::activation_transfers(plan_, id, consumer);
+        for (const graph::LayerId input : graph_.inputs(consumer)) {
+          if (input != id) continue;
+          for (const cost::Transfer& piece : pieces) {
+            if (piece.local()) continue;
+            const int32_t message = add_message(consumer, piece.dst_rank, piece.src_rank,
+                                                bytes_per_sample * static_cast<double>(piece.samples.size()));
+            depend(backward_task(consumer, piece.dst_rank), message);
+            depend(message, backward_task(id, piece.src_rank));
+            messages_.push_back(message);
+          }
+        }
+      }
+    }
+    add_batchnorm_sync(id, false);
+    const std::vector<int> group = plan::sync_group(plan_, graph_, id);
+    if (!group.empty()) {
+      const int32_t allreduce = add_collective(id, group, static_cast<double>(graph_.info(id).params) * 4.0,
+                                               EventKind::Allreduce);  // fp32 gradients
+      for (const int rank : group) depend(backward_task(id, rank), allreduce);
+    }
+  }
+
+  // The step ends when every rank's compute, messages and collectives are done.
+  void add_step_end() {
+    Task task;
+    task.kind = TaskKind::StepEnd;
+    step_.step_end = add(task);
+    for (const int32_t last : last_compute_) {
+      if (last >= 0) depend(last, step_.step_end);
+    }
+    for (const int32_t gate : gate_) {  // a BatchNorm sync after a rank's last shard
+      if (gate >= 0) depend(gate, step_.step_end);
+    }
+    for (const int32_t message : messages_) depend(message, step_.step_end);
+    for (const int32_t collective : collectives_) depend(collective, step_.step_end);
+  }
+
+  // Edges into the compressed successor lists, and dependency counts.
+  void link() {
+    const size_t count = step_.tasks.size();
+    step_.successor_begin.assign(count + 1, 0);
+    step_.dependency_count.assign(count, 0);
+    for (const auto& [before, after] : edges_) {
+      ++step_.successor_begin[static_cast<size_t>(before) + 1];
+      ++step_.dependency_count[static_cast<size_t>(after)];
+    }
+    for (size_t i = 0; i < count; ++i) step_.successor_begin[i + 1] += step_.successor_begin[i];
+    step_.successors.resize(edges_.size());
+    std::vector<int32_t> fill(step_.successor_begin.begin(), step_.successor_begin.end() - 1);
+    for (const auto& [before, after] : edges_) {
+      step_.successors[static_cast<size_t>(fill[static_cast<size_t>(before)]++)] = after;
+    }
+  }
+
+  const plan::Plan& plan_;
+  const graph::Graph& graph_;
+  const plan::PlanContext& context_;
+  BatchNormMode batchnorm_;
+  int devices_;
+  std::vector<std::vector<std::pair<int64_t, cost::LayerTime>>> times_;
+  std::vector<int32_t> forward_task_;   // [layer x devices + rank]
+  std::vector<int32_t> backward_task_;  // [layer x devices + rank]
+  std::vector<int32_t> last_compute_;   // per rank
+  std::vector<int32_t> gate_;           // per rank: a collective its next shard waits for
+  std::vector<int32_t> messages_;
+  std::vector<int32_t> collectives_;
+  std::vector<std::pair<int32_t, int32_t>> edges_;
+  std::map<std::vector<int>, int32_t> group_index_;
+  std::map<std::pair<int32_t, double>, double> collective_time_;
+  StepTasks step_;
+};
+
+}  // namespace
+
+StepTasks build_step_tasks(const plan::Plan& plan, const plan::PlanContext& context, BatchNormMode batchnorm) {
+  return StepBuilder(plan, context, batchnorm).build();
+}
+
+}  // namespace burst::sim::detail

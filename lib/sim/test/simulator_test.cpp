@@ -1,0 +1,264 @@
+// The simulator on worlds small enough to derive every time by hand (in the comments), and
+// its agreement with the planner's evaluator where the two models coincide.
+#include "burst/sim/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include "burst/cost/device_models.h"
+#include "burst/graph/builder.h"
+#include "burst/graph/model_json.h"
+#include "burst/plan/burst_planner.h"
+#include "burst/sim/chrome_trace.h"
+#include "burst/util/error.h"
+#include "planner_test_support.h"
+
+namespace burst::sim {
+namespace {
+
+using plan::testing::ms;
+using plan::testing::test_cluster;
+using plan::testing::World;
+
+constexpr double kTolerance = 1e-12;  // seconds
+
+// A plan from {layer: [(rank, begin, end), ...]} in graph order.
+plan::Plan hand_plan(const graph::Graph& graph, int devices, int64_t batch,
+                     const std::vector<std::vector<cost::Shard>>& shards) {
+  plan::Plan plan;
+  plan.model = graph.name();
+  plan.strategy = "hand";
+  plan.global_batch = batch;
+  plan.devices = devices;
+  for (size_t id = 0; id < graph.size(); ++id) {
+    plan.layers.push_back(plan::LayerPlacement{graph.layer(static_cast<graph::LayerId>(id)).name, shards.at(id)});
+  }
+  return plan;
+}
+
+cost::Shard shard(int rank, int64_t begin, int64_t end) { return cost::Shard{rank, {begin, end}}; }
+
+// The first event of `kind` for `layer` on `rank`.
+const SimEvent& find_event(const SimResult& result, EventKind kind, int32_t layer, int rank) {
+  for (const SimEvent& event : result.events) {
+    if (event.kind == kind && event.layer == layer && event.rank == rank) return event;
+  }
+  ADD_FAILURE() << "no " << event_kind_name(kind) << " event for layer " << layer << " on rank " << rank;
+  static const SimEvent none;
+  return none;
+}
+
+SimOptions recording() {
+  SimOptions options;
+  options.record_events = true;
+  options.record_idle_intervals = true;
+  return options;
+}
+
+// input [250] (1000 B per sample) -> a (relu) -> b (relu); 2 ranks, 1 MB/s, no latency, so
+// one sample of either output crosses in 1 ms. Global batch 2.
+// Plan: input on r0 (both samples); a split, r0 [0,1) and r1 [1,2); b on r0 (both).
+// Costs: input 0; a forward 2 ms/sample, backward 3 ms/sample; b 1 ms/sample both ways.
+//   forward:  r0: input [0,0]; a [0,2] (its sample is local: no wait for the message).
+//             message input->a r0->r1 [0,1]; r1: a [1,3].
+//             message a->b r1->r0 [3,4]; r0: b [4,6] (waits for r1's sample).
+//   backward: r0: b [6,8]; gradient b->a r0->r1 [8,9]; r0: a [8,11]; r1: a [9,12].
+//             No gradient goes into the Input layer; no parameters, no all-reduces.
+//   step: 12 ms. r0 computes 2+2+2+3 = 9 ms, idle [2,4] and [11,12]; r1 computes 2+3 = 5 ms,
+//   idle [0,1] and [3,9]. r0's ports carry three 1 ms messages: 3 ms of communication.
+// (The evaluator starts a layer on all its ranks together: a at 1 ms on r0 too.)
+TEST(Simulator, ThreeLayerChainOnTwoDevices) {
+  graph::GraphBuilder b("chain3");
+  b.relu("b", b.relu("a", b.input("input", {250})));
+  const World world(std::move(b).build(), test_cluster(2, 1e6, 0),
+                    {{"input", {ms(0), ms(0)}}, {"a", {ms(0, 2), ms(0, 3)}}, {"b", {ms(0, 1), ms(0, 1)}}});
+  const plan::Plan plan = hand_plan(world.graph, 2, 2,
+                                    {{shard(0, 0, 2)}, {shard(0, 0, 1), shard(1, 1, 2)}, {shard(0, 0, 2)}});
+  const SimResult result = simulate(plan, world.context(), recording());
+
+  EXPECT_NEAR(result.iteration_time.ms(), 12.0, 1e-9);
+  EXPECT_NEAR(find_event(result, EventKind::Forward, 1, 0).start_s, 0.0, kTolerance);
+  EXPECT_NEAR(find_event(result, EventKind::Forward, 1, 1).start_s, 1e-3, kTolerance);
+  EXPECT_NEAR(find_event(result, EventKind::Forward, 2, 0).start_s, 4e-3, kTolerance);
+  EXPECT_NEAR(find_event(result, EventKind::Backward, 1, 0).end_s, 11e-3, kTolerance);
+  EXPECT_NEAR(find_event(result, EventKind::Backward, 1, 1).start_s, 9e-3, kTolerance);
+
+  EXPECT_NEAR(result.usage[0].foreground.ms(), 9.0, 1e-9);
+  EXPECT_NEAR(result.usage[0].idle.ms(), 3.0, 1e-9);
+  EXPECT_NEAR(result.usage[0].communication.ms(), 3.0, 1e-9);
+  EXPECT_NEAR(result.usage[1].foreground.ms(), 5.0, 1e-9);
+  ASSERT_EQ(result.usage[1].idle_intervals.size(), 2u);
+  EXPECT_NEAR(result.usage[1].idle_intervals[0].end_s, 1e-3, kTolerance);
+  EXPECT_NEAR(result.usage[1].idle_intervals[1].start_s, 3e-3, kTolerance);
+  EXPECT_NEAR(result.usage[1].idle_intervals[1].end_s, 9e-3, kTolerance);
+  EXPECT_NEAR(result.busy_fraction, 14.0 / 24.0, 1e-9);
+  EXPECT_NEAR(result.foreground_samples_per_s, 2 / 12e-3, 1e-6);
+}
+
+// Two messages that need the same port go one after another. 3 ranks, 1 MB/s, no latency,
+// 1000 B per sample: each message takes 1 ms. Global batch 2; a: forward 2 ms per call.
+//  (1) one sender: input on r0, a on r1 [0,1) and r2 [1,2). Both messages leave r0's send
+//      port: r0->r1 [0,1], r0->r2 [1,2]; a on r1 [1,3], on r2 [2,4]. Step 4 ms.
+//  (2) one receiver: input on r1 [0,1) and r2 [1,2), a on r0. Both messages enter r0's
+//      receive port: r1->r0 [0,1], r2->r0 [1,2]; a on r0 [2,4]. Step 4 ms.
+TEST(Simulator, TransfersContendForOnePort) {
+  auto world = [] {
+    graph::GraphBuilder b("contend");
+    b.relu("a", b.input("input", {250}));
+    return World(std::move(b).build(), test_cluster(3, 1e6, 0),
+                 {{"input", {ms(0), ms(0)}}, {"a", {ms(2), ms(0)}}});
+  };
+  {
+    const World one_sender = world();
+    const SimResult result = simulate(
+        hand_plan(one_sender.graph, 3, 2, {{shard(0, 0, 2)}, {shard(1, 0, 1), shard(2, 1, 2)}}),
+        one_sender.context(), recording());
+    EXPECT_NEAR(find_event(result, EventKind::Message, 1, 0).end_s, 1e-3, kTolerance);
+    EXPECT_NEAR(find_event(result, EventKind::Forward, 1, 1).start_s, 1e-3, kTolerance);
+    EXPECT_NEAR(find_event(result, EventKind::Forward, 1, 2).start_s, 2e-3, kTolerance);
+    EXPECT_NEAR(result.iteration_time.ms(), 4.0, 1e-9);
+    EXPECT_NEAR(result.usage[0].communication.ms(), 2.0, 1e-9);
+  }
+  {
+    const World one_receiver = world();
+    const SimResult result = simulate(
+        hand_plan(one_receiver.graph, 3, 2, {{shard(1, 0, 1), shard(2, 1, 2)}, {shard(0, 0, 2)}}),
+        one_receiver.context(), recording());
+    EXPECT_NEAR(find_event(result, EventKind::Message, 1, 1).end_s, 1e-3, kTolerance);
+    EXPECT_NEAR(find_event(result, EventKind::Message, 1, 2).start_s, 1e-3, kTolerance);
+    EXPECT_NEAR(find_event(result, EventKind::Forward, 1, 0).start_s, 2e-3, kTolerance);
+    EXPECT_NEAR(result.iteration_time.ms(), 4.0, 1e-9);
+  }
+}
+
+// Data parallelism on 2 ranks, batch 2: input [4,1,1] -> a (1x1 conv 4->4: 20 params, 80 B
+// of gradients) -> b (1x1 conv 4->240: 1200 params, 4800 B). Links 1.6 MB/s, no latency:
+// a 2-rank ring all-reduce of S bytes takes 2 * (1/2) * S / B = S / B: b's 3 ms, a's 0.05 ms.
+// Costs: a and b forward 1 ms, backward 2 ms (per call).
+//   forward a [0,1], b [1,2]; backward b [2,4]; b's all-reduce [4,7] overlaps a's backward
+//   [4,6]; a's all-reduce waits for the ports: [7,7.05]. Step 7.05 ms (9.05 without the
+//   overlap). The evaluator predicts the same.
+TEST(Simulator, AllreduceOverlapsBackward) {
+  graph::GraphBuilder b("overlap");
+  std::string x = b.input("input", {4, 1, 1});
+  x = b.conv2d("a", x, graph::conv2d_attrs(4, {1, 1}));
+  b.conv2d("b", x, graph::conv2d_attrs(240, {1, 1}));
+  const World world(std::move(b).build(), test_cluster(2, 1.6e6, 0),
+                    {{"input", {ms(0), ms(0)}}, {"a", {ms(1), ms(2)}}, {"b", {ms(1), ms(2)}}});
+  const plan::Plan plan = plan::plan_data_parallel(world.graph, 2, 2);
+  const SimResult result = simulate(plan, world.context(), recording());
+  const SimEvent& b_sync = find_event(result, EventKind::Allreduce, 2, 0);
+  EXPECT_NEAR(b_sync.start_s, 4e-3, kTolerance);
+  EXPECT_NEAR(b_sync.end_s, 7e-3, kTolerance);
+  EXPECT_NEAR(find_event(result, EventKind::Backward, 1, 1).end_s, 6e-3, kTolerance);
+  EXPECT_NEAR(find_event(result, EventKind::Allreduce, 1, 1).start_s, 7e-3, kTolerance);
+  EXPECT_NEAR(result.iteration_time.ms(), 7.05, 1e-9);
+  EXPECT_NEAR(plan::evaluate_plan(plan, world.context()).iteration_time.ms(), 7.05, 1e-9);
+}
+
+// input [250] -> a (relu) on r0 -> b (relu) on r1; batch 1; 1 MB/s: a 1 ms message each way.
+// a and b: 2 ms forward and 2 ms backward. Alone:
+//   r0: a [0,2]; message [2,3]; r1: b [3,5], b backward [5,7]; message [7,8]; r0: a [8,10].
+// Background job: one relu layer, 2 ms forward and 2 ms backward at batch 1, so kernels of
+// 2 ms and a background step of 4 ms (1 sample). One step simulated:
+//   r1 is idle at 0: kernels [0,2], [2,4]; b becomes ready at 3 and waits for the running
+//   kernel's remaining 1 ms: b [4,6], b backward [6,8]; message [8,9]; r1 then runs kernels
+//   [8,10], [10,12].
+//   r0: a [0,2]; kernels [2,4], [4,6], [6,8], [8,10]; a's backward, ready at 9, waits 1 ms:
+//   [10,12]. Step 12 ms: slowdown 12/10 = 1.2.
+//   Background: 8 ms of kernels per rank, 16 ms = 4 background steps = 4 samples in 12 ms:
+//   333.33 samples/s; the foreground's 1 sample in 12 ms is 83.33/s; together 416.67/s.
+TEST(Simulator, BackgroundKernelDelaysForegroundByItsRemainingTime) {
+  graph::GraphBuilder b("pipe");
+  b.relu("b", b.relu("a", b.input("input", {250})));
+  graph::GraphBuilder k("filler");
+  k.relu("k", k.input("noise", {8}));
+  const graph::Graph filler = std::move(k).build();
+  const World world(std::move(b).build(), test_cluster(2, 1e6, 0),
+                    {{"input", {ms(0), ms(0)}}, {"a", {ms(2), ms(2)}}, {"b", {ms(2), ms(2)}},
+                     {"noise", {ms(0), ms(0)}}, {"k", {ms(2), ms(2)}}});
+  const plan::Plan plan = hand_plan(world.graph, 2, 1, {{shard(0, 0, 1)}, {shard(0, 0, 1)}, {shard(1, 0, 1)}});
+  SimOptions options = recording();
+  const SimResult alone = simulate(plan, world.context(), options);
+  EXPECT_NEAR(alone.iteration_time.ms(), 10.0, 1e-9);
+
+  options.background = BackgroundJob{&filler, 1};
+  const SimResult result = simulate(plan, world.context(), options);
+  EXPECT_NEAR(result.iteration_time.ms(), 12.0, 1e-9);
+  EXPECT_NEAR(find_event(result, EventKind::Forward, 2, 1).start_s, 4e-3, kTolerance);
+  EXPECT_NEAR(find_event(result, EventKind::Backward, 1, 0).start_s, 10e-3, kTolerance);
+  EXPECT_NEAR(result.usage[0].background.ms(), 8.0, 1e-9);
+  EXPECT_NEAR(result.usage[1].background.ms(), 8.0, 1e-9);
+  EXPECT_NEAR(result.background_step_alone.ms(), 4.0, 1e-9);
+  EXPECT_NEAR(result.background_samples_per_s, 4 / 12e-3, 1e-6);
+  EXPECT_NEAR(result.cluster_throughput, 5 / 12e-3, 1e-6);
+  EXPECT_NEAR(result.busy_fraction, 1.0, 1e-9);  // 8 + 8 foreground, 16 background, of 24
+
+  const MultiplexResult multiplexed = simulate_multiplexed(plan, world.context(), recording(), BackgroundJob{&filler, 1});
+  EXPECT_NEAR(multiplexed.alone.iteration_time.ms(), 10.0, 1e-9);
+  EXPECT_GT(multiplexed.foreground_slowdown, 1.0);
+}
+
+// The same inputs give the same timeline, event for event (DESIGN.md invariant 5).
+TEST(Simulator, IsDeterministic) {
+  const graph::Graph graph = graph::load_model("inception_v3");
+  const cost::DeviceModel device = cost::resolve_device("a100", std::nullopt);
+  const auto cost = cost::make_cost_model(device);
+  const cost::NetworkModel network(cluster::builtin_cluster("a100", 16));
+  const plan::PlanContext context{graph, *cost, network};
+  const plan::Plan plan = plan::plan_burst(context, 64);
+  const graph::Graph background = graph::load_model("resnet50");
+  SimOptions options = options_with_background(BackgroundJob{&background, 8});
+  options.record_events = true;
+  const SimResult first = simulate(plan, context, options);
+  const SimResult second = simulate(plan, context, options);
+  ASSERT_EQ(first.events.size(), second.events.size());
+  for (size_t i = 0; i < first.events.size(); ++i) {
+    ASSERT_EQ(first.events[i].start_s, second.events[i].start_s) << i;
+    ASSERT_EQ(first.events[i].end_s, second.events[i].end_s) << i;
+    ASSERT_EQ(first.events[i].rank, second.events[i].rank) << i;
+  }
+  EXPECT_EQ(first.iteration_time.s(), second.iteration_time.s());
+  EXPECT_GT(first.background_samples_per_s, 0);
+  const std::string trace = chrome_trace_json(first, graph, &background, 4);
+  EXPECT_NE(trace.find("\"traceEvents\""), std::string::npos);
+  EXPECT_NE(trace.find("background"), std::string::npos);
+}
+
+// Where the two models coincide (data parallelism with an even split: no re-shards, every
+// rank alike), the simulator and the evaluator agree.
+TEST(Simulator, DataParallelMatchesTheEvaluator) {
+  const cost::DeviceModel device = cost::resolve_device("a100", std::nullopt);
+  const auto cost = cost::make_cost_model(device);
+  for (const char* name : {"vgg16", "resnet50", "inception_v3"}) {
+    const graph::Graph graph = graph::load_model(name);
+    for (const int devices : {1, 8, 32}) {
+      const cost::NetworkModel network(cluster::builtin_cluster("a100", devices));
+      const plan::PlanContext context{graph, *cost, network};
+      const plan::Plan plan = plan::plan_data_parallel(graph, devices, 64);
+      SimOptions options;
+      options.batchnorm = BatchNormMode::Local;  // the evaluator does not sync BatchNorm
+      const double simulated = simulate(plan, context, options).iteration_time.s();
+      const double evaluated = plan::evaluate_plan(plan, context).iteration_time.s();
+      EXPECT_NEAR(simulated, evaluated, 1e-9 * evaluated) << name << " on " << devices;
+    }
+  }
+}
+
+TEST(Simulator, RefusesBadOptions) {
+  graph::GraphBuilder b("tiny");
+  b.relu("a", b.input("input", {4}));
+  const World world(std::move(b).build(), test_cluster(1, 1e6, 0), {{"input", {ms(0), ms(0)}}, {"a", {ms(1), ms(1)}}});
+  const plan::Plan plan = plan::plan_data_parallel(world.graph, 1, 2);
+  SimOptions options;
+  options.iterations = 0;
+  EXPECT_THROW(simulate(plan, world.context(), options), UserError);
+  options.iterations = 2;
+  options.warmup_iterations = 2;
+  EXPECT_THROW(simulate(plan, world.context(), options), UserError);
+  options.warmup_iterations = 0;
+  options.background = BackgroundJob{&world.graph, 0};
+  EXPECT_THROW(simulate(plan, world.context(), options), UserError);
+}
+
+}  // namespace
+}  // namespace burst::sim
