@@ -13,6 +13,7 @@
 #include "import_commands.h"
 #include "model_commands.h"
 #include "plan_commands.h"
+#include "sim_commands.h"
 #ifdef BURST_HAVE_TORCH
 #include "profile_commands.h"
 #include "train_commands.h"
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
   burst::cli::add_cluster_commands(app);
   burst::cli::add_import_commands(app);
   burst::cli::add_plan_commands(app);
+  burst::cli::add_sim_commands(app);
 
   try {
     app.parse(argc, argv);

@@ -22,77 +22,22 @@
 #include "burst/plan/plan_svg.h"
 #include "burst/util/error.h"
 #include "burst/util/json_io.h"
+#include "command_inputs.h"
 #include "plan_report.h"
 
 namespace burst::cli {
 namespace {
 
 // Numbers arrive as text so that a bad one can be quoted as typed.
-struct PlanOptions {
-  std::string model;
-  std::string devices;
-  std::string global_batch;
-  std::string device;
-  std::string profile;
-  std::string cluster_file;
+struct PlanOptions : InputOptions {
   std::string strategy = "burst";
   std::string amplification;  // empty: the burst planner's default
-  std::string plan_file;      // evaluate this plan instead of planning
   std::string output;         // -o: write the plan file
   std::string svg;            // write pictures
   bool json = false;
   bool sweep = false;
   bool strict_amplification = false;  // keep the limit even when data parallel is faster
 };
-
-// A whole number in [minimum, maximum] given to `flag`; anything else is refused quoting it.
-int64_t parse_whole(const std::string& text, const char* flag, int64_t minimum, int64_t maximum) {
-  int64_t value = 0;
-  const char* end = text.data() + text.size();
-  const auto [stop, error] = std::from_chars(text.data(), end, value);
-  if (text.empty() || error == std::errc::invalid_argument || stop != end) {
-    throw UserError(fmt::format("{} must be a whole number, got '{}'", flag, text_excerpt(text)));
-  }
-  if (error != std::errc::result_out_of_range && value < minimum) {
-    throw UserError(fmt::format("{} must be at least {}, got {}", flag, minimum, text_excerpt(text)));
-  }
-  if (error == std::errc::result_out_of_range || value > maximum) {
-    throw UserError(
-        fmt::format("{} must be between {} and {}, got {}", flag, minimum, maximum, text_excerpt(text)));
-  }
-  return value;
-}
-
-// --amplification: a finite number >= 1, or "inf" for no limit (nullopt).
-std::optional<double> parse_amplification(const std::string& text) {
-  if (text == "inf") return std::nullopt;
-  const std::string problem =
-      fmt::format("--amplification must be a number >= 1 or 'inf', got '{}'", text_excerpt(text));
-  // strtod alone would accept leading spaces, "nan", "infinity" and hex floats.
-  if (text.empty() || text.find_first_not_of("0123456789.eE+-") != std::string::npos) {
-    throw UserError(problem);
-  }
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (end != text.c_str() + text.size() || !std::isfinite(value) || value < 1) throw UserError(problem);
-  return value;
-}
-
-// An amplification limit as the report states it (nullopt: none).
-std::optional<double> limit_of(double amplification) {
-  return std::isinf(amplification) ? std::nullopt : std::optional<double>(amplification);
-}
-
-plan::BurstOptions burst_options(const std::optional<double>& limit, bool strict) {
-  plan::BurstOptions options;
-  options.amplification = limit ? *limit : std::numeric_limits<double>::infinity();
-  options.never_slower_than_dp = !strict;
-  return options;
-}
-
-std::optional<std::string> profile_path(const PlanOptions& options) {
-  return options.profile.empty() ? std::nullopt : std::optional<std::string>(options.profile);
-}
 
 // Refuses combinations that have no meaning, before any file is read.
 void check_combinations(const PlanOptions& options, bool strategy_given) {
@@ -122,26 +67,6 @@ void check_combinations(const PlanOptions& options, bool strategy_given) {
   }
 }
 
-// The cluster of the command line: --cluster FILE, or the built-in one of `kind` with
-// --devices (or, with --plan and no --devices, the plan's device count).
-cluster::Cluster make_cluster(const PlanOptions& options, const std::string& kind,
-                              const std::optional<plan::Plan>& loaded) {
-  std::optional<int64_t> devices;
-  if (!options.devices.empty()) {
-    devices = parse_whole(options.devices, "--devices", 1, cluster::kMaxDevices);
-  }
-  if (!options.cluster_file.empty()) {
-    cluster::Cluster cluster = cluster::load_cluster_file(options.cluster_file);
-    if (devices && *devices != cluster.size()) {
-      throw UserError(fmt::format("--devices {} disagrees with cluster file '{}', which has {} devices",
-                                  *devices, options.cluster_file, cluster.size()));
-    }
-    return cluster;
-  }
-  if (!devices && loaded) devices = loaded->devices;
-  if (!devices) throw UserError("burst plan needs --devices N (or --cluster FILE)");
-  return cluster::builtin_cluster(kind, *devices);
-}
 
 void run_sweep(const PlanOptions& options, const graph::Graph& graph, const std::string& kind, int devices,
                int64_t global_batch, const cost::CostModel& cost, const plan::BurstOptions& burst) {
@@ -177,53 +102,6 @@ void run_sweep(const PlanOptions& options, const graph::Graph& graph, const std:
   }
   print_sweep_report(report, std::cout);
   if (!options.svg.empty()) std::cout << "\nwrote the scaling curve to " << options.svg << '\n';
-}
-
-// What the command line names, read and checked before any planning.
-struct Inputs {
-  graph::Graph graph;
-  std::optional<plan::Plan> loaded;  // --plan FILE, validated against graph and cluster
-  cluster::Cluster cluster;
-  cost::DeviceModel device;
-  int64_t global_batch = 0;
-};
-
-// Cheap checks first, the device (fitting its curves takes a while) last.
-Inputs read_inputs(const PlanOptions& options) {
-  std::optional<int64_t> global_batch;
-  if (!options.global_batch.empty()) {
-    global_batch =
-        parse_whole(options.global_batch, "--global-batch", 1, std::numeric_limits<int64_t>::max());
-  } else if (options.plan_file.empty()) {
-    throw UserError("burst plan needs --global-batch B (the samples of one iteration)");
-  }
-  graph::Graph graph = graph::load_model(options.model);
-  std::optional<plan::Plan> loaded;
-  if (!options.plan_file.empty()) {
-    loaded = plan::load_plan_file(options.plan_file);
-    if (global_batch && *global_batch != loaded->global_batch) {
-      throw UserError(fmt::format("plan file '{}' is for global batch {}, not --global-batch {}",
-                                  options.plan_file, loaded->global_batch, *global_batch));
-    }
-    global_batch = loaded->global_batch;
-  }
-  // The device kind: the cluster file's, --device's, or (--profile alone) the profile's.
-  std::optional<cost::DeviceModel> device;
-  std::string kind = options.device;
-  if (options.cluster_file.empty() && kind.empty()) {
-    device = cost::resolve_device("", profile_path(options));
-    kind = device->spec.kind;
-  }
-  cluster::Cluster cluster = make_cluster(options, kind, loaded);
-  if (loaded) {
-    try {
-      plan::validate_plan(*loaded, graph, cluster);
-    } catch (const UserError& error) {
-      throw UserError(fmt::format("plan file '{}': {}", options.plan_file, error.what()));
-    }
-  }
-  if (!device) device = cost::resolve_device(cluster.device(), profile_path(options));
-  return Inputs{std::move(graph), std::move(loaded), std::move(cluster), std::move(*device), *global_batch};
 }
 
 // One plan: made here (burst or data parallel) or loaded, evaluated against both baselines.
@@ -300,6 +178,7 @@ void run_plan(const PlanOptions& options, bool strategy_given) {
 
 void add_plan_commands(CLI::App& app) {
   auto options = std::make_shared<PlanOptions>();
+  options->command = "burst plan";
   CLI::App* command = app.add_subcommand(
       "plan",
       "Plan a global batch on a cluster (burst or data parallel), or evaluate a plan file, "

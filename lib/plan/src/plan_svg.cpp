@@ -48,6 +48,9 @@ constexpr KindStyle kKinds[] = {
     {ActivityKind::Allreduce, "allreduce", "all-reduce (weight gradients)", "#e15759"},
 };
 constexpr const char* kIdleColour = "#e8e8e8";
+// Lines of scaling charts, in series order (Tableau 10).
+constexpr const char* kSeriesColours[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759"};
+constexpr size_t kSeriesStyles = std::size(kSeriesColours);
 
 const KindStyle& style_of(ActivityKind kind) {
   for (const KindStyle& style : kKinds) {
@@ -114,8 +117,11 @@ class SvgWriter {
     css += "}";
     for (const KindStyle& style : kKinds) css += fmt::format(".{}{{fill:{}}}", style.css_class, style.colour);
     css +=
-        ".dp{stroke:#4e79a7;fill:none;stroke-width:2}.burst{stroke:#f28e2b;fill:none;stroke-width:2}"
-        ".dp-point{fill:#4e79a7}.burst-point{fill:#f28e2b}";
+        "";
+    for (size_t s = 0; s < kSeriesStyles; ++s) {
+      css += fmt::format(".series{0}{{stroke:{1};fill:none;stroke-width:2}}.series{0}-point{{fill:{1}}}", s,
+                         kSeriesColours[s]);
+    }
     return fmt::format(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" height=\"{1:.0f}\" "
         "viewBox=\"0 0 {0:.0f} {1:.0f}\">\n<style>{2}</style>\n"
@@ -314,68 +320,93 @@ std::string render_plan_svg(const Plan& plan, const PlanEvaluation& evaluation, 
   return svg.finish(y);
 }
 
-std::string render_scaling_svg(const std::string& title, const std::vector<ScalingPoint>& points) {
-  constexpr double kHeight = 360;
-  SvgWriter svg;
-  svg.text(kLeft, 24, title, "start", "title");
-  const double plot_top = 70, bottom = plot_top + kHeight;
-  if (points.empty()) {
-    svg.text(kLeft, plot_top, "(no device counts)", "start", "label");
-    return svg.finish(plot_top + 20);
-  }
-  // Legend.
-  svg.line(kLeft, 44, kLeft + 24, 44, "dp");
-  svg.text(kLeft + 30, 48, "data parallel", "start", "small");
-  svg.line(kLeft + 130, 44, kLeft + 154, 44, "burst");
-  svg.text(kLeft + 160, 48, "burst", "start", "small");
+namespace {
 
-  const int most_devices = std::max(points.back().devices, 1);
-  double most_ms = 0;
-  for (const ScalingPoint& point : points) {
-    most_ms = std::max({most_ms, point.data_parallel.ms(), point.burst.ms()});
+// One chart of render_scaling_charts, drawn from `top`; returns the y below it.
+double draw_scaling_chart(SvgWriter& svg, const ScalingChart& chart, double top) {
+  constexpr double kHeight = 300;
+  svg.text(kLeft, top, chart.heading, "start", "heading");
+  const double legend_y = top + 20, plot_top = top + 40, bottom = plot_top + kHeight;
+  int most_devices = 1;
+  double most = 0;
+  bool any = false;
+  for (size_t s = 0; s < chart.series.size(); ++s) {
+    const ScalingSeries& series = chart.series[s];
+    const double x = kLeft + 190.0 * static_cast<double>(s);
+    svg.line(x, legend_y - 4, x + 24, legend_y - 4, fmt::format("series{}", s % kSeriesStyles).c_str());
+    svg.text(x + 30, legend_y, series.name, "start", "small");
+    for (const auto& [devices, value] : series.points) {
+      most_devices = std::max(most_devices, devices);
+      most = std::max(most, value);
+      any = true;
+    }
   }
-  const double y_step = nice_step(most_ms, 6, 0);
-  const double y_max = std::max(std::ceil(most_ms / y_step) * y_step, y_step);
+  if (!any) {
+    svg.text(kLeft, plot_top + 14, "(no device counts)", "start", "label");
+    return plot_top + 30;
+  }
+  const double y_step = nice_step(most, 6, 0);
+  const double y_max = std::max(std::ceil(most / y_step) * y_step, y_step);
   auto x_of = [&](int devices) {
     if (most_devices == 1) return kLeft + kPlotWidth / 2;
-    return kLeft + std::log2(static_cast<double>(devices)) / std::log2(static_cast<double>(most_devices)) *
-                       kPlotWidth;
+    return kLeft + std::log2(static_cast<double>(devices)) / std::log2(static_cast<double>(most_devices)) * kPlotWidth;
   };
-  auto y_of = [&](double ms) { return bottom - ms / y_max * kHeight; };
+  auto y_of = [&](double value) { return bottom - value / y_max * kHeight; };
   for (double tick = 0; tick <= y_max * (1 + 1e-9); tick += y_step) {
     svg.line(kLeft, y_of(tick), kLeft + kPlotWidth, y_of(tick), "gridline");
     svg.text(kLeft - 6, y_of(tick) + 4, fmt::format("{:g}", tick), "end");
   }
-  // x ticks at powers of two and the last count (the sweep's own counts).
-  for (const ScalingPoint& point : points) {
-    const bool power_of_two = (point.devices & (point.devices - 1)) == 0;
-    if (!power_of_two && point.devices != points.back().devices) continue;
-    svg.line(x_of(point.devices), bottom, x_of(point.devices), bottom + 4, "axis");
-    svg.text(x_of(point.devices), bottom + 16, std::to_string(point.devices), "middle");
+  // x ticks at the powers of two and the largest count among the points.
+  std::vector<int> ticks;
+  for (const ScalingSeries& series : chart.series) {
+    for (const auto& point : series.points) ticks.push_back(point.first);
+  }
+  std::sort(ticks.begin(), ticks.end());
+  ticks.erase(std::unique(ticks.begin(), ticks.end()), ticks.end());
+  for (const int devices : ticks) {
+    const bool power_of_two = (devices & (devices - 1)) == 0;
+    if (!power_of_two && devices != most_devices) continue;
+    svg.line(x_of(devices), bottom, x_of(devices), bottom + 4, "axis");
+    svg.text(x_of(devices), bottom + 16, std::to_string(devices), "middle");
   }
   svg.line(kLeft, bottom, kLeft + kPlotWidth, bottom, "axis");
   svg.line(kLeft, plot_top, kLeft, bottom, "axis");
   svg.text(kLeft + kPlotWidth / 2, bottom + 34, "devices (log scale)", "middle", "small");
-  svg.text(kLeft - 50, plot_top + kHeight / 2, "iteration ms", "end", "small");
-
-  auto polyline = [&](const char* css_class, auto time_of) {
+  svg.text(kLeft - 50, plot_top + kHeight / 2, chart.y_label, "end", "small");
+  for (size_t s = 0; s < chart.series.size(); ++s) {
+    const ScalingSeries& series = chart.series[s];
+    const size_t style = s % kSeriesStyles;
     std::string coordinates;
-    for (const ScalingPoint& point : points) {
-      coordinates += fmt::format("{:.2f},{:.2f} ", x_of(point.devices), y_of(time_of(point).ms()));
+    for (const auto& [devices, value] : series.points) {
+      coordinates += fmt::format("{:.2f},{:.2f} ", x_of(devices), y_of(value));
     }
-    svg.raw(fmt::format("<polyline class=\"{}\" points=\"{}\"/>\n", css_class, coordinates));
-    for (const ScalingPoint& point : points) {
-      svg.raw(fmt::format(
-          "<circle class=\"{}-point\" cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"3\"><title>{}</title></circle>\n",
-          css_class, x_of(point.devices), y_of(time_of(point).ms()),
-          svg_escape(fmt::format("{} devices, {}: {:.3f} ms", point.devices,
-                                 css_class == std::string("dp") ? "data parallel" : "burst",
-                                 time_of(point).ms()))));
+    svg.raw(fmt::format("<polyline class=\"series{}\" points=\"{}\"/>\n", style, coordinates));
+    for (const auto& [devices, value] : series.points) {
+      svg.raw(fmt::format("<circle class=\"series{}-point\" cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"3\"><title>{}</title></circle>\n",
+                          style, x_of(devices), y_of(value),
+                          svg_escape(fmt::format("{} devices, {}: {:.4g} {}", devices, series.name, value, chart.y_label))));
     }
-  };
-  polyline("dp", [](const ScalingPoint& point) { return point.data_parallel; });
-  polyline("burst", [](const ScalingPoint& point) { return point.burst; });
-  return svg.finish(bottom + 50);
+  }
+  return bottom + 60;
+}
+
+}  // namespace
+
+std::string render_scaling_charts(const std::string& title, const std::vector<ScalingChart>& charts) {
+  SvgWriter svg;
+  svg.text(kLeft, 24, title, "start", "title");
+  double y = 56;
+  for (const ScalingChart& chart : charts) y = draw_scaling_chart(svg, chart, y);
+  return svg.finish(y);
+}
+
+std::string render_scaling_svg(const std::string& title, const std::vector<ScalingPoint>& points) {
+  ScalingChart chart{"Iteration time", "iteration ms", {{"data parallel", {}}, {"burst", {}}}};
+  for (const ScalingPoint& point : points) {
+    chart.series[0].points.emplace_back(point.devices, point.data_parallel.ms());
+    chart.series[1].points.emplace_back(point.devices, point.burst.ms());
+  }
+  return render_scaling_charts(title, {chart});
 }
 
 }  // namespace burst::plan

@@ -28,8 +28,10 @@ struct Event {
 
 class EventLoop {
  public:
-  EventLoop(const StepTasks& step, int devices, int steps, const BackgroundKernels* background)
+  EventLoop(const StepTasks& step, int devices, int steps, const BackgroundKernels* background,
+            bool collectives_hold_ports)
       : step_(step),
+        collectives_hold_ports_(collectives_hold_ports),
         devices_(devices),
         steps_(steps),
         background_(background),
@@ -38,6 +40,7 @@ class EventLoop {
         compute_free_(static_cast<size_t>(devices), 0.0),
         send_free_(static_cast<size_t>(devices), 0.0),
         receive_free_(static_cast<size_t>(devices), 0.0),
+        collective_free_(static_cast<size_t>(devices), 0.0),
         next_kernel_(static_cast<size_t>(devices), 0) {
     result_.start_s.assign(pending_.size(), 0.0);
     result_.end_s.assign(pending_.size(), 0.0);
@@ -104,11 +107,14 @@ class EventLoop {
       case TaskKind::Collective: {
         const std::vector<int>& group = step_.groups[static_cast<size_t>(task.group)];
         for (const int rank : group) {
-          begin = std::max({begin, send_free_[static_cast<size_t>(rank)], receive_free_[static_cast<size_t>(rank)]});
+          const auto r = static_cast<size_t>(rank);
+          begin = std::max(begin, collective_free_[r]);
+          if (collectives_hold_ports_) begin = std::max({begin, send_free_[r], receive_free_[r]});
         }
         for (const int rank : group) {
-          send_free_[static_cast<size_t>(rank)] = begin + task.duration_s;
-          receive_free_[static_cast<size_t>(rank)] = begin + task.duration_s;
+          const auto r = static_cast<size_t>(rank);
+          collective_free_[r] = begin + task.duration_s;
+          if (collectives_hold_ports_) send_free_[r] = receive_free_[r] = begin + task.duration_s;
         }
         break;
       }
@@ -159,6 +165,7 @@ class EventLoop {
   }
 
   const StepTasks& step_;
+  bool collectives_hold_ports_;
   int devices_;
   int steps_;
   const BackgroundKernels* background_;
@@ -167,6 +174,7 @@ class EventLoop {
   std::vector<double> compute_free_;
   std::vector<double> send_free_;
   std::vector<double> receive_free_;
+  std::vector<double> collective_free_;  // each rank runs its collectives one at a time
   std::vector<size_t> next_kernel_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> queue_;
   uint64_t sequence_ = 0;
@@ -176,10 +184,11 @@ class EventLoop {
 
 }  // namespace
 
-LoopResult run_event_loop(const StepTasks& step, int devices, int steps, const BackgroundKernels* background) {
+LoopResult run_event_loop(const StepTasks& step, int devices, int steps, const BackgroundKernels* background,
+                          bool collectives_hold_ports) {
   BURST_ASSERT(steps >= 1, "the event loop needs at least one step");
   BURST_ASSERT(background == nullptr || !background->duration_s.empty(), "a background job without kernels");
-  return EventLoop(step, devices, steps, background).run();
+  return EventLoop(step, devices, steps, background, collectives_hold_ports).run();
 }
 
 }  // namespace burst::sim::detail

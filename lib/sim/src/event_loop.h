@@ -34,6 +34,9 @@ struct LoopResult {
 };
 
 // `background` may be null. Every rank's foreground tasks of step s + 1 wait for step s's end.
-LoopResult run_event_loop(const StepTasks& step, int devices, int steps, const BackgroundKernels* background);
+// Each rank runs its collectives one at a time; with `collectives_hold_ports` they also hold
+// its message ports (see SimOptions).
+LoopResult run_event_loop(const StepTasks& step, int devices, int steps, const BackgroundKernels* background,
+                          bool collectives_hold_ports);
 
 }  // namespace burst::sim::detail

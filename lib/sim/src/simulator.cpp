@@ -116,7 +116,8 @@ SimResult simulate(const plan::Plan& plan, const plan::PlanContext& context, con
   std::optional<detail::BackgroundKernels> kernels;
   if (options.background) kernels = background_kernels(*options.background, context.cost);
   const detail::LoopResult loop =
-      detail::run_event_loop(step, devices, options.iterations, kernels ? &*kernels : nullptr);
+      detail::run_event_loop(step, devices, options.iterations, kernels ? &*kernels : nullptr,
+                             options.collectives_hold_ports);
 
   SimResult result;
   result.devices = devices;

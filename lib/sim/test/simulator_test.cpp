@@ -135,7 +135,7 @@ TEST(Simulator, TransfersContendForOnePort) {
 // a 2-rank ring all-reduce of S bytes takes 2 * (1/2) * S / B = S / B: b's 3 ms, a's 0.05 ms.
 // Costs: a and b forward 1 ms, backward 2 ms (per call).
 //   forward a [0,1], b [1,2]; backward b [2,4]; b's all-reduce [4,7] overlaps a's backward
-//   [4,6]; a's all-reduce waits for the ports: [7,7.05]. Step 7.05 ms (9.05 without the
+//   [4,6]; a's all-reduce waits for b's (a rank runs one collective at a time): [7,7.05]. Step 7.05 ms (9.05 without the
 //   overlap). The evaluator predicts the same.
 TEST(Simulator, AllreduceOverlapsBackward) {
   graph::GraphBuilder b("overlap");

@@ -2,6 +2,7 @@
 // Pictures of plans for a browser: plain SVG 1.1 (no scripts, no external resources), every
 // piece of text escaped. `burst plan --svg FILE` writes them.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "burst/graph/graph.h"
@@ -54,6 +55,21 @@ struct ScalingPoint {
 // strategy, points marked. `title` heads the picture (escaped here). Points in ascending
 // device order; an empty list gives a picture that says so.
 std::string render_scaling_svg(const std::string& title, const std::vector<ScalingPoint>& points);
+
+// A line per strategy in a chart of some quantity against device count.
+struct ScalingSeries {
+  std::string name;                          // legend text
+  std::vector<std::pair<int, double>> points;  // (devices, value), ascending devices
+};
+struct ScalingChart {
+  std::string heading;
+  std::string y_label;  // the quantity and its unit
+  std::vector<ScalingSeries> series;  // up to 4 colours, then they repeat
+};
+
+// Charts stacked one above the other under `title` (escaped here), each with a log2 device
+// axis and its points marked (with tooltips). A chart without points says so.
+std::string render_scaling_charts(const std::string& title, const std::vector<ScalingChart>& charts);
 
 // `text` escaped for SVG text and attribute values (& < > " '); control characters, which
 // XML forbids, become '?'.

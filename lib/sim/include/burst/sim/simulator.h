@@ -14,8 +14,11 @@
 //    cluster model's per-device bandwidth). A message holds its sender's send port and its
 //    receiver's receive port for latency + bytes / bandwidth; ports serve messages one at a
 //    time in the order they became ready (serialisation and contention). A collective
-//    (all-reduce) holds the send and receive ports of all its ranks for the network model's
-//    all-reduce time, so it contends with re-shard messages;
+//    (all-reduce) takes the network model's all-reduce time; each rank runs its collectives
+//    one at a time, in the order they became ready, on a channel of their own beside the
+//    messages (as NCCL communicators and Gloo groups do). SimOptions::collectives_hold_ports
+//    makes them hold the message ports too: the pessimistic bound, where a message waits for
+//    a whole all-reduce rather than sharing the link with it;
 //  - a layer's weight-gradient all-reduce starts when all its ranks have finished its
 //    backward, and overlaps the rest of backward;
 //  - BatchNorm on several ranks, with BatchNormMode::Sync (what burst's runtime does):
@@ -57,6 +60,7 @@ struct BackgroundJob {
 
 struct SimOptions {
   BatchNormMode batchnorm = BatchNormMode::Sync;
+  bool collectives_hold_ports = false;
   std::optional<BackgroundJob> background;
   // Steps simulated; the first `warmup_iterations` are left out of every figure. Without a
   // background job every step is the same (nothing carries over a step's end), so one step

@@ -1,0 +1,58 @@
+#pragma once
+// What `burst plan` and `burst sim` read from their command lines alike: the model, the
+// cluster (built-in or a file), the cost model's device, the global batch and an optional
+// plan file, each checked with a one-line reason before any planning.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "burst/cluster/cluster.h"
+#include "burst/cost/device_models.h"
+#include "burst/graph/graph.h"
+#include "burst/plan/burst_planner.h"
+#include "burst/plan/plan.h"
+
+namespace burst::cli {
+
+// Numbers arrive as text so that a bad one can be quoted as typed.
+struct InputOptions {
+  std::string command;  // "burst plan", for messages
+  std::string model;
+  std::string devices;
+  std::string global_batch;
+  std::string device;
+  std::string profile;
+  std::string cluster_file;
+  std::string plan_file;  // evaluate this plan instead of planning
+};
+
+// A whole number in [minimum, maximum] given to `flag`; anything else is refused quoting it.
+int64_t parse_whole(const std::string& text, const char* flag, int64_t minimum, int64_t maximum);
+
+// --amplification: a finite number >= 1, or "inf" for no limit (nullopt).
+std::optional<double> parse_amplification(const std::string& text);
+
+// An amplification limit as the report states it (nullopt: none).
+std::optional<double> limit_of(double amplification);
+
+// The burst planner's options for a limit (nullopt: none); `strict` keeps it even where data
+// parallelism is then faster.
+plan::BurstOptions burst_options(const std::optional<double>& limit, bool strict);
+
+std::optional<std::string> profile_path(const InputOptions& options);
+
+// What the command line names, read and checked before any planning.
+struct Inputs {
+  graph::Graph graph;
+  std::optional<plan::Plan> loaded;  // --plan FILE, validated against graph and cluster
+  cluster::Cluster cluster;
+  cost::DeviceModel device;
+  int64_t global_batch = 0;
+};
+
+// Cheap checks first, the device (fitting its curves takes a while) last. The cluster is
+// --cluster FILE, or the built-in one of the device kind with --devices (or, with --plan and
+// no --devices, the plan's device count).
+Inputs read_inputs(const InputOptions& options);
+
+}  // namespace burst::cli

@@ -1,0 +1,265 @@
+#include "sim_commands.h"
+
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "burst/cost/network.h"
+#include "burst/graph/model_json.h"
+#include "burst/plan/evaluate.h"
+#include "burst/plan/plan_svg.h"
+#include "burst/sim/chrome_trace.h"
+#include "burst/sim/simulator.h"
+#include "burst/util/error.h"
+#include "burst/util/json_io.h"
+#include "command_inputs.h"
+#include "plan_report.h"
+#include "sim_report.h"
+
+namespace burst::cli {
+namespace {
+
+constexpr int64_t kDefaultBackgroundBatch = 32;
+
+struct SimOptionsText : InputOptions {
+  std::string strategy = "burst";
+  std::string amplification;
+  std::string background;  // M2[:per-device-batch]
+  std::string batchnorm = "sync";
+  std::string trace;
+  std::string trace_ranks = "64";
+  std::string svg;
+  bool json = false;
+  bool sweep = false;
+  bool intervals = false;
+  bool collectives_hold_ports = false;
+};
+
+// "M2" or "M2:b", where M2 is a zoo spec (which may hold its own ':' options) or a file: a
+// last ':' followed by digits only is the per-device batch.
+BackgroundSpec parse_background(const std::string& text) {
+  const size_t colon = text.rfind(':');
+  if (colon != std::string::npos && colon + 1 < text.size() &&
+      text.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
+    return {text.substr(0, colon), parse_whole(text.substr(colon + 1), "--background's per-device batch", 1, 1 << 20)};
+  }
+  if (text.empty() || text.back() == ':') {
+    throw UserError(fmt::format("--background must be MODEL[:per-device-batch], got '{}'", text_excerpt(text)));
+  }
+  return {text, kDefaultBackgroundBatch};
+}
+
+void check_combinations(const SimOptionsText& options, bool strategy_given) {
+  const bool loaded = !options.plan_file.empty();
+  if (loaded && (strategy_given || !options.amplification.empty() || options.sweep)) {
+    throw UserError("--plan FILE simulates a given plan: it takes no --strategy, --amplification or --sweep");
+  }
+  if (options.strategy == "dp" && !options.amplification.empty()) {
+    throw UserError("--amplification limits the burst planner; --strategy dp has no limit");
+  }
+  if (!options.cluster_file.empty() && !options.device.empty()) {
+    throw UserError("--cluster FILE names its device kind: give --device or --cluster, not both");
+  }
+  if (options.sweep && !options.cluster_file.empty()) {
+    throw UserError("--sweep simulates built-in clusters of 1..N devices; sweep with --device KIND --devices N");
+  }
+  if (options.sweep && (strategy_given || !options.trace.empty() || options.intervals)) {
+    throw UserError("--sweep simulates both strategies at every count: it takes no --strategy, --trace or --intervals");
+  }
+  if (!options.sweep && !options.svg.empty()) {
+    throw UserError("--svg draws the --sweep's curves; for one plan's timeline use --trace FILE");
+  }
+  if (options.cluster_file.empty() && options.device.empty() && options.profile.empty()) {
+    throw UserError("burst sim needs --device KIND [--profile FILE] or --cluster FILE");
+  }
+}
+
+// Powers of two up to `devices`, and `devices` itself.
+std::vector<int> sweep_counts(int devices) {
+  std::vector<int> counts;
+  for (int64_t n = 1; n < devices; n *= 2) counts.push_back(static_cast<int>(n));
+  counts.push_back(devices);
+  return counts;
+}
+
+struct Background {
+  BackgroundSpec spec;
+  graph::Graph graph;
+};
+
+void run_sweep(const SimOptionsText& options, const Inputs& inputs, const cost::CostModel& cost,
+               const plan::BurstOptions& burst, sim::BatchNormMode batchnorm, const std::optional<Background>& background) {
+  SimSweepReport report;
+  report.model = inputs.graph.name();
+  report.device_kind = inputs.cluster.device();
+  report.global_batch = inputs.global_batch;
+  report.batchnorm = batchnorm;
+  if (background) report.background = background->spec;
+  sim::SimOptions sim_options;
+  sim_options.batchnorm = batchnorm;
+  sim_options.collectives_hold_ports = options.collectives_hold_ports;
+  for (const int count : sweep_counts(inputs.cluster.size())) {
+    std::cerr << fmt::format("simulating {} devices\n", count);
+    const cost::NetworkModel network(cluster::builtin_cluster(report.device_kind, count));
+    const plan::PlanContext context{inputs.graph, cost, network};
+    const plan::Plan data_parallel = plan::plan_data_parallel(inputs.graph, count, inputs.global_batch);
+    const plan::Plan burst_plan = plan::plan_burst(context, inputs.global_batch, burst);
+    SimSweepPoint point;
+    point.devices = count;
+    if (background) {
+      const sim::BackgroundJob job{&background->graph, background->spec.per_device_batch};
+      point.data_parallel_background = sim::simulate_multiplexed(data_parallel, context, sim_options, job);
+      point.burst_background = sim::simulate_multiplexed(burst_plan, context, sim_options, job);
+      point.data_parallel = point.data_parallel_background->alone;
+      point.burst = point.burst_background->alone;
+    } else {
+      point.data_parallel = sim::simulate(data_parallel, context, sim_options);
+      point.burst = sim::simulate(burst_plan, context, sim_options);
+    }
+    report.points.push_back(std::move(point));
+  }
+  if (!options.svg.empty()) {
+    std::string title = fmt::format("{}: simulated strong scaling, global batch {} on {}, BatchNorm {}", report.model,
+                                    report.global_batch, report.device_kind, batchnorm_name(batchnorm));
+    if (background) {
+      title += fmt::format("; background {}:{} per device", background->spec.model, background->spec.per_device_batch);
+    }
+    write_text_file_atomically(options.svg, plan::render_scaling_charts(title, sim_sweep_charts(report)));
+  }
+  if (options.json) {
+    std::cout << sim_sweep_json(report).dump(2) << '\n';
+    return;
+  }
+  print_sim_sweep(report, std::cout);
+  if (!options.svg.empty()) std::cout << "\nwrote the scaling curves to " << options.svg << '\n';
+}
+
+void run_one(const SimOptionsText& options, const Inputs& inputs, const cost::CostModel& cost,
+             const std::optional<double>& limit, sim::BatchNormMode batchnorm, const std::optional<Background>& background) {
+  const cost::NetworkModel network(inputs.cluster);
+  const plan::PlanContext context{inputs.graph, cost, network};
+  plan::Plan plan;
+  std::string source;
+  if (inputs.loaded) {
+    plan = *inputs.loaded;
+    source = fmt::format("plan file {} (strategy {})", options.plan_file, plan.strategy);
+  } else if (options.strategy == "dp") {
+    plan = plan::plan_data_parallel(inputs.graph, inputs.cluster.size(), inputs.global_batch);
+    source = "data-parallel plan";
+  } else {
+    const plan::BurstPlanResult result = plan::plan_burst_with_prediction(context, inputs.global_batch, burst_options(limit, false));
+    plan = result.plan;
+    source = fmt::format("burst plan (amplification limit {})", amplification_text(limit_of(result.amplification_limit)));
+  }
+  const int trace_ranks = static_cast<int>(parse_whole(options.trace_ranks, "--trace-ranks", 1, cluster::kMaxDevices));
+  sim::SimOptions sim_options;
+  sim_options.batchnorm = batchnorm;
+  sim_options.collectives_hold_ports = options.collectives_hold_ports;
+  sim_options.record_idle_intervals = options.intervals;
+  sim_options.record_events = !options.trace.empty();
+  std::optional<sim::MultiplexResult> multiplexed;
+  std::optional<sim::SimResult> alone;
+  if (background) {
+    multiplexed = sim::simulate_multiplexed(plan, context, sim_options,
+                                            sim::BackgroundJob{&background->graph, background->spec.per_device_batch});
+  } else {
+    alone = sim::simulate(plan, context, sim_options);
+  }
+  const sim::SimResult& foreground = multiplexed ? multiplexed->alone : *alone;
+  const sim::SimResult& traced = multiplexed ? multiplexed->with_background : *alone;
+  if (!options.trace.empty()) {
+    write_text_file_atomically(options.trace, sim::chrome_trace_json(traced, inputs.graph,
+                                                                      background ? &background->graph : nullptr, trace_ranks));
+  }
+  const SimReport report{inputs.graph.name(),
+                         inputs.cluster,
+                         plan,
+                         source,
+                         batchnorm,
+                         plan::evaluate_plan(plan, context).iteration_time,
+                         foreground,
+                         background ? std::optional<BackgroundSpec>(background->spec) : std::nullopt,
+                         multiplexed ? &*multiplexed : nullptr,
+                         options.intervals};
+  if (options.json) {
+    std::cout << sim_report_json(report).dump(2) << '\n';
+    return;
+  }
+  print_sim_report(report, std::cout);
+  if (!options.trace.empty()) {
+    std::cout << fmt::format("\nwrote a Chrome trace of ranks 0-{} to {}\n",
+                             std::min(trace_ranks, inputs.cluster.size()) - 1, options.trace);
+  }
+}
+
+void run_sim(const SimOptionsText& options, bool strategy_given) {
+  check_combinations(options, strategy_given);
+  std::optional<double> limit = limit_of(plan::BurstOptions{}.amplification);
+  if (!options.amplification.empty()) limit = parse_amplification(options.amplification);
+  const sim::BatchNormMode batchnorm = options.batchnorm == "local" ? sim::BatchNormMode::Local : sim::BatchNormMode::Sync;
+  std::optional<BackgroundSpec> background_spec;
+  if (!options.background.empty()) background_spec = parse_background(options.background);
+  const Inputs inputs = read_inputs(options);
+  std::optional<Background> background;
+  if (background_spec) background = Background{*background_spec, graph::load_model(background_spec->model)};
+  const auto cost = cost::make_cost_model(inputs.device);
+  if (options.sweep) {
+    run_sweep(options, inputs, *cost, burst_options(limit, false), batchnorm, background);
+  } else {
+    run_one(options, inputs, *cost, limit, batchnorm, background);
+  }
+}
+
+}  // namespace
+
+void add_sim_commands(CLI::App& app) {
+  auto options = std::make_shared<SimOptionsText>();
+  options->command = "burst sim";
+  CLI::App* command = app.add_subcommand(
+      "sim",
+      "Simulate training steps of a plan on a cluster, event by event, optionally with a background job "
+      "filling idle device time; --sweep for strong scaling");
+  command->add_option("--model", options->model, "Zoo model (NAME[:key=value,...]) or model file")->required();
+  const std::vector<CLI::Option*> texts = {
+      command->add_option("--devices", options->devices, "Devices of the built-in cluster (with --sweep: the most)"),
+      command->add_option("--global-batch", options->global_batch, "Samples per iteration, split over the devices"),
+      command->add_option("--device", options->device,
+                          "Device kind for the cost model and built-in cluster: v100, a100, a100-80gb, h100-sxm, h200"),
+      command->add_option("--profile", options->profile, "Measured profile for the cost model (burst profile -o FILE)"),
+      command->add_option("--cluster", options->cluster_file, "Cluster file (docs/cluster-format.md)"),
+      command->add_option("--amplification", options->amplification,
+                          "Burst planner's amplification limit: a number >= 1, or inf for none (default 2)"),
+      command->add_option("--plan", options->plan_file, "Simulate this plan file instead of planning"),
+      command->add_option("--background", options->background,
+                          fmt::format("Background job on every device: MODEL[:per-device-batch] (default batch {})",
+                                      kDefaultBackgroundBatch)),
+      command->add_option("--trace", options->trace, "Write a Chrome trace of the simulated steps"),
+      command->add_option("--trace-ranks", options->trace_ranks, "Ranks in the trace: the first K (default 64)"),
+      command->add_option("--svg", options->svg, "With --sweep: write the scaling curves as SVG")};
+  CLI::Option* strategy = command->add_option("--strategy", options->strategy, "burst (default) or dp (data parallel)")
+                              ->check(CLI::IsMember({"burst", "dp"}));
+  command->add_option("--batchnorm", options->batchnorm,
+                      "sync (default: statistics over the layer's ranks, as burst's runtime does) or local (per "
+                      "device, as DDP and DeepPool)")
+      ->check(CLI::IsMember({"sync", "local"}));
+  command->add_flag("--json", options->json, "Print JSON instead of tables");
+  command->add_flag("--collectives-hold-ports", options->collectives_hold_ports,
+                    "All-reduces also hold the devices' message ports (the pessimistic bound; default: their own "
+                    "channel beside the messages)");
+  command->add_flag("--intervals", options->intervals, "With --json: each device's idle intervals in the first measured step");
+  command->add_flag("--sweep", options->sweep,
+                    "Strong scaling: data parallel and burst (and each with the background job) at 1, 2, 4, ... --devices");
+  command->callback([options, texts, strategy] {
+    for (const CLI::Option* option : texts) {
+      if (option->count() > 0 && option->as<std::string>().empty()) {
+        throw UserError(fmt::format("{} needs a value, got ''", option->get_name()));
+      }
+    }
+    run_sim(*options, strategy->count() > 0);
+  });
+}
+
+}  // namespace burst::cli
