@@ -29,6 +29,7 @@ struct SimOptionsText : InputOptions {
   std::string amplification;
   std::string background;  // M2[:per-device-batch]
   std::string batchnorm = "sync";
+  std::string background_policy = "fit";
   std::string trace;
   std::string trace_ranks = "64";
   std::string svg;
@@ -110,7 +111,7 @@ void run_sweep(const SimOptionsText& options, const Inputs& inputs, const cost::
     SimSweepPoint point;
     point.devices = count;
     if (background) {
-      const sim::BackgroundJob job{&background->graph, background->spec.per_device_batch};
+      const sim::BackgroundJob job{&background->graph, background->spec.per_device_batch, background->spec.policy};
       point.data_parallel_background = sim::simulate_multiplexed(data_parallel, context, sim_options, job);
       point.burst_background = sim::simulate_multiplexed(burst_plan, context, sim_options, job);
       point.data_parallel = point.data_parallel_background->alone;
@@ -164,7 +165,7 @@ void run_one(const SimOptionsText& options, const Inputs& inputs, const cost::Co
   std::optional<sim::SimResult> alone;
   if (background) {
     multiplexed = sim::simulate_multiplexed(plan, context, sim_options,
-                                            sim::BackgroundJob{&background->graph, background->spec.per_device_batch});
+                                            sim::BackgroundJob{&background->graph, background->spec.per_device_batch, background->spec.policy});
   } else {
     alone = sim::simulate(plan, context, sim_options);
   }
@@ -204,7 +205,11 @@ void run_sim(const SimOptionsText& options, bool strategy_given) {
   if (!options.background.empty()) background_spec = parse_background(options.background);
   const Inputs inputs = read_inputs(options);
   std::optional<Background> background;
-  if (background_spec) background = Background{*background_spec, graph::load_model(background_spec->model)};
+  if (background_spec) {
+    background_spec->policy =
+        options.background_policy == "greedy" ? sim::BackgroundPolicy::Greedy : sim::BackgroundPolicy::FitIdleGaps;
+    background = Background{*background_spec, graph::load_model(background_spec->model)};
+  }
   const auto cost = cost::make_cost_model(inputs.device);
   if (options.sweep) {
     run_sweep(options, inputs, *cost, burst_options(limit, false), batchnorm, background);
@@ -245,6 +250,10 @@ void add_sim_commands(CLI::App& app) {
                       "sync (default: statistics over the layer's ranks, as burst's runtime does) or local (per "
                       "device, as DDP and DeepPool)")
       ->check(CLI::IsMember({"sync", "local"}));
+  command->add_option("--background-policy", options->background_policy,
+                      "fit (default: a background kernel starts only if it fits in the device's idle gap as the "
+                      "foreground alone has it) or greedy (whenever the device is idle)")
+      ->check(CLI::IsMember({"fit", "greedy"}));
   command->add_flag("--json", options->json, "Print JSON instead of tables");
   command->add_flag("--collectives-hold-ports", options->collectives_hold_ports,
                     "All-reduces also hold the devices' message ports (the pessimistic bound; default: their own "

@@ -19,7 +19,7 @@ const sim::SimResult& headline(const SimReport& report) {
 }
 
 std::string background_name(const BackgroundSpec& spec) {
-  return fmt::format("{} at {} per device", spec.model, spec.per_device_batch);
+  return fmt::format("{} at {} per device, policy {}", spec.model, spec.per_device_batch, policy_name(spec.policy));
 }
 
 std::string rate(double samples_per_s) { return fmt::format("{:.1f}", samples_per_s); }
@@ -27,6 +27,10 @@ std::string rate(double samples_per_s) { return fmt::format("{:.1f}", samples_pe
 }  // namespace
 
 const char* batchnorm_name(sim::BatchNormMode mode) { return mode == sim::BatchNormMode::Sync ? "sync" : "local"; }
+
+const char* policy_name(sim::BackgroundPolicy policy) {
+  return policy == sim::BackgroundPolicy::Greedy ? "greedy" : "fit";
+}
 
 void print_sim_report(const SimReport& report, std::ostream& out) {
   const sim::SimResult& result = headline(report);
@@ -96,6 +100,7 @@ json sim_report_json(const SimReport& report) {
   if (report.background && report.multiplexed) {
     background = {{"model", report.background->model},
                   {"per_device_batch", report.background->per_device_batch},
+                  {"policy", policy_name(report.background->policy)},
                   {"step_alone_ms", result.background_step_alone.ms()},
                   {"alone_samples_per_s", result.background_alone_samples_per_s},
                   {"idle_time_efficiency", report.multiplexed->idle_time_efficiency}};
@@ -202,7 +207,9 @@ json sim_sweep_json(const SimSweepReport& report) {
   }
   json background = nullptr;
   if (report.background) {
-    background = {{"model", report.background->model}, {"per_device_batch", report.background->per_device_batch}};
+    background = {{"model", report.background->model},
+                  {"per_device_batch", report.background->per_device_batch},
+                  {"policy", policy_name(report.background->policy)}};
   }
   return {{"model", report.model},
           {"device", report.device_kind},

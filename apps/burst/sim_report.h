@@ -19,6 +19,7 @@ namespace burst::cli {
 struct BackgroundSpec {
   std::string model;  // zoo spec or model file
   int64_t per_device_batch = 0;
+  sim::BackgroundPolicy policy = sim::BackgroundPolicy::FitIdleGaps;
 };
 
 struct SimReport {
@@ -70,5 +71,6 @@ nlohmann::json sim_sweep_json(const SimSweepReport& report);
 std::vector<plan::ScalingChart> sim_sweep_charts(const SimSweepReport& report);
 
 const char* batchnorm_name(sim::BatchNormMode mode);
+const char* policy_name(sim::BackgroundPolicy policy);
 
 }  // namespace burst::cli

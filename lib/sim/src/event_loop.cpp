@@ -137,9 +137,15 @@ class EventLoop {
     const Task& task = step_.tasks[local];
     if (task.kind == TaskKind::StepEnd) {
       result_.step_end_s[static_cast<size_t>(step)] = now;
+      step_start_ = now;
       if (step + 1 < steps_) {
         for (const int32_t first : step_.first_compute) {
           if (first >= 0) release(base + task_count_ + first, now);
+        }
+        if (background_ != nullptr) {  // a rank whose first shard must wait is idle now
+          for (int rank = 0; rank < devices_; ++rank) {
+            if (!result_.background_only[static_cast<size_t>(rank)]) push(now, Phase::DeviceIdle, rank);
+          }
         }
       }
     }
@@ -158,14 +164,28 @@ class EventLoop {
     if (free > now) return;  // foreground work (or a kernel) already holds it
     size_t& next = next_kernel_[static_cast<size_t>(rank)];
     const double duration = background_->duration_s[next];
+    if (!background_->fit_in.empty() && !fits(background_->fit_in[static_cast<size_t>(rank)], now - step_start_, duration)) {
+      return;  // the device waits for its next foreground shard, which asks again when done
+    }
     result_.background[static_cast<size_t>(rank)].push_back(KernelRun{now, now + duration, static_cast<int32_t>(next)});
     next = (next + 1) % background_->duration_s.size();
     free = now + duration;
     push(free, Phase::DeviceIdle, rank);
   }
 
+  // Whether [offset, offset + duration) lies within one of `gaps` (a little slack for rounding).
+  static bool fits(const std::vector<Interval>& gaps, double offset, double duration) {
+    constexpr double kSlack = 1e-12;
+    for (const Interval& gap : gaps) {
+      if (gap.start_s <= offset + kSlack && offset + duration <= gap.end_s + kSlack) return true;
+      if (gap.start_s > offset) break;
+    }
+    return false;
+  }
+
   const StepTasks& step_;
   bool collectives_hold_ports_;
+  double step_start_ = 0;  // when the current step began (the previous one's end)
   int devices_;
   int steps_;
   const BackgroundKernels* background_;

@@ -14,6 +14,9 @@ namespace burst::sim::detail {
 struct BackgroundKernels {
   std::vector<double> duration_s;
   std::vector<int32_t> layer;
+  // Per rank, the idle gaps a kernel must fit in, relative to the step's start (sorted);
+  // empty: any idle moment will do.
+  std::vector<std::vector<Interval>> fit_in;
 };
 
 struct KernelRun {

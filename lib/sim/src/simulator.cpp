@@ -114,7 +114,20 @@ SimResult simulate(const plan::Plan& plan, const plan::PlanContext& context, con
   const int devices = context.network.cluster().size();
   const detail::StepTasks step = detail::build_step_tasks(plan, context, options.batchnorm);
   std::optional<detail::BackgroundKernels> kernels;
-  if (options.background) kernels = background_kernels(*options.background, context.cost);
+  if (options.background) {
+    kernels = background_kernels(*options.background, context.cost);
+    if (options.background->policy == BackgroundPolicy::FitIdleGaps) {
+      SimOptions alone = options;
+      alone.background.reset();
+      alone.iterations = 1;
+      alone.warmup_iterations = 0;
+      alone.record_events = false;
+      alone.record_idle_intervals = true;
+      for (DeviceUsage& usage : simulate(plan, context, alone).usage) {
+        kernels->fit_in.push_back(std::move(usage.idle_intervals));
+      }
+    }
+  }
   const detail::LoopResult loop =
       detail::run_event_loop(step, devices, options.iterations, kernels ? &*kernels : nullptr,
                              options.collectives_hold_ports);

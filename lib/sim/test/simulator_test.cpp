@@ -167,6 +167,7 @@ TEST(Simulator, AllreduceOverlapsBackward) {
 //   [10,12]. Step 12 ms: slowdown 12/10 = 1.2.
 //   Background: 8 ms of kernels per rank, 16 ms = 4 background steps = 4 samples in 12 ms:
 //   333.33 samples/s; the foreground's 1 sample in 12 ms is 83.33/s; together 416.67/s.
+// (This is BackgroundPolicy::Greedy; FitIdleGaps is the next test.)
 TEST(Simulator, BackgroundKernelDelaysForegroundByItsRemainingTime) {
   graph::GraphBuilder b("pipe");
   b.relu("b", b.relu("a", b.input("input", {250})));
@@ -181,7 +182,7 @@ TEST(Simulator, BackgroundKernelDelaysForegroundByItsRemainingTime) {
   const SimResult alone = simulate(plan, world.context(), options);
   EXPECT_NEAR(alone.iteration_time.ms(), 10.0, 1e-9);
 
-  options.background = BackgroundJob{&filler, 1};
+  options.background = BackgroundJob{&filler, 1, BackgroundPolicy::Greedy};
   const SimResult result = simulate(plan, world.context(), options);
   EXPECT_NEAR(result.iteration_time.ms(), 12.0, 1e-9);
   EXPECT_NEAR(find_event(result, EventKind::Forward, 2, 1).start_s, 4e-3, kTolerance);
@@ -193,9 +194,42 @@ TEST(Simulator, BackgroundKernelDelaysForegroundByItsRemainingTime) {
   EXPECT_NEAR(result.cluster_throughput, 5 / 12e-3, 1e-6);
   EXPECT_NEAR(result.busy_fraction, 1.0, 1e-9);  // 8 + 8 foreground, 16 background, of 24
 
-  const MultiplexResult multiplexed = simulate_multiplexed(plan, world.context(), recording(), BackgroundJob{&filler, 1});
+  const MultiplexResult multiplexed =
+      simulate_multiplexed(plan, world.context(), recording(), BackgroundJob{&filler, 1, BackgroundPolicy::Greedy});
   EXPECT_NEAR(multiplexed.alone.iteration_time.ms(), 10.0, 1e-9);
   EXPECT_GT(multiplexed.foreground_slowdown, 1.0);
+}
+
+// The world above with BackgroundPolicy::FitIdleGaps: a kernel starts only if it ends within
+// the idle gap the foreground alone leaves (r0: [2,8]; r1: [0,3] and [7,10]).
+//   r1: kernel [0,2]; at 2 the next would end at 4 > 3: none; b [3,5], b backward [5,7];
+//       kernel [7,9]; at 9 the next would end at 11 > 10: none.
+//   r0: a [0,2]; kernels [2,4], [4,6], [6,8]; a's backward, ready at 8, starts at once: [8,10].
+//   Step 10 ms, no slowdown. Background: 6 + 4 = 10 ms of kernels = 2.5 background steps in
+//   10 ms: 250 samples/s. The foreground alone leaves 6 + 6 = 12 ms idle per 10 ms step, room
+//   for 12 / 4 = 3 steps: 300 samples/s, so the idle-time efficiency is 250 / 300.
+TEST(Simulator, BackgroundFitsIdleGapsWithoutSlowingTheForeground) {
+  graph::GraphBuilder b("pipe");
+  b.relu("b", b.relu("a", b.input("input", {250})));
+  graph::GraphBuilder k("filler");
+  k.relu("k", k.input("noise", {8}));
+  const graph::Graph filler = std::move(k).build();
+  const World world(std::move(b).build(), test_cluster(2, 1e6, 0),
+                    {{"input", {ms(0), ms(0)}}, {"a", {ms(2), ms(2)}}, {"b", {ms(2), ms(2)}},
+                     {"noise", {ms(0), ms(0)}}, {"k", {ms(2), ms(2)}}});
+  const plan::Plan plan = hand_plan(world.graph, 2, 1, {{shard(0, 0, 1)}, {shard(0, 0, 1)}, {shard(1, 0, 1)}});
+  SimOptions options = recording();
+  options.background = BackgroundJob{&filler, 1, BackgroundPolicy::FitIdleGaps};
+  const SimResult result = simulate(plan, world.context(), options);
+  EXPECT_NEAR(result.iteration_time.ms(), 10.0, 1e-9);
+  EXPECT_NEAR(find_event(result, EventKind::Backward, 1, 0).start_s, 8e-3, kTolerance);
+  EXPECT_NEAR(result.usage[0].background.ms(), 6.0, 1e-9);
+  EXPECT_NEAR(result.usage[1].background.ms(), 4.0, 1e-9);
+  EXPECT_NEAR(result.background_samples_per_s, 250.0, 1e-6);
+
+  const MultiplexResult multiplexed = simulate_multiplexed(plan, world.context(), recording(), BackgroundJob{&filler, 1});
+  EXPECT_NEAR(multiplexed.foreground_slowdown, 1.0, 1e-9);
+  EXPECT_NEAR(multiplexed.idle_time_efficiency, 250.0 / 300.0, 1e-9);
 }
 
 // The same inputs give the same timeline, event for event (DESIGN.md invariant 5).

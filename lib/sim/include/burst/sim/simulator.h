@@ -29,7 +29,8 @@
 //    are not charged). The optimizer step and data loading are not modelled.
 //  - background job (optional): every device trains its own copy of a model at its own
 //    per-device batch, one kernel (a layer's forward or backward) at a time, whenever the
-//    device has no foreground compute to run. The foreground preempts at kernel
+//    device has no foreground compute to run (and, by default, the kernel fits in the idle
+//    gap the foreground leaves there: BackgroundPolicy). The foreground preempts at kernel
 //    granularity: a foreground shard that becomes ready while a background kernel runs
 //    starts when that kernel ends. Background kernels use no network.
 // Deterministic (DESIGN.md invariant 5): events at the same time are handled in a fixed
@@ -51,11 +52,24 @@ enum class BatchNormMode {
   Local,  // each rank normalises with its own samples' statistics (DDP, DeepPool)
 };
 
+// When an idle device may start a background kernel.
+enum class BackgroundPolicy {
+  // Only when the kernel fits in the device's idle gap as the foreground alone has it (the
+  // plan's simulated timeline, relative to the step's start): the foreground rarely waits
+  // for a kernel, what DeepPool's slowdown limit aims at. A runtime knows these gaps from
+  // the plan before it runs.
+  FitIdleGaps,
+  // Whenever the device has no foreground compute: the most background work, and the
+  // foreground waits for every kernel it finds running.
+  Greedy,
+};
+
 // A background training job: `graph` at `per_device_batch` samples on every device, timed
 // by the same cost model as the foreground.
 struct BackgroundJob {
   const graph::Graph* graph = nullptr;  // the caller keeps it alive
   int64_t per_device_batch = 0;
+  BackgroundPolicy policy = BackgroundPolicy::FitIdleGaps;
 };
 
 struct SimOptions {
