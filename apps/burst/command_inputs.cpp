@@ -32,21 +32,22 @@ int64_t parse_whole(const std::string& text, const char* flag, int64_t minimum, 
 }
 
 
-// --amplification: a finite number >= 1, or "inf" for no limit (nullopt).
-std::optional<double> parse_amplification(const std::string& text) {
-  if (text == "inf") return std::nullopt;
-  const std::string problem =
-      fmt::format("--amplification must be a number >= 1 or 'inf', got '{}'", text_excerpt(text));
+double parse_finite(const std::string& text, const char* flag, double minimum, const char* expected) {
+  const std::string problem = fmt::format("{} must be {}, got '{}'", flag, expected, text_excerpt(text));
   // strtod alone would accept leading spaces, "nan", "infinity" and hex floats.
   if (text.empty() || text.find_first_not_of("0123456789.eE+-") != std::string::npos) {
     throw UserError(problem);
   }
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
-  if (end != text.c_str() + text.size() || !std::isfinite(value) || value < 1) throw UserError(problem);
+  if (end != text.c_str() + text.size() || !std::isfinite(value) || value < minimum) throw UserError(problem);
   return value;
 }
 
+std::optional<double> parse_amplification(const std::string& text) {
+  if (text == "inf") return std::nullopt;
+  return parse_finite(text, "--amplification", 1, "a number >= 1 or 'inf'");
+}
 
 // An amplification limit as the report states it (nullopt: none).
 std::optional<double> limit_of(double amplification) {

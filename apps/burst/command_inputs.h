@@ -29,6 +29,10 @@ struct InputOptions {
 // A whole number in [minimum, maximum] given to `flag`; anything else is refused quoting it.
 int64_t parse_whole(const std::string& text, const char* flag, int64_t minimum, int64_t maximum);
 
+// A finite decimal number >= minimum given to `flag`; otherwise UserError
+// "FLAG must be EXPECTED, got 'TEXT'".
+double parse_finite(const std::string& text, const char* flag, double minimum, const char* expected);
+
 // --amplification: a finite number >= 1, or "inf" for no limit (nullopt).
 std::optional<double> parse_amplification(const std::string& text);
 

@@ -1,5 +1,7 @@
 #include "sim_commands.h"
 
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -33,6 +35,7 @@ struct SimOptionsText : InputOptions {
   std::string trace;
   std::string trace_ranks = "64";
   std::string svg;
+  std::string shard_overhead_ms = "0";
   bool json = false;
   bool sweep = false;
   bool intervals = false;
@@ -78,6 +81,10 @@ void check_combinations(const SimOptionsText& options, bool strategy_given) {
   }
 }
 
+Seconds shard_overhead(const SimOptionsText& options) {
+  return Seconds::from_ms(parse_finite(options.shard_overhead_ms, "--shard-overhead-ms", 0, "a number >= 0"));
+}
+
 // Powers of two up to `devices`, and `devices` itself.
 std::vector<int> sweep_counts(int devices) {
   std::vector<int> counts;
@@ -102,6 +109,7 @@ void run_sweep(const SimOptionsText& options, const Inputs& inputs, const cost::
   sim::SimOptions sim_options;
   sim_options.batchnorm = batchnorm;
   sim_options.collectives_hold_ports = options.collectives_hold_ports;
+  sim_options.shard_overhead = shard_overhead(options);
   for (const int count : sweep_counts(inputs.cluster.size())) {
     std::cerr << fmt::format("simulating {} devices\n", count);
     const cost::NetworkModel network(cluster::builtin_cluster(report.device_kind, count));
@@ -159,6 +167,7 @@ void run_one(const SimOptionsText& options, const Inputs& inputs, const cost::Co
   sim::SimOptions sim_options;
   sim_options.batchnorm = batchnorm;
   sim_options.collectives_hold_ports = options.collectives_hold_ports;
+  sim_options.shard_overhead = shard_overhead(options);
   sim_options.record_idle_intervals = options.intervals;
   sim_options.record_events = !options.trace.empty();
   std::optional<sim::MultiplexResult> multiplexed;
@@ -243,7 +252,10 @@ void add_sim_commands(CLI::App& app) {
                                       kDefaultBackgroundBatch)),
       command->add_option("--trace", options->trace, "Write a Chrome trace of the simulated steps"),
       command->add_option("--trace-ranks", options->trace_ranks, "Ranks in the trace: the first K (default 64)"),
-      command->add_option("--svg", options->svg, "With --sweep: write the scaling curves as SVG")};
+      command->add_option("--svg", options->svg, "With --sweep: write the scaling curves as SVG"),
+      command->add_option("--shard-overhead-ms", options->shard_overhead_ms,
+                          "Added to every forward and backward shard: a runtime's fixed cost per layer call "
+                          "(default 0; see docs/simulator.md)")};
   CLI::Option* strategy = command->add_option("--strategy", options->strategy, "burst (default) or dp (data parallel)")
                               ->check(CLI::IsMember({"burst", "dp"}));
   command->add_option("--batchnorm", options->batchnorm,

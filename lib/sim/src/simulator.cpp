@@ -1,6 +1,7 @@
 #include "burst/sim/simulator.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -39,6 +40,9 @@ void check_options(const SimOptions& options) {
   if (options.warmup_iterations < 0 || options.warmup_iterations >= options.iterations) {
     throw UserError(fmt::format("warm-up steps must be in [0, {}) for {} steps, got {}", options.iterations,
                                 options.iterations, options.warmup_iterations));
+  }
+  if (!(options.shard_overhead.s() >= 0) || !std::isfinite(options.shard_overhead.s())) {
+    throw UserError(fmt::format("the per-shard overhead must be a finite time >= 0, got {} s", options.shard_overhead.s()));
   }
   if (options.background) {
     BURST_ASSERT(options.background->graph != nullptr, "a background job without a model");
@@ -112,7 +116,7 @@ std::vector<Interval> gaps(const std::vector<Interval>& busy, double from, doubl
 SimResult simulate(const plan::Plan& plan, const plan::PlanContext& context, const SimOptions& options) {
   check_options(options);
   const int devices = context.network.cluster().size();
-  const detail::StepTasks step = detail::build_step_tasks(plan, context, options.batchnorm);
+  const detail::StepTasks step = detail::build_step_tasks(plan, context, options);
   std::optional<detail::BackgroundKernels> kernels;
   if (options.background) {
     kernels = background_kernels(*options.background, context.cost);

@@ -32,11 +32,12 @@ std::vector<int> ranks_of(const plan::LayerPlacement& placement) {
 
 class StepBuilder {
  public:
-  StepBuilder(const plan::Plan& plan, const plan::PlanContext& context, BatchNormMode batchnorm)
+  StepBuilder(const plan::Plan& plan, const plan::PlanContext& context, const SimOptions& options)
       : plan_(plan),
         graph_(context.graph),
         context_(context),
-        batchnorm_(batchnorm),
+        batchnorm_(options.batchnorm),
+        shard_overhead_(options.shard_overhead),
         devices_(context.network.cluster().size()),
         times_(graph_.size()),
         forward_task_(graph_.size() * static_cast<size_t>(devices_), -1),
@@ -82,7 +83,7 @@ class StepBuilder {
   // A compute task on `rank`, after the rank's previous one and any collective it waits on.
   int32_t add_compute(graph::LayerId id, int rank, Seconds duration, EventKind kind) {
     Task task;
-    task.duration_s = duration.s();
+    task.duration_s = (duration + shard_overhead_).s();
     task.kind = TaskKind::Compute;
     task.event = kind;
     task.layer = id;
@@ -244,6 +245,7 @@ class StepBuilder {
   const graph::Graph& graph_;
   const plan::PlanContext& context_;
   BatchNormMode batchnorm_;
+  Seconds shard_overhead_;
   int devices_;
   std::vector<std::vector<std::pair<int64_t, cost::LayerTime>>> times_;
   std::vector<int32_t> forward_task_;   // [layer x devices + rank]
@@ -260,8 +262,8 @@ class StepBuilder {
 
 }  // namespace
 
-StepTasks build_step_tasks(const plan::Plan& plan, const plan::PlanContext& context, BatchNormMode batchnorm) {
-  return StepBuilder(plan, context, batchnorm).build();
+StepTasks build_step_tasks(const plan::Plan& plan, const plan::PlanContext& context, const SimOptions& options) {
+  return StepBuilder(plan, context, options).build();
 }
 
 }  // namespace burst::sim::detail

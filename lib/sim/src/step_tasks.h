@@ -41,7 +41,8 @@ struct StepTasks {
 };
 
 // Builds the step's tasks (see simulator.h for the model). Layer times come from the
-// context's cost model at each shard's size; messages and collectives from its network.
-StepTasks build_step_tasks(const plan::Plan& plan, const plan::PlanContext& context, BatchNormMode batchnorm);
+// context's cost model at each shard's size (plus options.shard_overhead); messages and
+// collectives from its network; BatchNorm syncs per options.batchnorm.
+StepTasks build_step_tasks(const plan::Plan& plan, const plan::PlanContext& context, const SimOptions& options);
 
 }  // namespace burst::sim::detail

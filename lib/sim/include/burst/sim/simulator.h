@@ -75,6 +75,10 @@ struct BackgroundJob {
 struct SimOptions {
   BatchNormMode batchnorm = BatchNormMode::Sync;
   bool collectives_hold_ports = false;
+  // Added to every foreground forward and backward shard: a runtime's fixed cost per layer
+  // call beyond the operation a profile times (autograd bookkeeping, slicing, gradient
+  // buffers). 0 by default; bench/sim_fidelity.sh measures it on one process (docs/simulator.md).
+  Seconds shard_overhead;
   std::optional<BackgroundJob> background;
   // Steps simulated; the first `warmup_iterations` are left out of every figure. Without a
   // background job every step is the same (nothing carries over a step's end), so one step
