@@ -8,9 +8,12 @@
 #  1. bench/measure_cpu_links.py measures Gloo all-reduces between 2 local processes and
 #     writes a cluster file (latency and bandwidth fitted);
 #  2. `burst profile` measures every layer of each model at per-device batches 1..B;
-#  3. calibration, on one process: the model is trained on one worker (the whole batch) and
-#     simulated; the runtime's fixed cost per layer call beyond what the profile times is
-#     (measured - simulated) / (2 x layers), one forward and one backward call per layer;
+#  3. calibration, without communication: the model is trained on one worker (the whole
+#     batch) twice at the same time, one per core, so each runs as busy a machine as a
+#     2-worker job does; the runtime's cost per layer call beyond what the profile times
+#     (autograd and buffer bookkeeping, and the two cores' contention for memory) is
+#     (measured - simulated) / (2 x layers), one forward and one backward call per layer,
+#     with the mean of the two runs as measured;
 #  4. the plans on 2 workers: data parallel, the burst planner's with the measured profile
 #     and cluster, and the burst planner's for V100s (a different layout, run here all the
 #     same); a plan identical to one already run is skipped;
@@ -62,12 +65,16 @@ for entry in "${models[@]}"; do
   "$burst" profile --model "$model" --batch-sizes $sizes -o "$work/$name.profile.json" > /dev/null 2>&1
   profile="$work/$name.profile.json"
 
-  echo "  calibrating on one process" >&2
+  echo "  calibrating on two one-process runs side by side" >&2
   "$burst" plan --model "$model" --profile "$profile" --devices 1 --global-batch "$batch" --strategy dp \
     -o "$work/$name.one.json" > /dev/null
-  "$burst" train --model "$model" --plan "$work/$name.one.json" --nproc 1 --steps "$steps" --log-every 1 --seed 1 \
-    > "$work/$name.one.log" 2>&1
-  one_measured=$(measured_ms "$work/$name.one.log")
+  for copy in a b; do
+    "$burst" train --model "$model" --plan "$work/$name.one.json" --nproc 1 --steps "$steps" --log-every 1 --seed 1 \
+      > "$work/$name.one.$copy.log" 2>&1 &
+  done
+  wait
+  one_measured=$(awk -v a="$(measured_ms "$work/$name.one.a.log")" -v b="$(measured_ms "$work/$name.one.b.log")" \
+    'BEGIN { printf "%.3f", (a + b) / 2 }')
   one_simulated=$(simulated_ms "$model" "$profile" "$work/$name.one.json" 0)
   layers=$("$python" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["layers"]))' "$work/$name.one.json")
   overhead=$(awk -v a="$one_measured" -v s="$one_simulated" -v n="$layers" 'BEGIN { v = (a - s) / (2 * n); printf "%.4f", (v > 0 ? v : 0) }')
@@ -98,12 +105,13 @@ for entry in "${models[@]}"; do
       "$calibrated" "$(error "$measured" "$calibrated")" >> "$work/table"
   done
 done
-echo "Times in ms per iteration. 'one' rows: the calibration on one process (its last columns: the"
-echo "per-call cost found). Other rows: 2 workers; 'calibrated' adds that cost to every layer call."
+echo "Times in ms per iteration. 'one' rows: the calibration (two one-process runs side by side; the"
+echo "last column: the per-call cost found). Other rows: 2 workers; 'calibrated' adds that cost to"
+echo "every layer call."
 echo
 cat "$work/table"
 summary() {  # COLUMN LABEL
-  awk -v c="$1" 'NR > 1 && $2 != "one" { e = $c; sub("%", "", e); e = e < 0 ? -e : e; print e }' "$work/table" | sort -g |
+  awk -v c="$1" 'NR > 1 && $2 != "one" { e = $c; sub("%", "", e); e = e + 0; print (e < 0 ? -e : e) }' "$work/table" | sort -g |
     awk -v label="$2" '{ v[NR] = $1 } END { printf "%d configurations on 2 workers, %s: median |error| %.1f%%, worst %.1f%%\n",
          NR, label, (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2, v[NR] }'
 }
