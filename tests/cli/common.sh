@@ -76,6 +76,18 @@ quiet() {
   return 0
 }
 
+# py_check DESCRIPTION PYTHON_CODE [ARGS...]: runs the code (sys.argv[1:] = ARGS); it must
+# exit 0 (a failed assert fails the check, its message quoted).
+py_check() {
+  local description=$1 code=$2
+  shift 2
+  checks=$((checks + 1))
+  local message
+  if ! message=$("$python" -c "$code" "$@" 2>&1); then
+    fail "$description: $(echo "$message" | tail -n 1)"
+  fi
+}
+
 # contains NAME TEXT: the output of run NAME holds TEXT.
 contains() {
   checks=$((checks + 1))

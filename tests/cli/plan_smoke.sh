@@ -14,18 +14,6 @@ source "$(dirname "$0")/common.sh"
 cli_setup "$0 BURST_BINARY EXAMPLE_CLUSTER_FILE" 2 "$@"
 example=$2
 
-# py_check DESCRIPTION PYTHON_CODE [ARGS...]: runs the code (sys.argv[1:] = ARGS); it must
-# exit 0 (a failed assert fails the check, its message quoted).
-py_check() {
-  local description=$1 code=$2
-  shift 2
-  checks=$((checks + 1))
-  local message
-  if ! message=$("$python" -c "$code" "$@" 2>&1); then
-    fail "$description: $(echo "$message" | tail -n 1)"
-  fi
-}
-
 vgg=(plan --model vgg16 --device a100 --devices 8 --global-batch 32)
 
 # --- one plan: table, plan file and picture --------------------------------------------------

@@ -49,7 +49,8 @@ constexpr KindStyle kKinds[] = {
 };
 constexpr const char* kIdleColour = "#e8e8e8";
 // Lines of scaling charts, in series order (Tableau 10).
-constexpr const char* kSeriesColours[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759"};
+constexpr const char* kSeriesColours[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
+                                         "#76b7b2", "#edc948", "#b07aa1", "#9c755f"};
 constexpr size_t kSeriesStyles = std::size(kSeriesColours);
 
 const KindStyle& style_of(ActivityKind kind) {
@@ -326,15 +327,19 @@ namespace {
 double draw_scaling_chart(SvgWriter& svg, const ScalingChart& chart, double top) {
   constexpr double kHeight = 300;
   svg.text(kLeft, top, chart.heading, "start", "heading");
-  const double legend_y = top + 20, plot_top = top + 40, bottom = plot_top + kHeight;
+  constexpr size_t kLegendPerRow = 4;
+  const size_t legend_rows = (chart.series.size() + kLegendPerRow - 1) / kLegendPerRow;
+  const double legend_y = top + 20, plot_top = top + 24 + 16.0 * static_cast<double>(std::max<size_t>(legend_rows, 1));
+  const double bottom = plot_top + kHeight;
   int most_devices = 1;
   double most = 0;
   bool any = false;
   for (size_t s = 0; s < chart.series.size(); ++s) {
     const ScalingSeries& series = chart.series[s];
-    const double x = kLeft + 190.0 * static_cast<double>(s);
-    svg.line(x, legend_y - 4, x + 24, legend_y - 4, fmt::format("series{}", s % kSeriesStyles).c_str());
-    svg.text(x + 30, legend_y, series.name, "start", "small");
+    const double x = kLeft + 260.0 * static_cast<double>(s % kLegendPerRow);
+    const double y = legend_y + 16.0 * static_cast<double>(s / kLegendPerRow);
+    svg.line(x, y - 4, x + 24, y - 4, fmt::format("series{}", s % kSeriesStyles).c_str());
+    svg.text(x + 30, y, series.name, "start", "small");
     for (const auto& [devices, value] : series.points) {
       most_devices = std::max(most_devices, devices);
       most = std::max(most, value);

@@ -64,7 +64,7 @@ struct ScalingSeries {
 struct ScalingChart {
   std::string heading;
   std::string y_label;  // the quantity and its unit
-  std::vector<ScalingSeries> series;  // up to 4 colours, then they repeat
+  std::vector<ScalingSeries> series;  // up to 8 colours, then they repeat
 };
 
 // Charts stacked one above the other under `title` (escaped here), each with a log2 device
