@@ -68,6 +68,8 @@ const Case kInceptionBurst{"inception_v3", 1024, 256};
 const Case kInceptionDp{"inception_v3", 1024, 256, true};
 const Case kInceptionBackground{"inception_v3", 1024, 256, false, "inception_v3"};
 const Case kVggBurst{"vgg16", 64, 32};
+// Every one of the 1024 ranks busy with every layer: the most events per step.
+const Case kInceptionEveryRank{"inception_v3", 1024, 1024, true};
 
 }  // namespace
 
@@ -76,5 +78,6 @@ BENCHMARK_CAPTURE(simulate_case, inception_v3_1024dev_b256_burst, kInceptionBurs
 BENCHMARK_CAPTURE(simulate_case, inception_v3_1024dev_b256_dp, kInceptionDp)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(simulate_case, inception_v3_1024dev_b256_burst_with_background, kInceptionBackground)
     ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(simulate_case, inception_v3_1024dev_b1024_dp, kInceptionEveryRank)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();
