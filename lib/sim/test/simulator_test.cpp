@@ -155,6 +155,40 @@ TEST(Simulator, AllreduceOverlapsBackward) {
   EXPECT_NEAR(plan::evaluate_plan(plan, world.context()).iteration_time.ms(), 7.05, 1e-9);
 }
 
+// input [4,1,1] -> x (1x1 conv 4->4, 80 B of gradients) -> y (relu) -> z (1x1 conv 4->240,
+// 4800 B); 2 ranks, 1.6 MB/s, no latency: a sample of x's or y's output (16 B) crosses in
+// 0.01 ms; z's 2-rank all-reduce takes 3 ms, x's 0.05 ms. Every layer 1 ms forward and 1 ms
+// backward; input and x, z data parallel, y on r0 only. Batch 2.
+//   forward: x [0,1] on both; x->y r1->r0 [1,1.01]; y on r0 [1.01,2.01]; y->z r0->r1
+//   [2.01,2.02]; z on r0 [2.01,3.01], on r1 [2.02,3.02].
+//   backward: z [3.01,4.01] on r0, [3.02,4.02] on r1; z's all-reduce becomes ready at 4.02,
+//   and so does the gradient message z->y r1->r0.
+//   (a) all-reduces on their own channel: the message [4.02,4.03]; y [4.03,5.03]; y->x r0->r1
+//       [5.03,5.04]; x [5.03,6.03] and [5.04,6.04]; x's all-reduce waits for z's (one
+//       collective at a time): [7.02,7.07]. Step 7.07 ms.
+//   (b) all-reduces hold the ports: z's all-reduce, released first, holds r1's send port
+//       [4.02,7.02]; the message [7.02,7.03]; y [7.03,8.03]; y->x [8.03,8.04]; x [8.03,9.03]
+//       and [8.04,9.04]; x's all-reduce [9.04,9.09]. Step 9.09 ms.
+TEST(Simulator, AllreducesHoldingPortsDelayMessages) {
+  graph::GraphBuilder b("hold");
+  std::string v = b.input("input", {4, 1, 1});
+  v = b.conv2d("x", v, graph::conv2d_attrs(4, {1, 1}));
+  v = b.relu("y", v);
+  b.conv2d("z", v, graph::conv2d_attrs(240, {1, 1}));
+  const World world(std::move(b).build(), test_cluster(2, 1.6e6, 0),
+                    {{"input", {ms(0), ms(0)}}, {"x", {ms(1), ms(1)}}, {"y", {ms(1), ms(1)}}, {"z", {ms(1), ms(1)}}});
+  const std::vector<cost::Shard> split = {shard(0, 0, 1), shard(1, 1, 2)};
+  const plan::Plan plan = hand_plan(world.graph, 2, 2, {split, split, {shard(0, 0, 2)}, split});
+  SimOptions options = recording();
+  const SimResult own_channel = simulate(plan, world.context(), options);
+  EXPECT_NEAR(own_channel.iteration_time.ms(), 7.07, 1e-9);
+  EXPECT_NEAR(find_event(own_channel, EventKind::Backward, 2, 0).start_s, 4.03e-3, kTolerance);
+  options.collectives_hold_ports = true;
+  const SimResult holding = simulate(plan, world.context(), options);
+  EXPECT_NEAR(holding.iteration_time.ms(), 9.09, 1e-9);
+  EXPECT_NEAR(find_event(holding, EventKind::Backward, 2, 0).start_s, 7.03e-3, kTolerance);
+}
+
 // input [250] -> a (relu) on r0 -> b (relu) on r1; batch 1; 1 MB/s: a 1 ms message each way.
 // a and b: 2 ms forward and 2 ms backward. Alone:
 //   r0: a [0,2]; message [2,3]; r1: b [3,5], b backward [5,7]; message [7,8]; r0: a [8,10].
