@@ -153,6 +153,23 @@ class StepBuilder {
     }
   }
 
+  // The messages of one use of `producer`'s output by `consumer`, one per non-local piece.
+  // Forward: from the producer's shard on the piece's source rank to the consumer's shard on
+  // its destination. Backward (the gradient): the reverse, between their backward shards.
+  void add_reshard_messages(graph::LayerId producer, graph::LayerId consumer,
+                            const std::vector<cost::Transfer>& pieces, bool backward) {
+    const double bytes_per_sample = static_cast<double>(graph_.info(producer).output_bytes);
+    for (const cost::Transfer& piece : pieces) {
+      if (piece.local()) continue;
+      const double bytes = bytes_per_sample * static_cast<double>(piece.samples.size());
+      const int32_t message = backward ? add_message(consumer, piece.dst_rank, piece.src_rank, bytes)
+                                       : add_message(consumer, piece.src_rank, piece.dst_rank, bytes);
+      depend(backward ? backward_task(consumer, piece.dst_rank) : forward_task(producer, piece.src_rank), message);
+      depend(message, backward ? backward_task(producer, piece.src_rank) : forward_task(consumer, piece.dst_rank));
+      messages_.push_back(message);
+    }
+  }
+
   void add_forward(graph::LayerId id) {
     const plan::LayerPlacement& placement = plan_.layers[static_cast<size_t>(id)];
     for (const cost::Shard& shard : placement.shards) {
@@ -162,15 +179,7 @@ class StepBuilder {
     // One message per non-local piece, per input position (a layer may read a producer twice).
     for (const graph::LayerId producer : graph_.inputs(id)) {
       if (same_placement(plan_.layers[static_cast<size_t>(producer)], placement)) continue;
-      const double bytes_per_sample = static_cast<double>(graph_.info(producer).output_bytes);
-      for (const cost::Transfer& piece : plan::activation_transfers(plan_, producer, id)) {
-        if (piece.local()) continue;
-        const int32_t message = add_message(id, piece.src_rank, piece.dst_rank,
-                                            bytes_per_sample * static_cast<double>(piece.samples.size()));
-        depend(forward_task(producer, piece.src_rank), message);
-        depend(message, forward_task(id, piece.dst_rank));
-        messages_.push_back(message);
-      }
+      add_reshard_messages(producer, id, plan::activation_transfers(plan_, producer, id), false);
     }
     add_batchnorm_sync(id, true);
   }
@@ -183,20 +192,11 @@ class StepBuilder {
     }
     // Gradients of our output come back from each consumer's ranks, the forward pieces reversed.
     if (carries_gradient(graph_, id)) {
-      const double bytes_per_sample = static_cast<double>(graph_.info(id).output_bytes);
       for (const graph::LayerId consumer : graph_.consumers(id)) {
         if (same_placement(plan_.layers[static_cast<size_t>(consumer)], placement)) continue;
         const std::vector<cost::Transfer> pieces = plan::activation_transfers(plan_, id, consumer);
         for (const graph::LayerId input : graph_.inputs(consumer)) {
-          if (input != id) continue;
-          for (const cost::Transfer& piece : pieces) {
-            if (piece.local()) continue;
-            const int32_t message = add_message(consumer, piece.dst_rank, piece.src_rank,
-                                                bytes_per_sample * static_cast<double>(piece.samples.size()));
-            depend(backward_task(consumer, piece.dst_rank), message);
-            depend(message, backward_task(id, piece.src_rank));
-            messages_.push_back(message);
-          }
+          if (input == id) add_reshard_messages(id, consumer, pieces, true);
         }
       }
     }

@@ -202,16 +202,30 @@ TEST(Simulator, AllreducesHoldingPortsDelayMessages) {
 //   Background: 8 ms of kernels per rank, 16 ms = 4 background steps = 4 samples in 12 ms:
 //   333.33 samples/s; the foreground's 1 sample in 12 ms is 83.33/s; together 416.67/s.
 // (This is BackgroundPolicy::Greedy; FitIdleGaps is the next test.)
+struct PipeWorld {
+  static graph::Graph pipe() {
+    graph::GraphBuilder b("pipe");
+    b.relu("b", b.relu("a", b.input("input", {250})));
+    return std::move(b).build();
+  }
+  static graph::Graph filler_model() {
+    graph::GraphBuilder k("filler");
+    k.relu("k", k.input("noise", {8}));
+    return std::move(k).build();
+  }
+
+  World world{pipe(), test_cluster(2, 1e6, 0),
+              {{"input", {ms(0), ms(0)}}, {"a", {ms(2), ms(2)}}, {"b", {ms(2), ms(2)}},
+               {"noise", {ms(0), ms(0)}}, {"k", {ms(2), ms(2)}}}};
+  graph::Graph filler = filler_model();  // timed by world.cost too
+  plan::Plan plan = hand_plan(world.graph, 2, 1, {{shard(0, 0, 1)}, {shard(0, 0, 1)}, {shard(1, 0, 1)}});
+};
+
 TEST(Simulator, BackgroundKernelDelaysForegroundByItsRemainingTime) {
-  graph::GraphBuilder b("pipe");
-  b.relu("b", b.relu("a", b.input("input", {250})));
-  graph::GraphBuilder k("filler");
-  k.relu("k", k.input("noise", {8}));
-  const graph::Graph filler = std::move(k).build();
-  const World world(std::move(b).build(), test_cluster(2, 1e6, 0),
-                    {{"input", {ms(0), ms(0)}}, {"a", {ms(2), ms(2)}}, {"b", {ms(2), ms(2)}},
-                     {"noise", {ms(0), ms(0)}}, {"k", {ms(2), ms(2)}}});
-  const plan::Plan plan = hand_plan(world.graph, 2, 1, {{shard(0, 0, 1)}, {shard(0, 0, 1)}, {shard(1, 0, 1)}});
+  const PipeWorld pipe;
+  const World& world = pipe.world;
+  const graph::Graph& filler = pipe.filler;
+  const plan::Plan& plan = pipe.plan;
   SimOptions options = recording();
   const SimResult alone = simulate(plan, world.context(), options);
   EXPECT_NEAR(alone.iteration_time.ms(), 10.0, 1e-9);
@@ -243,15 +257,10 @@ TEST(Simulator, BackgroundKernelDelaysForegroundByItsRemainingTime) {
 //   10 ms: 250 samples/s. The foreground alone leaves 6 + 6 = 12 ms idle per 10 ms step, room
 //   for 12 / 4 = 3 steps: 300 samples/s, so the idle-time efficiency is 250 / 300.
 TEST(Simulator, BackgroundFitsIdleGapsWithoutSlowingTheForeground) {
-  graph::GraphBuilder b("pipe");
-  b.relu("b", b.relu("a", b.input("input", {250})));
-  graph::GraphBuilder k("filler");
-  k.relu("k", k.input("noise", {8}));
-  const graph::Graph filler = std::move(k).build();
-  const World world(std::move(b).build(), test_cluster(2, 1e6, 0),
-                    {{"input", {ms(0), ms(0)}}, {"a", {ms(2), ms(2)}}, {"b", {ms(2), ms(2)}},
-                     {"noise", {ms(0), ms(0)}}, {"k", {ms(2), ms(2)}}});
-  const plan::Plan plan = hand_plan(world.graph, 2, 1, {{shard(0, 0, 1)}, {shard(0, 0, 1)}, {shard(1, 0, 1)}});
+  const PipeWorld pipe;
+  const World& world = pipe.world;
+  const graph::Graph& filler = pipe.filler;
+  const plan::Plan& plan = pipe.plan;
   SimOptions options = recording();
   options.background = BackgroundJob{&filler, 1, BackgroundPolicy::FitIdleGaps};
   const SimResult result = simulate(plan, world.context(), options);
