@@ -3,7 +3,7 @@ them (torch.distributed with Gloo over loopback TCP), and writes a burst cluster
 
 usage: measure_cpu_links.py OUTPUT.json [WORLD_SIZE (2)]
 
-All-reduces of 4 KB .. 64 MB (what burst's runtime sends most: gradients and BatchNorm
+All-reduces of 4 KB .. 64 MB (mean, and the 10th/50th/90th percentiles) (what burst's runtime sends most: gradients and BatchNorm
 statistics) give the link through the network model's ring formula for n workers,
 time = 2(n-1) latency + 2(n-1)/n bytes / bandwidth:
   - latency from the small all-reduces (4 KB to 256 KB, where bandwidth matters little):
@@ -55,7 +55,7 @@ def worker(rank, world, port, queue):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     dist.init_process_group("gloo", rank=rank, world_size=world)
-    results = {"p2p": {}, "allreduce": {}}
+    results = {"p2p": {}, "allreduce": {}, "allreduce_spread": {}}
     for size in SIZES:
         tensor = torch.ones(size // 4)
         ping_pong(rank, tensor)  # warm-up
@@ -70,9 +70,16 @@ def worker(rank, world, port, queue):
             reductions.append(time.perf_counter() - start)
         results["p2p"][size] = statistics.fmean(trips)
         results["allreduce"][size] = statistics.fmean(reductions)
+        results["allreduce_spread"][size] = quantiles(reductions)
     if rank == 0:
         queue.put(results)
     dist.destroy_process_group()
+
+
+def quantiles(samples):
+    """(10th percentile, median, 90th percentile) of `samples`."""
+    ordered = sorted(samples)
+    return tuple(ordered[min(len(ordered) - 1, int(q * len(ordered)))] for q in (0.1, 0.5, 0.9))
 
 
 def fit(allreduce, world):
@@ -92,10 +99,11 @@ def main():
     results = queue.get()
     latency, bandwidth = fit(results["allreduce"], world)
     print(f"fitted link: latency {latency * 1e6:.1f} us, bandwidth {bandwidth / 1e9:.3f} GB/s")
-    print(f"{'bytes':>10} {'allreduce ms':>13} {'model ms':>9} {'p2p ms':>9} {'model ms':>9}")
+    print(f"{'bytes':>10} {'allreduce ms':>13} {'p10/p50/p90 ms':>20} {'model ms':>9} {'p2p ms':>9} {'model ms':>9}")
     for size in SIZES:
         ring = 2 * (world - 1) / world * size / bandwidth + 2 * (world - 1) * latency
-        print(f"{size:>10} {results['allreduce'][size] * 1e3:>13.3f} {ring * 1e3:>9.3f} "
+        spread = "/".join(f"{q * 1e3:.2f}" for q in results["allreduce_spread"][size])
+        print(f"{size:>10} {results['allreduce'][size] * 1e3:>13.3f} {spread:>20} {ring * 1e3:>9.3f} "
               f"{results['p2p'][size] * 1e3:>9.3f} {(latency + size / bandwidth) * 1e3:>9.3f}")
     link = {"bandwidth_gbyte_s": round(bandwidth / 1e9, 4), "latency_us": round(latency * 1e6, 2)}
     cluster = {"format": "burst.cluster", "version": 1, "name": f"this-machine-{world}-workers", "device": "cpu",

@@ -20,6 +20,7 @@
 #include "burst/plan/burst_planner.h"
 #include "burst/plan/evaluate.h"
 #include "burst/plan/plan.h"
+#include "burst/runtime/resume.h"
 #include "burst/util/error.h"
 #include "profile_commands.h"
 #include "torch_plugin.h"
@@ -71,12 +72,19 @@ void check(const TrainArgs& args, int world_size) {
   if (config.steps <= 0 && config.epochs <= 0) throw UserError("give --steps S or --epochs E (at least 1)");
   if (config.steps > 0 && config.epochs > 0) throw UserError("give --steps or --epochs, not both");
   if (!(config.learning_rate > 0)) throw UserError(fmt::format("--lr must be > 0, got {}", config.learning_rate));
+  if (config.checkpoint_every < 0) {
+    throw UserError(fmt::format("--checkpoint-every must be at least 0, got {}", config.checkpoint_every));
+  }
+  if (config.checkpoint_dir.empty() && (config.checkpoint_every > 0 || config.resume)) {
+    throw UserError("--checkpoint-every and --resume need --checkpoint-dir DIR");
+  }
   const graph::Graph graph = graph::load_model(config.model);
   if (config.dataset == "fashion-mnist") check_fits_fashion_mnist(graph);
   if (config.plan_file.empty()) {
     if (config.global_batch < 1) {
       throw UserError(fmt::format("--global-batch must be at least 1, got {}", config.global_batch));
     }
+    runtime::checkpoint_to_resume(config, graph, config.global_batch, config.steps);
     return;
   }
   const plan::Plan plan = plan::load_plan_file(config.plan_file);
@@ -89,6 +97,7 @@ void check(const TrainArgs& args, int world_size) {
     throw UserError(fmt::format("--global-batch {} differs from plan '{}' ({})", config.global_batch,
                                 config.plan_file, plan.global_batch));
   }
+  runtime::checkpoint_to_resume(config, graph, plan.global_batch, config.steps);
 }
 
 void run_worker(const runtime::TrainConfig& config, const runtime::WorkerPlace& place) {
@@ -256,6 +265,13 @@ void add_train_commands(CLI::App& app) {
   command->add_option("--save-params", c.save_params, "Rank 0 writes every parameter here (torch.load reads it)");
   command->add_option("--trace", c.trace_file, "Write a Chrome trace (Perfetto) of steps 1-20 of all ranks")->type_name("FILE");
   command->add_option("--log-every", c.log_every, "Steps between log lines")->capture_default_str();
+  command->add_option("--checkpoint-dir", c.checkpoint_dir,
+                      "Write checkpoints here (step-N.ckpt; after the last step, and every --checkpoint-every steps)")
+      ->type_name("DIR");
+  command->add_option("--checkpoint-every", c.checkpoint_every, "Steps between checkpoints (0: only after the last)")
+      ->capture_default_str();
+  command->add_flag("--resume", c.resume,
+                    "Continue from the latest checkpoint in --checkpoint-dir (any plan or worker count)");
   command->add_option("--threads", c.threads, "Intra-op threads per worker")->capture_default_str();
   command->add_option("--nproc", args->nproc, "Spawn this many local workers (like torchrun --nproc-per-node)");
   command->add_option("--master-port", args->master_port, "Rendezvous port with --nproc (default: a free one)");

@@ -15,6 +15,7 @@
 #include "burst/util/error.h"
 #include "sync_batchnorm.h"
 #include "trace.h"
+#include "training_state.h"
 
 namespace burst::runtime {
 
@@ -574,6 +575,57 @@ std::vector<std::pair<std::string, torch::Tensor>> PlanExecutor::gather_paramete
   }
   for (auto& [tensor, work] : sends) work->wait();
   return gathered;
+}
+
+std::vector<checkpoint::TensorBytes> PlanExecutor::gather_training_state() {
+  State& s = *state_;
+  // Each layer's state travels as one encoded block (checkpoint_file.h's format without a
+  // model): its size, then its bytes, under the layer's last two gathering tags.
+  constexpr size_t kSizeSlot = 62, kBytesSlot = 63;
+  std::vector<checkpoint::TensorBytes> gathered;
+  std::vector<std::pair<torch::Tensor, std::unique_ptr<PendingWork>>> sends;
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(s.graph.size()); ++id) {
+    const int owner = s.plan.layers[static_cast<size_t>(id)].shards.front().rank;
+    const std::string prefix = s.graph.layer(id).name + ".";
+    if (s.rank == owner) {
+      std::vector<checkpoint::TensorBytes> mine =
+          detail::layer_training_state(s.modules[static_cast<size_t>(id)]->module(), s.optimizer.get(), prefix);
+      if (s.rank == 0) {
+        for (auto& tensor : mine) gathered.push_back(std::move(tensor));
+        continue;
+      }
+      checkpoint::Checkpoint block;
+      block.tensors = std::move(mine);
+      const std::string bytes = checkpoint::encode_checkpoint(block);
+      torch::Tensor size = torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kInt64);
+      torch::Tensor payload = torch::empty({static_cast<int64_t>(bytes.size())}, torch::kUInt8);
+      std::memcpy(payload.data_ptr(), bytes.data(), bytes.size());
+      sends.emplace_back(size, s.comm.send(size, 0, gather_tag(id, kSizeSlot)));
+      sends.emplace_back(payload, s.comm.send(payload, 0, gather_tag(id, kBytesSlot)));
+      continue;
+    }
+    if (s.rank != 0) continue;
+    torch::Tensor size = torch::empty({1}, torch::kInt64);
+    s.comm.receive(size, owner, gather_tag(id, kSizeSlot))->wait();
+    torch::Tensor payload = torch::empty({size.item<int64_t>()}, torch::kUInt8);
+    s.comm.receive(payload, owner, gather_tag(id, kBytesSlot))->wait();
+    checkpoint::Checkpoint block = checkpoint::decode_checkpoint(
+        std::string(static_cast<const char*>(payload.data_ptr()), static_cast<size_t>(payload.numel())));
+    for (auto& tensor : block.tensors) gathered.push_back(std::move(tensor));
+  }
+  for (auto& [tensor, work] : sends) work->wait();
+  return gathered;
+}
+
+void PlanExecutor::load_training_state(const std::vector<checkpoint::TensorBytes>& state) {
+  State& s = *state_;
+  std::map<std::string, const checkpoint::TensorBytes*> by_name;
+  for (const checkpoint::TensorBytes& tensor : state) by_name[tensor.name] = &tensor;
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(s.graph.size()); ++id) {
+    if (!s.ours(id)) continue;
+    detail::load_layer_training_state(s.modules[static_cast<size_t>(id)]->module(), s.optimizer.get(),
+                                      s.graph.layer(id).name + ".", by_name);
+  }
 }
 
 }  // namespace burst::runtime

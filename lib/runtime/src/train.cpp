@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <numeric>
@@ -11,6 +12,7 @@
 #include <torch/serialize.h>
 #include <torch/torch.h>
 
+#include "burst/checkpoint/checkpoint_file.h"
 #include "burst/cluster/cluster.h"
 #include "burst/data/dataset.h"
 #include "burst/data/idx.h"
@@ -20,6 +22,7 @@
 #include "burst/plan/plan.h"
 #include "burst/runtime/gloo_communicator.h"
 #include "burst/runtime/plan_executor.h"
+#include "burst/runtime/resume.h"
 #include "burst/util/error.h"
 #include "trace.h"
 
@@ -191,19 +194,45 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
   PlanExecutor executor(graph, plan, *communicator, config.seed, optimizer);
 
   const bool logging = place.rank == 0;
+  int64_t first_step = 0;
+  if (const auto resumed = checkpoint_to_resume(config, graph, plan.global_batch, steps)) {
+    executor.load_training_state(resumed->tensors);
+    first_step = resumed->step;
+    if (logging) std::cout << fmt::format("resumed from step {} ({})\n", first_step, config.checkpoint_dir);
+  }
   if (logging) {
     std::cout << fmt::format("burst train: {} on {} workers, plan '{}' ({}), global batch {}, {} steps, {} data\n",
                              graph.name(), place.world_size, config.plan_file.empty() ? "dp" : config.plan_file,
                              plan.strategy, plan.global_batch, steps, train.name())
               << std::flush;
   }
+  if (!config.checkpoint_dir.empty() && place.rank == 0) {
+    std::error_code error;
+    std::filesystem::create_directories(config.checkpoint_dir, error);
+    if (error) throw UserError(fmt::format("--checkpoint-dir: cannot create '{}': {}", config.checkpoint_dir, error.message()));
+  }
+  // Every rank joins the gathering; rank 0 writes the file.
+  auto save_checkpoint = [&](int64_t done) {
+    std::vector<checkpoint::TensorBytes> tensors = executor.gather_training_state();
+    if (place.rank != 0) return;
+    checkpoint::Checkpoint out;
+    out.model = graph.name();
+    out.model_fingerprint = checkpoint::model_fingerprint(graph);
+    out.step = done;
+    out.state = {{"training", training_identity(config, plan.global_batch)},
+                 {"written_by", {{"plan", plan.strategy}, {"workers", place.world_size}}}};
+    out.tensors = std::move(tensors);
+    const std::string path = checkpoint::checkpoint_path(config.checkpoint_dir, done);
+    checkpoint::write_checkpoint_file(out, path);
+    std::cout << fmt::format("wrote checkpoint {}\n", path) << std::flush;
+  };
   // The trace covers the first kTraceSteps steps (or all, if fewer), from a barrier right
   // before step 1.
   constexpr int64_t kTraceSteps = 20;
   const bool tracing = !config.trace_file.empty();
-  if (tracing) executor.start_trace(std::min<int64_t>(steps, kTraceSteps));
+  if (tracing) executor.start_trace(std::min<int64_t>(steps - first_step, kTraceSteps));
   std::optional<data::EpochOrder> order;
-  for (int64_t step = 0; step < steps; ++step) {
+  for (int64_t step = first_step; step < steps; ++step) {
     const data::SamplerPosition position = sampler.position(step);
     if (!order || order->epoch() != position.epoch) order = sampler.epoch_order(position.epoch);
     const std::vector<int64_t> indices = order->batch(position.step);
@@ -211,6 +240,10 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
     source.features = [&](graph::LayerId, int64_t begin, int64_t end) { return features_of(train, indices, begin, end); };
     source.labels = [&](graph::LayerId, int64_t begin, int64_t end) { return labels_of(train, indices, begin, end); };
     const StepResult result = executor.step(source);
+    if (!config.checkpoint_dir.empty() &&
+        (step + 1 == steps || (config.checkpoint_every > 0 && (step + 1) % config.checkpoint_every == 0))) {
+      save_checkpoint(step + 1);
+    }
     // Every rank knows which steps are logged and joins the gathering of the step times.
     if (step % std::max(1, config.log_every) != 0 && step + 1 != steps) continue;
     const std::vector<StepTimes> times = executor.gather_step_times(result.times);
@@ -231,8 +264,8 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
           events.size() <= 8 ? fmt::format("{}", fmt::join(events, " + "))
                              : fmt::format("{} to {} per rank", *std::min_element(events.begin(), events.end()),
                                            *std::max_element(events.begin(), events.end()));
-      std::cout << fmt::format("wrote trace of steps 1-{} on {} ranks ({} events: {}) to {}\n",
-                               std::min<int64_t>(steps, kTraceSteps), place.world_size, total, per_rank,
+      std::cout << fmt::format("wrote trace of steps {}-{} on {} ranks ({} events: {}) to {}\n", first_step + 1,
+                               first_step + std::min<int64_t>(steps - first_step, kTraceSteps), place.world_size, total, per_rank,
                                config.trace_file)
                 << std::flush;
     }

@@ -18,6 +18,7 @@
 
 #include <torch/types.h>
 
+#include "burst/checkpoint/checkpoint_file.h"
 #include "burst/graph/graph.h"
 #include "burst/plan/plan.h"
 #include "burst/runtime/communicator.h"
@@ -88,6 +89,15 @@ class PlanExecutor {
   // rank 0 from the first rank of each layer, named "<layer>.<name>"; other ranks get an
   // empty list. Collective: every rank calls it.
   std::vector<std::pair<std::string, torch::Tensor>> gather_parameters();
+
+  // Every layer's parameters, buffers and optimizer state (src/training_state.h names
+  // them), gathered on rank 0 from the first rank of each layer; other ranks get an empty
+  // list. What a checkpoint holds: it does not depend on the plan. Collective.
+  std::vector<checkpoint::TensorBytes> gather_training_state();
+
+  // Sets the layers this rank holds from `state` (the whole model's, written under any
+  // plan and world size). UserError for a missing tensor or one of another shape.
+  void load_training_state(const std::vector<checkpoint::TensorBytes>& state);
 
   // Every rank's step times, by rank, on every rank: one world all-reduce of 4 x world
   // doubles. Collective: every rank calls it for the same steps.

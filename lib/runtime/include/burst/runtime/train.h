@@ -25,6 +25,12 @@ struct TrainConfig {
   std::string save_params;       // rank 0 writes every parameter here (torch.load-able)
   std::string trace_file;        // rank 0 writes a Chrome trace of the first steps here (docs/runtime.md)
   int log_every = 1;             // steps between log lines (rank 0)
+  // Checkpoints (docs/runtime.md, "Checkpoints"): rank 0 writes DIR/step-N.ckpt every
+  // `checkpoint_every` steps (0: only after the last step) when `checkpoint_dir` is set;
+  // `resume` starts from the latest one there, under any plan or world size.
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;
+  bool resume = false;
   int threads = 1;               // intra-op threads per worker
 };
 
