@@ -1,7 +1,11 @@
 #include "train_commands.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -11,12 +15,14 @@
 
 #include <fmt/format.h>
 
+#include "burst/checkpoint/checkpoint_file.h"
 #include "burst/cluster/cluster.h"
 #include "burst/cost/device_models.h"
 #include "burst/cost/network.h"
 #include "burst/graph/model_json.h"
 #include "burst/launch/identity.h"
 #include "burst/launch/spawn.h"
+#include "burst/launch/worker_status.h"
 #include "burst/plan/burst_planner.h"
 #include "burst/plan/evaluate.h"
 #include "burst/plan/plan.h"
@@ -37,11 +43,13 @@ struct TrainArgs {
   std::string device;          // cost model: a device kind ...
   std::string profile;         // ... or a measured profile; neither: measure this CPU now
   double amplification = plan::BurstOptions{}.amplification;
+  int max_restarts = 0;  // --nproc: restart all workers after a failure, this many times
 };
 
 // Options the launcher consumes; workers get the plan file instead.
 bool launcher_option(const std::string& word) {
-  for (const char* name : {"--nproc", "--master-port", "--strategy", "--device", "--profile", "--amplification"}) {
+  for (const char* name :
+       {"--nproc", "--master-port", "--strategy", "--device", "--profile", "--amplification", "--max-restarts"}) {
     if (word == name) return true;
   }
   return false;
@@ -72,6 +80,13 @@ void check(const TrainArgs& args, int world_size) {
   if (config.steps <= 0 && config.epochs <= 0) throw UserError("give --steps S or --epochs E (at least 1)");
   if (config.steps > 0 && config.epochs > 0) throw UserError("give --steps or --epochs, not both");
   if (!(config.learning_rate > 0)) throw UserError(fmt::format("--lr must be > 0, got {}", config.learning_rate));
+  if (!(config.timeout_s > 0) || config.timeout_s > 86400) {
+    throw UserError(fmt::format("--timeout must be between 0 and 86400 seconds, got {}", config.timeout_s));
+  }
+  if (args.max_restarts < 0) throw UserError(fmt::format("--max-restarts must be at least 0, got {}", args.max_restarts));
+  if (args.max_restarts > 0 && args.nproc == -1) {
+    throw UserError("--max-restarts restarts the workers --nproc starts; under torchrun use its --max_restarts");
+  }
   if (config.checkpoint_every < 0) {
     throw UserError(fmt::format("--checkpoint-every must be at least 0, got {}", config.checkpoint_every));
   }
@@ -172,6 +187,58 @@ std::string make_burst_plan(const TrainArgs& args, int world_size, const std::st
   return path;
 }
 
+// One line about a failed launch: the first worker that failed, with what it said (or, for
+// one killed by a signal, what it was doing), e.g. "rank 1 was killed by SIGKILL in step 5
+// of 100; stopped the other 3 workers".
+std::string failure_report(const launch::SpawnResult& result, const std::string& status_directory) {
+  if (!result.first_failed_rank) return result.describe();
+  const int rank = *result.first_failed_rank;
+  const launch::WorkerExit& worker = result.workers[static_cast<size_t>(rank)];
+  const std::optional<launch::RecordedStatus> status = launch::read_worker_status(status_directory, rank);
+  std::string what;
+  if (status && status->failed) {
+    what = status->text;  // its own message already names its rank
+  } else {
+    what = worker.describe() + (status ? " in " + status->text : "");
+  }
+  // Workers that ignored the launcher's SIGTERM and needed SIGKILL were not answering: the
+  // hung ones the others waited for.
+  std::vector<std::string> hung;
+  for (const launch::WorkerExit& other : result.workers) {
+    if (other.rank == rank || !other.stopped_by_launcher || !other.signaled || other.signal != SIGKILL) continue;
+    const std::optional<launch::RecordedStatus> last = launch::read_worker_status(status_directory, other.rank);
+    hung.push_back(fmt::format("rank {}{}", other.rank, last && !last->failed ? " (" + last->text + ")" : ""));
+  }
+  const size_t others = result.workers.size() - 1;
+  if (others > 0) what += fmt::format("; stopped the other {} worker{}", others, others == 1 ? "" : "s");
+  if (!hung.empty()) what += fmt::format(", of which {} did not answer", fmt::join(hung, ", "));
+  return what;
+}
+
+// Runs the workers; after a failure, with --max-restarts left, runs them all again from the
+// latest checkpoint (or from the start without one), as torchrun's elastic agent does.
+void run_workers(const TrainArgs& args, std::vector<std::string> argv, const std::string& scratch) {
+  const int port = args.master_port > 0 ? args.master_port : launch::pick_free_port();
+  for (int attempt = 0;; ++attempt) {
+    const std::string status_directory = fmt::format("{}/status-{}", scratch, attempt);
+    std::filesystem::create_directories(status_directory);
+    launch::SpawnOptions options;
+    options.extra_environment[launch::kStatusDirectoryVariable] = status_directory;
+    const launch::SpawnResult result =
+        launch::spawn_workers(argv, args.nproc, attempt == 0 ? port : launch::pick_free_port(), options);
+    if (result.succeeded()) return;
+    const std::string report = failure_report(result, status_directory);
+    if (attempt >= args.max_restarts || result.interrupted_by) throw UserError(fmt::format("burst train: {}", report));
+    const bool resumable = !args.config.checkpoint_dir.empty() &&
+                           checkpoint::latest_checkpoint(args.config.checkpoint_dir).has_value();
+    if (resumable && std::find(argv.begin(), argv.end(), "--resume") == argv.end()) argv.push_back("--resume");
+    std::cerr << fmt::format("burst train: {}; restarting all workers {} (restart {} of {})\n", report,
+                             resumable ? "from the latest checkpoint" : "from the start", attempt + 1,
+                             args.max_restarts)
+              << std::flush;
+  }
+}
+
 // This process's own command line (Linux: /proc/self/cmdline, NUL-separated words).
 std::vector<std::string> own_command_line() {
   std::ifstream file("/proc/self/cmdline", std::ios::binary);
@@ -205,9 +272,7 @@ void run_train(TrainArgs& args) {
       argv.push_back("--plan");
       argv.push_back(args.config.plan_file);
     }
-    const launch::SpawnResult result =
-        launch::spawn_workers(argv, args.nproc, args.master_port > 0 ? args.master_port : launch::pick_free_port());
-    if (!result.succeeded()) throw UserError(fmt::format("burst train: {}", result.describe()));
+    run_workers(args, argv, scratch.path());
     return;
   }
   runtime::WorkerPlace place;
@@ -233,7 +298,27 @@ void run_train(TrainArgs& args) {
     args.config.plan_file = make_burst_plan(args, place.world_size, scratch.path());
   }
   check(args, place.world_size);
-  run_worker(args.config, place);
+  // Under burst's own launcher the error goes to the launcher's one-line report, not to a
+  // line of each worker's own.
+  std::optional<launch::WorkerStatus> status = launch::WorkerStatus::from_environment(place.rank);
+  if (!status) {
+    run_worker(args.config, place);
+    return;
+  }
+  int code = 0;
+  try {
+    run_worker(args.config, place);
+  } catch (const UserError& error) {
+    status->failed(error.what());
+    code = 2;
+  } catch (const std::exception& error) {
+    status->failed(std::string("internal error: ") + error.what());
+    code = 1;
+  }
+  if (code != 0) {
+    std::fflush(nullptr);
+    ::_exit(code);  // Gloo's threads may be blocked on a dead peer: do not wait for them
+  }
 }
 
 }  // namespace
@@ -269,6 +354,13 @@ void add_train_commands(CLI::App& app) {
                       "Write checkpoints here (step-N.ckpt; after the last step, and every --checkpoint-every steps)")
       ->type_name("DIR");
   command->add_option("--checkpoint-every", c.checkpoint_every, "Steps between checkpoints (0: only after the last)")
+      ->capture_default_str();
+  command->add_option("--timeout", c.timeout_s,
+                      "Seconds a worker waits for another before giving up with an error (a dead or hung worker)")
+      ->capture_default_str();
+  command->add_option("--max-restarts", args->max_restarts,
+                      "With --nproc: after a worker fails, restart all workers from the latest checkpoint, "
+                      "at most this many times")
       ->capture_default_str();
   command->add_flag("--resume", c.resume,
                     "Continue from the latest checkpoint in --checkpoint-dir (any plan or worker count)");

@@ -127,6 +127,12 @@ refused "another learning rate" "belongs to another training" --model "$model" -
 refused "no checkpoint" "no checkpoint in" --model "$model" --lr 0.005 --nproc 2 --steps 20 --checkpoint-dir "$work/empty" --resume
 refused "--resume without a directory" "need --checkpoint-dir" --model "$model" --lr 0.005 --nproc 2 --steps 20 --resume
 
+refused "--timeout 0" "--timeout must be between" --model "$model" --lr 0.005 --nproc 2 --steps 2 --timeout 0
+refused "--max-restarts without --nproc" "--max-restarts restarts the workers --nproc starts" --model "$model" \
+  --lr 0.005 --steps 2 --max-restarts 1
+refused "--checkpoint-every -1" "--checkpoint-every must be at least 0" --model "$model" --lr 0.005 --nproc 2 \
+  --steps 2 --checkpoint-dir "$work/x" --checkpoint-every -1
+
 if [ "$failures" -gt 0 ]; then
   echo "$failures of $checks checks failed"
   exit 1

@@ -31,6 +31,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A communication failure (a peer that died, a timeout: Gloo throws either) as a UserError
+// saying what was waited for: "<what>: <the error's first line, without backtrace>".
+UserError communication_failure(const std::string& what, const std::exception& error) {
+  const auto* torch_error = dynamic_cast<const c10::Error*>(&error);
+  std::string text = torch_error != nullptr ? torch_error->what_without_backtrace() : error.what();
+  text = text.substr(0, text.find('\n'));
+  if (!text.empty() && text[0] == '[' && text.find("] ") != std::string::npos) {
+    text = text.substr(text.find("] ") + 2);  // Gloo's "[file.cc:81] " source location
+  }
+  return UserError(fmt::format("{}: {}", what, text));
+}
+
 // Message tags: forward and backward of input position `k` of layer `consumer`; parameter
 // gathering gets its own range above them.
 uint32_t edge_tag(graph::LayerId consumer, size_t k, bool backward) {
@@ -95,7 +107,11 @@ class TimedCommunicator final : public Communicator {
     Work(std::unique_ptr<PendingWork> inner, const Callback& on_wait) : inner_(std::move(inner)), on_wait_(on_wait) {}
     void wait() override {
       const auto begin = Clock::now();
-      inner_->wait();
+      try {
+        inner_->wait();
+      } catch (const std::exception& error) {
+        throw communication_failure("BatchNorm statistics all-reduce", error);
+      }
       on_wait_(begin, Clock::now());
     }
 
@@ -176,7 +192,11 @@ struct PlanExecutor::State {
   template <typename Describe>
   Clock::time_point wait(PendingWork& work, trace::Lane lane, bool idle, Describe&& describe) {
     const auto begin = Clock::now();
-    work.wait();
+    try {
+      work.wait();
+    } catch (const std::exception& error) {
+      throw communication_failure(describe().first, error);
+    }
     const auto end = Clock::now();
     note_wait(lane, idle, begin, end, std::forward<Describe>(describe));
     return end;

@@ -18,6 +18,7 @@
 #include "burst/data/idx.h"
 #include "burst/data/sampler.h"
 #include "burst/graph/model_json.h"
+#include "burst/launch/worker_status.h"
 #include "burst/layers/layer_module.h"
 #include "burst/plan/plan.h"
 #include "burst/runtime/gloo_communicator.h"
@@ -183,7 +184,13 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
     std::remove(probe.c_str());
   }
 
+  std::optional<launch::WorkerStatus> status = launch::WorkerStatus::from_environment(place.rank);
+  auto doing = [&](const std::string& activity) {
+    if (status) status->doing(activity);
+  };
+  doing("connecting to the other workers");
   GlooOptions gloo;
+  gloo.timeout = std::chrono::milliseconds(static_cast<int64_t>(config.timeout_s * 1000));
   gloo.rank = place.rank;
   gloo.world_size = place.world_size;
   gloo.master_address = place.master_address;
@@ -213,6 +220,7 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
   }
   // Every rank joins the gathering; rank 0 writes the file.
   auto save_checkpoint = [&](int64_t done) {
+    doing(fmt::format("gathering the checkpoint of step {}", done));
     std::vector<checkpoint::TensorBytes> tensors = executor.gather_training_state();
     if (place.rank != 0) return;
     checkpoint::Checkpoint out;
@@ -223,6 +231,7 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
                  {"written_by", {{"plan", plan.strategy}, {"workers", place.world_size}}}};
     out.tensors = std::move(tensors);
     const std::string path = checkpoint::checkpoint_path(config.checkpoint_dir, done);
+    doing("writing " + path);
     checkpoint::write_checkpoint_file(out, path);
     std::cout << fmt::format("wrote checkpoint {}\n", path) << std::flush;
   };
@@ -239,7 +248,13 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
     BatchSource source;
     source.features = [&](graph::LayerId, int64_t begin, int64_t end) { return features_of(train, indices, begin, end); };
     source.labels = [&](graph::LayerId, int64_t begin, int64_t end) { return labels_of(train, indices, begin, end); };
-    const StepResult result = executor.step(source);
+    doing(fmt::format("step {} of {}", step + 1, steps));
+    StepResult result;
+    try {
+      result = executor.step(source);
+    } catch (const UserError& error) {
+      throw UserError(fmt::format("step {}: {}", step + 1, error.what()));
+    }
     if (!config.checkpoint_dir.empty() &&
         (step + 1 == steps || (config.checkpoint_every > 0 && (step + 1) % config.checkpoint_every == 0))) {
       save_checkpoint(step + 1);

@@ -31,6 +31,9 @@ struct TrainConfig {
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
   bool resume = false;
+  // How long a worker waits for another (a message, an all-reduce, the rendezvous) before
+  // it gives up with an error naming what it waited for: a dead or hung worker ends the run.
+  double timeout_s = 45;
   int threads = 1;               // intra-op threads per worker
 };
 
