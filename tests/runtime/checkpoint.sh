@@ -3,7 +3,7 @@
 # and SGD momentum buffers are part of the state):
 #  - bitwise resume: 12 steps on 2 workers in one go, against 6 steps, a checkpoint, and a
 #    resumed run to 12 on the same 2 workers: every parameter and buffer identical; the
-#    same with Adam (8 steps, resumed after 4);
+#    same with Adam (8 steps, resumed after 4), and with dropout (its random draws resume);
 #  - elastic resume: a checkpoint written by 4 workers, resumed on 3 (data parallel), and one
 #    written under a burst plan, resumed with data parallelism: within 1e-5 of the
 #    uninterrupted run (the global batch is fixed, so the steps compute the same training);
@@ -93,6 +93,20 @@ if "$python" "$here/compare_params.py" "$work/adam_reference.pt" "$work/adam.pt"
   echo "ok: bitwise resume with Adam: $(cat "$work/compare.out")"
 else
   echo "FAIL: bitwise resume with Adam: $(cat "$work/compare.out")"
+  failures=$((failures + 1))
+fi
+
+# Bitwise with dropout: each rank's random generator is part of the checkpoint.
+run_with=(--model "$models/dropout_like.json" --lr 0.05 "${settings[@]}")
+train dropout_reference --nproc 2 --steps 8 --save-params "$work/dropout_reference.pt"
+train dropout_first --nproc 2 --steps 4 --checkpoint-dir "$work/dropout"
+train dropout_second --nproc 2 --steps 8 --checkpoint-dir "$work/dropout" --resume --save-params "$work/dropout.pt"
+run_with=()
+checks=$((checks + 1))
+if "$python" "$here/compare_params.py" "$work/dropout_reference.pt" "$work/dropout.pt" 0 > "$work/compare.out"; then
+  echo "ok: bitwise resume with dropout: $(cat "$work/compare.out")"
+else
+  echo "FAIL: bitwise resume with dropout: $(cat "$work/compare.out")"
   failures=$((failures + 1))
 fi
 

@@ -117,15 +117,16 @@ int64_t dtype_size(const std::string& dtype) {
                               text_excerpt(dtype)));
 }
 
-std::string model_fingerprint(const graph::Graph& graph) {
-  const std::string canonical = graph::model_to_json(graph).dump();
-  uint64_t hash = 14695981039346656037ull;  // FNV-1a, 64 bits
-  for (const char c : canonical) {
+std::string fnv1a_hex(const std::string& text) {
+  uint64_t hash = 14695981039346656037ull;
+  for (const char c : text) {
     hash ^= static_cast<unsigned char>(c);
     hash *= 1099511628211ull;
   }
   return fmt::format("{:016x}", hash);
 }
+
+std::string model_fingerprint(const graph::Graph& graph) { return fnv1a_hex(graph::model_to_json(graph).dump()); }
 
 std::string encode_checkpoint(const Checkpoint& checkpoint) {
   nlohmann::json tensors = nlohmann::json::array();

@@ -55,6 +55,8 @@ uint32_t gather_tag(graph::LayerId layer, size_t parameter) {
 // 3 x 2^29 for models under 2^23 layers). Not 2^31 and up: Gloo takes tags as a
 // non-negative int and refuses larger ones.
 constexpr uint32_t kTraceTagBase = uint32_t{3} << 29;
+// Generator states: the tag just below the trace range, above any parameter gathering's.
+constexpr uint32_t kGeneratorTag = kTraceTagBase - 1;
 constexpr uint32_t kTraceSizeTag = kTraceTagBase;
 constexpr uint32_t kTraceBytesTag = kTraceTagBase + 1;
 
@@ -646,6 +648,22 @@ void PlanExecutor::load_training_state(const std::vector<checkpoint::TensorBytes
     detail::load_layer_training_state(s.modules[static_cast<size_t>(id)]->module(), s.optimizer.get(),
                                       s.graph.layer(id).name + ".", by_name);
   }
+}
+
+std::vector<torch::Tensor> PlanExecutor::gather_generator_states() {
+  State& s = *state_;
+  torch::Tensor mine = at::detail::getDefaultCPUGenerator().get_state();
+  if (s.rank != 0) {
+    s.comm.send(mine, 0, kGeneratorTag)->wait();
+    return {};
+  }
+  std::vector<torch::Tensor> states{mine};
+  for (int rank = 1; rank < s.comm.size(); ++rank) {
+    torch::Tensor other = torch::empty_like(mine);
+    s.comm.receive(other, rank, kGeneratorTag)->wait();
+    states.push_back(other);
+  }
+  return states;
 }
 
 }  // namespace burst::runtime

@@ -99,6 +99,10 @@ class PlanExecutor {
   // plan and world size). UserError for a missing tensor or one of another shape.
   void load_training_state(const std::vector<checkpoint::TensorBytes>& state);
 
+  // Every rank's torch CPU generator state (dropout draws from it), gathered on rank 0 by
+  // rank; other ranks get an empty list. Collective.
+  std::vector<torch::Tensor> gather_generator_states();
+
   // Every rank's step times, by rank, on every rank: one world all-reduce of 4 x world
   // doubles. Collective: every rank calls it for the same steps.
   std::vector<StepTimes> gather_step_times(const StepTimes& mine);
