@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <regex>
 #include <set>
 
 #include <fmt/format.h>
@@ -286,14 +285,19 @@ std::string checkpoint_path(const std::string& directory, int64_t step) {
 std::optional<std::string> latest_checkpoint(const std::string& directory) {
   std::error_code error;
   if (!std::filesystem::is_directory(directory, error)) return std::nullopt;
-  static const std::regex kName("step-([0-9]{9,18})\\.ckpt");
+  const std::string prefix = "step-", suffix = ".ckpt";
   std::optional<std::string> best;
   int64_t best_step = -1;
   for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
     const std::string name = entry.path().filename().string();
-    std::smatch match;
-    if (!std::regex_match(name, match, kName)) continue;
-    const int64_t step = std::stoll(match[1].str());
+    // step-<9 to 18 digits>.ckpt, nothing else (not *.ckpt.tmp)
+    if (name.size() < prefix.size() + 9 + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    if (digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const int64_t step = std::stoll(digits);
     if (step > best_step) {
       best_step = step;
       best = entry.path().string();
