@@ -82,33 +82,27 @@ if grep -q "resumed from step 6" "$work/second_half.log"; then echo "ok: resumed
   echo "FAIL: the resumed run does not say it resumed from step 6"; failures=$((failures + 1)); fi
 compare "bitwise resume on the same 2 workers" "$work/bitwise.pt" 0
 
-# Bitwise with Adam (its step count and both moment estimates are restored).
-run_with=(--model "$model" --optimizer adam --lr 0.001 "${settings[@]}")
-train adam_reference --nproc 2 --steps 8 --save-params "$work/adam_reference.pt"
-train adam_first --nproc 2 --steps 4 --checkpoint-dir "$work/adam"
-train adam_second --nproc 2 --steps 8 --checkpoint-dir "$work/adam" --resume --save-params "$work/adam.pt"
-run_with=()
-checks=$((checks + 1))
-if "$python" "$here/compare_params.py" "$work/adam_reference.pt" "$work/adam.pt" 0 > "$work/compare.out"; then
-  echo "ok: bitwise resume with Adam: $(cat "$work/compare.out")"
-else
-  echo "FAIL: bitwise resume with Adam: $(cat "$work/compare.out")"
-  failures=$((failures + 1))
-fi
-
-# Bitwise with dropout: each rank's random generator is part of the checkpoint.
-run_with=(--model "$models/dropout_like.json" --lr 0.05 "${settings[@]}")
-train dropout_reference --nproc 2 --steps 8 --save-params "$work/dropout_reference.pt"
-train dropout_first --nproc 2 --steps 4 --checkpoint-dir "$work/dropout"
-train dropout_second --nproc 2 --steps 8 --checkpoint-dir "$work/dropout" --resume --save-params "$work/dropout.pt"
-run_with=()
-checks=$((checks + 1))
-if "$python" "$here/compare_params.py" "$work/dropout_reference.pt" "$work/dropout.pt" 0 > "$work/compare.out"; then
-  echo "ok: bitwise resume with dropout: $(cat "$work/compare.out")"
-else
-  echo "FAIL: bitwise resume with dropout: $(cat "$work/compare.out")"
-  failures=$((failures + 1))
-fi
+# Bitwise resume of 8 steps after 4, for other settings (then back to `common`).
+bitwise_case() {  # NAME ARGS (model, optimizer, learning rate)...
+  local name=$1
+  shift
+  run_with=("$@" "${settings[@]}")
+  train "${name}_reference" --nproc 2 --steps 8 --save-params "$work/${name}_reference.pt"
+  train "${name}_first" --nproc 2 --steps 4 --checkpoint-dir "$work/$name"
+  train "${name}_second" --nproc 2 --steps 8 --checkpoint-dir "$work/$name" --resume --save-params "$work/$name.pt"
+  run_with=()
+  checks=$((checks + 1))
+  if "$python" "$here/compare_params.py" "$work/${name}_reference.pt" "$work/$name.pt" 0 > "$work/compare.out"; then
+    echo "ok: bitwise resume with $name: $(cat "$work/compare.out")"
+  else
+    echo "FAIL: bitwise resume with $name: $(cat "$work/compare.out")"
+    failures=$((failures + 1))
+  fi
+}
+# Adam: its step count and both moment estimates are restored.
+bitwise_case adam --model "$model" --optimizer adam --lr 0.001
+# Dropout: each rank's random generator is part of the checkpoint.
+bitwise_case dropout --model "$models/dropout_like.json" --lr 0.05
 
 # Elastic: 4 workers -> 3.
 train four --nproc 4 --steps 6 --checkpoint-dir "$work/elastic"
