@@ -42,6 +42,7 @@ struct TrainArgs {
   std::string strategy;        // "dp" or "burst"; empty: dp, or the --plan file
   std::string device;          // cost model: a device kind ...
   std::string profile;         // ... or a measured profile; neither: measure this CPU now
+  std::string cluster_file;    // the links between the workers (default: the built-in "cpu" cluster)
   double amplification = plan::BurstOptions{}.amplification;
   int max_restarts = 0;  // --nproc: restart all workers after a failure, this many times
 };
@@ -49,7 +50,8 @@ struct TrainArgs {
 // Options the launcher consumes; workers get the plan file instead.
 bool launcher_option(const std::string& word) {
   for (const char* name :
-       {"--nproc", "--master-port", "--strategy", "--device", "--profile", "--amplification", "--max-restarts"}) {
+       {"--nproc", "--master-port", "--strategy", "--device", "--profile", "--amplification", "--max-restarts",
+        "--cluster"}) {
     if (word == name) return true;
   }
   return false;
@@ -170,7 +172,15 @@ std::string make_burst_plan(const TrainArgs& args, int world_size, const std::st
   const cost::DeviceModel device =
       cost::resolve_device(args.device, profile.empty() ? std::nullopt : std::optional<std::string>(profile));
   const auto cost_model = cost::make_cost_model(device);
-  const cost::NetworkModel network(cluster::builtin_cluster("cpu", world_size));
+  cluster::Cluster workers = cluster::builtin_cluster("cpu", world_size);
+  if (!args.cluster_file.empty()) {
+    workers = cluster::load_cluster_file(args.cluster_file);
+    if (workers.size() != world_size) {
+      throw UserError(fmt::format("cluster file '{}' has {} devices but {} workers would run", args.cluster_file,
+                                  workers.size(), world_size));
+    }
+  }
+  const cost::NetworkModel network(workers);
   const plan::PlanContext context{graph, *cost_model, network};
   plan::BurstOptions options;
   options.amplification = args.amplification;
@@ -250,6 +260,9 @@ std::vector<std::string> own_command_line() {
 }
 
 void run_train(TrainArgs& args) {
+  if (args.strategy != "burst" && (!args.cluster_file.empty() || !args.device.empty() || !args.profile.empty())) {
+    throw UserError("--cluster, --device and --profile choose the cost model of --strategy burst; give it too");
+  }
   if (args.nproc != -1) {
     if (args.nproc < 1 || args.nproc > launch::kMaxLocalWorkers) {
       throw UserError(fmt::format("--nproc must be between 1 and {}, got {}", launch::kMaxLocalWorkers, args.nproc));
@@ -334,6 +347,9 @@ void add_train_commands(CLI::App& app) {
       ->check(CLI::IsMember({"dp", "burst"}));
   command->add_option("--device", args->device, "Cost model for --strategy burst: a device kind");
   command->add_option("--profile", args->profile, "Cost model for --strategy burst: a profile (burst profile -o FILE)");
+  command->add_option("--cluster", args->cluster_file,
+                      "Links for --strategy burst: a cluster file, e.g. measured by bench/measure_cpu_links.py "
+                      "(default: the built-in cpu cluster)");
   command->add_option("--amplification", args->amplification, "Amplification limit for --strategy burst")
       ->capture_default_str();
   command->add_option("--global-batch", c.global_batch, "Samples per step (taken from --plan when given)");

@@ -7,6 +7,7 @@ source "$(dirname "$0")/../cli/common.sh"
 cli_setup "train_refusals.sh BURST MODEL_DIR" 2 "$@"
 models=$2
 vgg=(train --model "$models/vgg_like.json" --steps 2)
+examples="$(cd "$(dirname "$0")/../../docs/examples" && pwd)"
 
 "$burst" plan --model "$models/resnet_like.json" --device v100 --devices 2 --global-batch 16 -o "$work/resnet2.json" >/dev/null
 "$burst" plan --model "$models/vgg_like.json" --device v100 --devices 3 --global-batch 16 -o "$work/vgg3.json" >/dev/null
@@ -31,5 +32,9 @@ refused "plan and strategy together" "${vgg[@]}" --plan "$work/vgg3.json" --stra
 refused "images that do not fit the model" "${vgg[@]}" --global-batch 16 --dataset fashion-mnist --nproc 2
 refused "an unknown dataset" "${vgg[@]}" --global-batch 16 --dataset imagenet --nproc 2
 refused "an unknown model" train --model no_such_model --global-batch 16 --steps 2 --nproc 2
+refused "a cluster file without --strategy burst" "${vgg[@]}" --global-batch 16 --nproc 2 \
+  --cluster "$examples/cluster-2x8-a100.json"
+refused "a cluster file of another size" "${vgg[@]}" --global-batch 16 --nproc 2 --strategy burst --device v100 \
+  --cluster "$examples/cluster-2x8-a100.json"
 
 finish "bad train commands refused with exit 2 and one line, before any worker started"
