@@ -12,7 +12,7 @@ time = 2(n-1) latency + 2(n-1)/n bytes / bandwidth:
 Point-to-point messages (rank 0 to rank 1 and back, half the round trip) of the same sizes
 are printed beside the model's prediction, as a check; they are not used for the fit. Each
 time is the mean of 25 runs: on this kind of machine small all-reduces take either about
-0.4 ms or about 4 ms (waking a descheduled virtual CPU), so a median would pick one mode,
+0.4 ms or about 4 ms (probably waking a descheduled virtual CPU), so a median would pick one mode,
 while a training step, the sum of many of them, costs their mean. Run it on an otherwise
 idle machine.
 """
