@@ -15,6 +15,7 @@
 #include "plan_commands.h"
 #include "sim_commands.h"
 #ifdef BURST_HAVE_TORCH
+#include "background_commands.h"
 #include "profile_commands.h"
 #include "train_commands.h"
 #endif
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
 #ifdef BURST_HAVE_TORCH
   burst::cli::add_profile_commands(app);
   burst::cli::add_train_commands(app);
+  burst::cli::add_background_commands(app);
 #endif
   burst::cli::add_cost_commands(app);
   burst::cli::add_cluster_commands(app);

@@ -45,6 +45,7 @@ struct TrainArgs {
   std::string cluster_file;    // the links between the workers (default: the built-in "cpu" cluster)
   double amplification = plan::BurstOptions{}.amplification;
   int max_restarts = 0;  // --nproc: restart all workers after a failure, this many times
+  std::string background;  // MODEL[:batch], split into config.background_* by check()
 };
 
 // Options the launcher consumes; workers get the plan file instead.
@@ -77,8 +78,8 @@ void check_fits_fashion_mnist(const graph::Graph& graph) {
 
 // Refuses, before any worker starts, what cannot work: a bad model, a plan for another
 // model or another number of workers, bad numbers.
-void check(const TrainArgs& args, int world_size) {
-  const runtime::TrainConfig& config = args.config;
+void check(TrainArgs& args, int world_size) {
+  runtime::TrainConfig& config = args.config;
   if (config.steps <= 0 && config.epochs <= 0) throw UserError("give --steps S or --epochs E (at least 1)");
   if (config.steps > 0 && config.epochs > 0) throw UserError("give --steps or --epochs, not both");
   if (!(config.learning_rate > 0)) throw UserError(fmt::format("--lr must be > 0, got {}", config.learning_rate));
@@ -88,6 +89,22 @@ void check(const TrainArgs& args, int world_size) {
   if (args.max_restarts < 0) throw UserError(fmt::format("--max-restarts must be at least 0, got {}", args.max_restarts));
   if (args.max_restarts > 0 && args.nproc == -1) {
     throw UserError("--max-restarts restarts the workers --nproc starts; under torchrun use its --max_restarts");
+  }
+  if (!args.background.empty()) {
+    const size_t colon = args.background.rfind(':');
+    std::string model = args.background;
+    int64_t batch = 32;
+    if (colon != std::string::npos && colon + 1 < args.background.size() &&
+        args.background.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
+      model = args.background.substr(0, colon);
+      batch = std::stoll(args.background.substr(colon + 1).substr(0, 12));
+    }
+    if (model.empty() || batch < 1) {
+      throw UserError(fmt::format("--background must be MODEL[:per-device-batch >= 1], got '{}'", args.background));
+    }
+    graph::load_model(model);  // refuse an unknown model before any worker starts
+    config.background_model = model;
+    config.background_batch = batch;
   }
   if (config.checkpoint_every < 0) {
     throw UserError(fmt::format("--checkpoint-every must be at least 0, got {}", config.checkpoint_every));
@@ -371,6 +388,9 @@ void add_train_commands(CLI::App& app) {
       ->type_name("DIR");
   command->add_option("--checkpoint-every", c.checkpoint_every, "Steps between checkpoints (0: only after the last)")
       ->capture_default_str();
+  command->add_option("--background", args->background,
+                      "A background job beside every worker: MODEL[:per-device-batch] (default batch 32), trained "
+                      "at the lowest CPU priority in the time the foreground leaves idle");
   command->add_option("--timeout", c.timeout_s,
                       "Seconds a worker waits for another before giving up with an error (a dead or hung worker)")
       ->capture_default_str();

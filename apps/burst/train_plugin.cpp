@@ -2,6 +2,7 @@
 #include <exception>
 #include <string>
 
+#include "burst/runtime/background.h"
 #include "burst/runtime/train.h"
 #include "burst/util/error.h"
 #include "train_commands.h"
@@ -16,6 +17,20 @@ extern "C" __attribute__((visibility("default"))) int burst_train_worker(
     return 2;
   } catch (const std::exception& error) {
     *message = ("rank " + std::to_string(place->rank) + ": ") + "internal error: " + error.what();
+    return 1;
+  }
+}
+
+extern "C" __attribute__((visibility("default"))) int burst_background_job(
+    const burst::runtime::BackgroundJobConfig* config, std::string* message) {
+  try {
+    burst::runtime::run_background_job(*config);
+    return 0;
+  } catch (const burst::UserError& error) {
+    *message = error.what();
+    return 2;
+  } catch (const std::exception& error) {
+    *message = std::string("internal error: ") + error.what();
     return 1;
   }
 }

@@ -486,19 +486,25 @@ StepResult PlanExecutor::step(const BatchSource& batch) {
 std::vector<StepTimes> PlanExecutor::gather_step_times(const StepTimes& mine) {
   State& s = *state_;
   const int world = s.comm.size();
-  torch::Tensor table = torch::zeros({world, 4}, torch::kFloat64);
+  torch::Tensor table = torch::zeros({world, 6}, torch::kFloat64);
   auto row = table.accessor<double, 2>();
   row[s.rank][0] = mine.compute_ms;
   row[s.rank][1] = mine.communication_ms;
   row[s.rank][2] = mine.idle_ms;
   row[s.rank][3] = mine.total_ms;
+  row[s.rank][4] = mine.background_samples;
+  row[s.rank][5] = mine.background_cpu_ms;
   std::vector<torch::Tensor> buffers{table};
   s.comm.allreduce_sum_world(buffers)->wait();
   std::vector<StepTimes> all(static_cast<size_t>(world));
   for (int r = 0; r < world; ++r) {
-    all[static_cast<size_t>(r)] = StepTimes{row[r][0], row[r][1], row[r][2], row[r][3]};
+    all[static_cast<size_t>(r)] = StepTimes{row[r][0], row[r][1], row[r][2], row[r][3], row[r][4], row[r][5]};
   }
   return all;
+}
+
+void PlanExecutor::trace_background(const std::vector<std::pair<Clock::time_point, Clock::time_point>>& steps) {
+  for (const auto& [begin, end] : steps) state_->trace.add_in_window(trace::Lane::background, begin, end, "background step");
 }
 
 void PlanExecutor::start_trace(int64_t steps) {

@@ -17,6 +17,7 @@ const char* lane_name(Lane lane) {
     case Lane::send: return "send";
     case Lane::allreduce: return "allreduce";
     case Lane::idle: return "idle";
+    case Lane::background: return "background";
   }
   return "?";
 }
@@ -37,8 +38,18 @@ void Recorder::begin_step() {
 }
 
 void Recorder::end_step() {
-  if (recording_) ++steps_recorded_;
+  if (recording_) {
+    ++steps_recorded_;
+    window_end_ = Clock::now();
+  }
   recording_ = false;
+}
+
+void Recorder::add_in_window(Lane lane, Clock::time_point begin, Clock::time_point end, const std::string& name) {
+  if (!started_ || steps_recorded_ == 0 || begin < origin_ || end > window_end_) return;
+  using Micro = std::chrono::duration<double, std::micro>;
+  events_.push_back(Event{lane, 0, Micro(begin - origin_).count(), end > begin ? Micro(end - begin).count() : 0.0,
+                          name, {}});
 }
 
 void Recorder::add(Lane lane, Clock::time_point begin, Clock::time_point end, const std::string& name,

@@ -25,8 +25,9 @@ enum class Lane : int {
   send = 3,       // blocked until a send completed (communication)
   allreduce = 4,  // blocked in an all-reduce (communication)
   idle = 5,       // blocked while other ranks run layers this rank does not (see plan_executor.h)
+  background = 6,  // the rank's background job's steps (another process, at SCHED_IDLE)
 };
-constexpr int kLaneCount = 6;
+constexpr int kLaneCount = 7;
 const char* lane_name(Lane lane);
 
 class Recorder {
@@ -47,6 +48,10 @@ class Recorder {
   // Ignored unless recording().
   void add(Lane lane, Clock::time_point begin, Clock::time_point end, const std::string& name,
            const std::string& args = {});
+
+  // An event outside the steps' brackets (step 0 in its args), kept when it lies within
+  // the recorded steps: from the trace origin to the end of the last recorded step.
+  void add_in_window(Lane lane, Clock::time_point begin, Clock::time_point end, const std::string& name);
 
   // The events events_json() writes: the recorded ones and the metadata.
   size_t size() const { return events_.size() + kMetadataEvents; }
@@ -71,6 +76,7 @@ class Recorder {
   int64_t limit_ = 0;
   int64_t step_ = 0;
   int64_t steps_recorded_ = 0;
+  Clock::time_point window_end_{};
   std::vector<Event> events_;
 };
 

@@ -3,11 +3,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <csignal>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
 #include <numeric>
+#include <thread>
 
 #include <fmt/format.h>
 #include <torch/serialize.h>
@@ -24,7 +30,9 @@
 #include "burst/plan/plan.h"
 #include "burst/runtime/gloo_communicator.h"
 #include "burst/runtime/plan_executor.h"
+#include "burst/runtime/background.h"
 #include "burst/runtime/resume.h"
+#include "burst/launch/spawn.h"
 #include "burst/util/error.h"
 #include "trace.h"
 #include "training_state.h"
@@ -176,6 +184,90 @@ std::string plan_layout(const plan::Plan& plan) {
   return checkpoint::fnv1a_hex(text);
 }
 
+// "bg 812.3 samples/s  busy 97%  ": every rank's background samples in the step over the
+// step's time, and the mean over ranks of (foreground compute + background CPU) / step.
+std::string background_summary(const std::vector<StepTimes>& times) {
+  double samples = 0, busy = 0;
+  for (const StepTimes& t : times) {
+    samples += t.background_samples;
+    busy += t.total_ms > 0 ? (t.compute_ms + t.background_cpu_ms) / t.total_ms : 0;
+  }
+  const double step_ms = times.empty() ? 0 : times[0].total_ms;
+  return fmt::format("bg {:.1f} samples/s  busy {:.0f}%  ", step_ms > 0 ? samples * 1000.0 / step_ms : 0.0,
+                     100.0 * busy / static_cast<double>(std::max<size_t>(times.size(), 1)));
+}
+
+// This worker's background job: `burst background ... --idle --progress FILE` in a child
+// process that dies with the worker (PR_SET_PDEATHSIG) and is stopped at the end.
+class BackgroundChild {
+ public:
+  BackgroundChild(const TrainConfig& config, int rank) {
+    char pattern[] = "/tmp/burst-background-XXXXXX";
+    if (::mkdtemp(pattern) == nullptr) throw UserError("cannot create a directory for the background job");
+    directory_ = pattern;
+    const std::string progress = directory_ + "/progress";
+    create_background_progress_file(progress);
+    std::vector<std::string> words = {launch::current_executable(), "background", "--model", config.background_model,
+                                      "--batch", std::to_string(config.background_batch), "--steps", "0", "--idle",
+                                      "--progress", progress, "--seed", std::to_string(config.seed + 1000 + rank)};
+    std::vector<char*> argv;
+    for (std::string& word : words) argv.push_back(word.data());
+    argv.push_back(nullptr);
+    const pid_t parent = ::getpid();
+    pid_ = ::fork();
+    if (pid_ < 0) throw UserError(fmt::format("cannot start the background job: {}", std::strerror(errno)));
+    if (pid_ == 0) {  // the child: only async-signal-safe calls until exec
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(1);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    if (auto view = BackgroundProgressView::open(progress)) view_.emplace(std::move(*view));
+    wait_for_first_step();
+  }
+  ~BackgroundChild() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+    std::error_code ignored;
+    std::filesystem::remove_all(directory_, ignored);
+  }
+  BackgroundChild(const BackgroundChild&) = delete;
+  BackgroundChild& operator=(const BackgroundChild&) = delete;
+
+  // The job loads libtorch and builds its model first (about a second): the foreground
+  // starts once it runs, so that what is measured is the two side by side.
+  void wait_for_first_step() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (steps() == 0 && std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        throw UserError("the background job stopped before its first step (its own message is above)");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
+  uint64_t samples() const { return view_ ? view_->progress().samples.load(std::memory_order_acquire) : 0; }
+  uint64_t steps() const { return view_ ? view_->progress().steps.load(std::memory_order_acquire) : 0; }
+  const BackgroundProgress* progress() const { return view_ ? &view_->progress() : nullptr; }
+  // Nanoseconds the child has run on a CPU (the kernel's schedstat).
+  uint64_t cpu_ns() const {
+    std::ifstream file(fmt::format("/proc/{}/schedstat", pid_));
+    uint64_t ns = 0;
+    file >> ns;
+    return ns;
+  }
+
+ private:
+  std::string directory_;
+  pid_t pid_ = -1;
+  std::optional<BackgroundProgressView> view_;
+};
+
 }  // namespace
 
 void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
@@ -215,6 +307,8 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
   PlanExecutor executor(graph, plan, *communicator, config.seed, optimizer);
 
   const bool logging = place.rank == 0;
+  std::optional<BackgroundChild> background;
+  if (!config.background_model.empty()) background.emplace(config, place.rank);
   int64_t first_step = 0;
   const std::string layout = plan_layout(plan);
   if (const auto resumed = checkpoint_to_resume(config, graph, plan.global_batch, steps)) {
@@ -286,10 +380,16 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
     source.labels = [&](graph::LayerId, int64_t begin, int64_t end) { return labels_of(train, indices, begin, end); };
     doing(fmt::format("step {} of {}", step + 1, steps));
     StepResult result;
+    const uint64_t background_samples = background ? background->samples() : 0;
+    const uint64_t background_cpu = background ? background->cpu_ns() : 0;
     try {
       result = executor.step(source);
     } catch (const UserError& error) {
       throw UserError(fmt::format("step {}: {}", step + 1, error.what()));
+    }
+    if (background) {
+      result.times.background_samples = static_cast<double>(background->samples() - background_samples);
+      result.times.background_cpu_ms = static_cast<double>(background->cpu_ns() - background_cpu) * 1e-6;
     }
     if (!config.checkpoint_dir.empty() &&
         (step + 1 == steps || (config.checkpoint_every > 0 && (step + 1) % config.checkpoint_every == 0))) {
@@ -299,11 +399,23 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
     if (step % std::max(1, config.log_every) != 0 && step + 1 != steps) continue;
     const std::vector<StepTimes> times = executor.gather_step_times(result.times);
     if (logging) {
-      std::cout << fmt::format("step {:>6}  loss {:.6f}  {:8.1f} samples/s  {:8.2f} ms/iter  {}\n", step + 1,
+      std::cout << fmt::format("step {:>6}  loss {:.6f}  {:8.1f} samples/s  {:8.2f} ms/iter  {}{}\n", step + 1,
                                result.loss, plan.global_batch * 1000.0 / result.times.total_ms,
-                               result.times.total_ms, format_rank_times(times))
+                               result.times.total_ms, background ? background_summary(times) : "",
+                               format_rank_times(times))
                 << std::flush;
     }
+  }
+  if (tracing && background && background->progress() != nullptr) {
+    const BackgroundProgress& progress = *background->progress();
+    const uint64_t done = progress.steps.load(std::memory_order_acquire);
+    std::vector<std::pair<trace::Clock::time_point, trace::Clock::time_point>> intervals;
+    for (uint64_t i = done > BackgroundProgress::kRing ? done - BackgroundProgress::kRing : 0; i < done; ++i) {
+      const uint64_t slot = i % BackgroundProgress::kRing;
+      intervals.emplace_back(trace::Clock::time_point(std::chrono::nanoseconds(progress.begin_ns[slot])),
+                             trace::Clock::time_point(std::chrono::nanoseconds(progress.end_ns[slot])));
+    }
+    executor.trace_background(intervals);
   }
   if (tracing) {
     std::vector<int64_t> events;

@@ -10,6 +10,7 @@
 //  - the loss is the sum of every loss layer's per-sample losses divided by the global
 //    batch, so summing the gradients of a layer's ranks gives the one-device gradient;
 //  - every rank of a layer applies the same update to the same summed gradient.
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -65,6 +66,10 @@ struct StepTimes {
   double communication_ms = 0;
   double idle_ms = 0;
   double total_ms = 0;
+  // The rank's background job during the step (train.cpp fills these; 0 without one):
+  // samples it completed and CPU time it got.
+  double background_samples = 0;
+  double background_cpu_ms = 0;
 };
 
 struct StepResult {
@@ -103,13 +108,17 @@ class PlanExecutor {
   // rank; other ranks get an empty list. Collective.
   std::vector<torch::Tensor> gather_generator_states();
 
-  // Every rank's step times, by rank, on every rank: one world all-reduce of 4 x world
+  // Every rank's step times, by rank, on every rank: one world all-reduce of 6 x world
   // doubles. Collective: every rank calls it for the same steps.
   std::vector<StepTimes> gather_step_times(const StepTimes& mine);
 
   // Tracing (docs/runtime.md, "Traces"). start_trace: a world barrier, then every rank takes
   // the trace origin (steady_clock) and records the next `steps` steps' events. Collective.
   void start_trace(int64_t steps);
+  // Adds this rank's background job's steps (steady clock intervals) to the trace, those
+  // within the recorded steps. Call before gather_trace.
+  void trace_background(const std::vector<std::pair<std::chrono::steady_clock::time_point,
+                                                    std::chrono::steady_clock::time_point>>& steps);
   // Every rank's events gathered on rank 0 (over point-to-point messages in their own tag
   // range) as one Chrome trace JSON document; other ranks get an empty document. The event
   // count of each rank, metadata included, goes to `events_per_rank` on rank 0 when given.

@@ -34,6 +34,10 @@ struct TrainConfig {
   // How long a worker waits for another (a message, an all-reduce, the rendezvous) before
   // it gives up with an error naming what it waited for: a dead or hung worker ends the run.
   double timeout_s = 45;
+  // A background job beside every worker (background.h): this model at this per-device
+  // batch, in a child process at SCHED_IDLE. Empty: none.
+  std::string background_model;
+  int64_t background_batch = 32;
   int threads = 1;               // intra-op threads per worker
 };
 

@@ -1,0 +1,40 @@
+#include "background_commands.h"
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "burst/util/error.h"
+#include "torch_plugin.h"
+
+namespace burst::cli {
+
+void run_background_command(const runtime::BackgroundJobConfig& config) {
+  using Command = int (*)(const runtime::BackgroundJobConfig*, std::string*);
+  const auto command = reinterpret_cast<Command>(plugin_symbol("burst_background_job"));
+  std::string message;
+  const int code = command(&config, &message);
+  if (code == 2) throw UserError(message);
+  if (code != 0) throw std::runtime_error(message);
+}
+
+void add_background_commands(CLI::App& app) {
+  auto config = std::make_shared<runtime::BackgroundJobConfig>();
+  CLI::App* command = app.add_subcommand(
+      "background", "Train a model alone on synthetic data, as a background job does (its throughput alone)");
+  command->add_option("--model", config->model, "Zoo model (NAME[:key=value,...]) or model file")->required();
+  command->add_option("--batch", config->batch, "Samples per step")->capture_default_str();
+  command->add_option("--steps", config->steps, "Steps to run (0: until stopped)")->capture_default_str();
+  command->add_flag("--idle", config->idle, "Run at the lowest CPU scheduling class (SCHED_IDLE)");
+  command->add_option("--progress", config->progress_file, "Share progress through this file (used by burst train)");
+  command->add_option("--seed", config->seed, "Seed of the weights")->capture_default_str();
+  command->add_option("--lr", config->learning_rate, "Learning rate")->capture_default_str();
+  command->callback([config] {
+    if (config->steps == 0 && config->progress_file.empty()) {
+      throw UserError("burst background needs --steps N (it runs until stopped only under burst train)");
+    }
+    run_background_command(*config);
+  });
+}
+
+}  // namespace burst::cli

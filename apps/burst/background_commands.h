@@ -1,0 +1,16 @@
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include "burst/runtime/background.h"
+
+namespace burst::cli {
+
+// Registers `burst background --model M [--batch B] --steps N [--idle]`: trains M alone on
+// synthetic data (the throughput a background job gets on a core of its own). Workers of
+// `burst train --background` run it too, with --progress and no --steps.
+void add_background_commands(CLI::App& app);
+
+// Runs a background job in the plugin (UserError for bad input).
+void run_background_command(const runtime::BackgroundJobConfig& config);
+
+}  // namespace burst::cli
