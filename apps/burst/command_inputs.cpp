@@ -131,4 +131,18 @@ Inputs read_inputs(const InputOptions& options) {
   return Inputs{std::move(graph), std::move(loaded), std::move(cluster), std::move(*device), *global_batch};
 }
 
+ModelAndBatch parse_background_option(const std::string& text, int64_t default_batch) {
+  ModelAndBatch parsed{text, default_batch};
+  const size_t colon = text.rfind(':');
+  if (colon != std::string::npos && colon + 1 < text.size() &&
+      text.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
+    parsed.model = text.substr(0, colon);
+    parsed.batch = parse_whole(text.substr(colon + 1), "--background's per-device batch", 1, int64_t{1} << 20);
+  }
+  if (parsed.model.empty() || parsed.model.back() == ':') {
+    throw UserError(fmt::format("--background must be MODEL[:per-device-batch], got '{}'", text_excerpt(text)));
+  }
+  return parsed;
+}
+
 }  // namespace burst::cli

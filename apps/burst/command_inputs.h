@@ -45,6 +45,15 @@ plan::BurstOptions burst_options(const std::optional<double>& limit, bool strict
 
 std::optional<std::string> profile_path(const InputOptions& options);
 
+// A background job as `--background` names it: "MODEL" or "MODEL:B". MODEL is a zoo spec
+// (which may hold its own ':' options) or a file; a last ':' followed by digits only is the
+// per-device batch B, in [1, 2^20]; without one, `default_batch`. UserError otherwise.
+struct ModelAndBatch {
+  std::string model;
+  int64_t batch = 0;
+};
+ModelAndBatch parse_background_option(const std::string& text, int64_t default_batch);
+
 // What the command line names, read and checked before any planning.
 struct Inputs {
   graph::Graph graph;

@@ -42,20 +42,6 @@ struct SimOptionsText : InputOptions {
   bool collectives_hold_ports = false;
 };
 
-// "M2" or "M2:b", where M2 is a zoo spec (which may hold its own ':' options) or a file: a
-// last ':' followed by digits only is the per-device batch.
-BackgroundSpec parse_background(const std::string& text) {
-  const size_t colon = text.rfind(':');
-  if (colon != std::string::npos && colon + 1 < text.size() &&
-      text.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
-    return {text.substr(0, colon), parse_whole(text.substr(colon + 1), "--background's per-device batch", 1, 1 << 20)};
-  }
-  if (text.empty() || text.back() == ':') {
-    throw UserError(fmt::format("--background must be MODEL[:per-device-batch], got '{}'", text_excerpt(text)));
-  }
-  return {text, kDefaultBackgroundBatch};
-}
-
 void check_combinations(const SimOptionsText& options, bool strategy_given) {
   const bool loaded = !options.plan_file.empty();
   if (loaded && (strategy_given || !options.amplification.empty() || options.sweep)) {
@@ -211,7 +197,10 @@ void run_sim(const SimOptionsText& options, bool strategy_given) {
   if (!options.amplification.empty()) limit = parse_amplification(options.amplification);
   const sim::BatchNormMode batchnorm = options.batchnorm == "local" ? sim::BatchNormMode::Local : sim::BatchNormMode::Sync;
   std::optional<BackgroundSpec> background_spec;
-  if (!options.background.empty()) background_spec = parse_background(options.background);
+  if (!options.background.empty()) {
+    const ModelAndBatch parsed = parse_background_option(options.background, kDefaultBackgroundBatch);
+    background_spec = BackgroundSpec{parsed.model, parsed.batch};
+  }
   const Inputs inputs = read_inputs(options);
   std::optional<Background> background;
   if (background_spec) {

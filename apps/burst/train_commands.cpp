@@ -26,8 +26,10 @@
 #include "burst/plan/burst_planner.h"
 #include "burst/plan/evaluate.h"
 #include "burst/plan/plan.h"
+#include "burst/runtime/background.h"
 #include "burst/runtime/resume.h"
 #include "burst/util/error.h"
+#include "command_inputs.h"
 #include "profile_commands.h"
 #include "torch_plugin.h"
 
@@ -91,20 +93,10 @@ void check(TrainArgs& args, int world_size) {
     throw UserError("--max-restarts restarts the workers --nproc starts; under torchrun use its --max_restarts");
   }
   if (!args.background.empty()) {
-    const size_t colon = args.background.rfind(':');
-    std::string model = args.background;
-    int64_t batch = 32;
-    if (colon != std::string::npos && colon + 1 < args.background.size() &&
-        args.background.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
-      model = args.background.substr(0, colon);
-      batch = std::stoll(args.background.substr(colon + 1).substr(0, 12));
-    }
-    if (model.empty() || batch < 1) {
-      throw UserError(fmt::format("--background must be MODEL[:per-device-batch >= 1], got '{}'", args.background));
-    }
-    graph::load_model(model);  // refuse an unknown model before any worker starts
-    config.background_model = model;
-    config.background_batch = batch;
+    const ModelAndBatch background = parse_background_option(args.background, runtime::BackgroundJobConfig{}.batch);
+    graph::load_model(background.model);  // refuse an unknown model before any worker starts
+    config.background_model = background.model;
+    config.background_batch = background.batch;
   }
   if (config.checkpoint_every < 0) {
     throw UserError(fmt::format("--checkpoint-every must be at least 0, got {}", config.checkpoint_every));

@@ -111,30 +111,13 @@ std::vector<Interval> gaps(const std::vector<Interval>& busy, double from, doubl
   return result;
 }
 
-}  // namespace
-
-SimResult simulate(const plan::Plan& plan, const plan::PlanContext& context, const SimOptions& options) {
-  check_options(options);
+// One simulation of `step` (the plan's tasks, built once) with `kernels` (null: no
+// background job), and every figure of SimResult from its timeline.
+SimResult run_steps(const detail::StepTasks& step, const plan::Plan& plan, const plan::PlanContext& context,
+                    const SimOptions& options, const detail::BackgroundKernels* kernels) {
   const int devices = context.network.cluster().size();
-  const detail::StepTasks step = detail::build_step_tasks(plan, context, options);
-  std::optional<detail::BackgroundKernels> kernels;
-  if (options.background) {
-    kernels = background_kernels(*options.background, context.cost);
-    if (options.background->policy == BackgroundPolicy::FitIdleGaps) {
-      SimOptions alone = options;
-      alone.background.reset();
-      alone.iterations = 1;
-      alone.warmup_iterations = 0;
-      alone.record_events = false;
-      alone.record_idle_intervals = true;
-      for (DeviceUsage& usage : simulate(plan, context, alone).usage) {
-        kernels->fit_in.push_back(std::move(usage.idle_intervals));
-      }
-    }
-  }
   const detail::LoopResult loop =
-      detail::run_event_loop(step, devices, options.iterations, kernels ? &*kernels : nullptr,
-                             options.collectives_hold_ports);
+      detail::run_event_loop(step, devices, options.iterations, kernels, options.collectives_hold_ports);
 
   SimResult result;
   result.devices = devices;
@@ -263,6 +246,33 @@ SimResult simulate(const plan::Plan& plan, const plan::PlanContext& context, con
   return result;
 }
 
+// The foreground's idle gaps per rank in the first measured step of `alone` (run with
+// record_idle_intervals): where BackgroundPolicy::FitIdleGaps lets kernels start.
+std::vector<std::vector<Interval>> idle_gaps(const SimResult& alone) {
+  std::vector<std::vector<Interval>> gaps;
+  for (const DeviceUsage& usage : alone.usage) gaps.push_back(usage.idle_intervals);
+  return gaps;
+}
+
+}  // namespace
+
+SimResult simulate(const plan::Plan& plan, const plan::PlanContext& context, const SimOptions& options) {
+  check_options(options);
+  const detail::StepTasks step = detail::build_step_tasks(plan, context, options);
+  if (!options.background) return run_steps(step, plan, context, options, nullptr);
+  detail::BackgroundKernels kernels = background_kernels(*options.background, context.cost);
+  if (options.background->policy == BackgroundPolicy::FitIdleGaps) {
+    SimOptions alone = options;
+    alone.background.reset();
+    alone.iterations = 1;
+    alone.warmup_iterations = 0;
+    alone.record_events = false;
+    alone.record_idle_intervals = true;
+    kernels.fit_in = idle_gaps(run_steps(step, plan, context, alone, nullptr));
+  }
+  return run_steps(step, plan, context, options, &kernels);
+}
+
 MultiplexResult simulate_multiplexed(const plan::Plan& plan, const plan::PlanContext& context,
                                      const SimOptions& alone_options, const BackgroundJob& job) {
   MultiplexResult result;
@@ -274,8 +284,21 @@ MultiplexResult simulate_multiplexed(const plan::Plan& plan, const plan::PlanCon
     with.iterations = options_with_background(job).iterations;
     with.warmup_iterations = options_with_background(job).warmup_iterations;
   }
-  result.alone = simulate(plan, context, alone);
-  result.with_background = simulate(plan, context, with);
+  check_options(alone);
+  check_options(with);
+  // One task graph and one run of the foreground alone serve both simulations (the alone
+  // run's idle gaps are the ones FitIdleGaps fits kernels into).
+  const detail::StepTasks step = detail::build_step_tasks(plan, context, alone);
+  const bool fit = job.policy == BackgroundPolicy::FitIdleGaps;
+  SimOptions alone_run = alone;
+  alone_run.record_idle_intervals = alone.record_idle_intervals || fit;
+  result.alone = run_steps(step, plan, context, alone_run, nullptr);
+  detail::BackgroundKernels kernels = background_kernels(job, context.cost);
+  if (fit) kernels.fit_in = idle_gaps(result.alone);
+  if (!alone.record_idle_intervals) {
+    for (DeviceUsage& usage : result.alone.usage) usage.idle_intervals.clear();
+  }
+  result.with_background = run_steps(step, plan, context, with, &kernels);
   const double alone_time = result.alone.iteration_time.s();
   result.foreground_slowdown = alone_time > 0 ? result.with_background.iteration_time.s() / alone_time : 1.0;
   // Device-seconds idle per second of the foreground alone.
