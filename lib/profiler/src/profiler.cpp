@@ -16,6 +16,7 @@
 #include "burst/graph/model_json.h"
 #include "burst/layers/layer_module.h"
 #include "burst/util/error.h"
+#include "burst/util/memory_reuse.h"
 #include "measurement.h"
 #include "progress.h"
 
@@ -236,6 +237,7 @@ cost::Profile profile_model(const Graph& graph, const std::vector<int64_t>& batc
   // Write (or rewrite) the file before measuring anything, so an unwritable path fails now.
   if (!options.output_path.empty()) cost::save_profile_file(profile, options.output_path);
   torch::set_num_threads(options.threads);
+  util::keep_freed_memory_for_reuse();  // as the runtime does, so layers are timed as they run there
 
   // Distinct signatures, in graph order; each is measured with its first layer.
   std::vector<std::pair<std::string, LayerId>> signatures;

@@ -17,6 +17,7 @@
 #include "burst/graph/model_json.h"
 #include "burst/layers/layer_module.h"
 #include "burst/util/error.h"
+#include "burst/util/memory_reuse.h"
 
 namespace burst::runtime {
 namespace {
@@ -69,7 +70,14 @@ struct Trainer {
   // One step: forward through every layer (autograd across them), the losses, backward,
   // update. Returns the loss.
   double step(int64_t batch) {
-    if (optimizer) optimizer->zero_grad();
+    // Gradients are dropped, not zeroed (as in the foreground's executor): backward then
+    // hands its result to .grad instead of adding it to zeros. Plain SGD skips a parameter
+    // without one, the same update as a zero gradient.
+    if (optimizer) {
+      for (auto& group : optimizer->param_groups()) {
+        for (torch::Tensor& p : group.params()) p.mutable_grad() = torch::Tensor();
+      }
+    }
     std::vector<torch::Tensor> outputs(graph.size());
     torch::Tensor loss = torch::zeros({});
     for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
@@ -127,6 +135,7 @@ void run_background_job(const BackgroundJobConfig& config) {
     }
   }
   torch::set_num_threads(1);
+  util::keep_freed_memory_for_reuse();
   const graph::Graph graph = graph::load_model(config.model);
   Trainer trainer(graph, config.seed, config.learning_rate);
   BackgroundProgress* progress = nullptr;

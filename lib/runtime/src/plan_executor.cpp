@@ -285,7 +285,14 @@ StepResult PlanExecutor::step(const BatchSource& batch) {
     return std::make_pair(std::move(name), fmt::format("\"peer\": {}, \"bytes\": {}", peer, tensor.nbytes()));
   };
   Clock::time_point mark;  // where the current compute event starts
-  if (s.optimizer) s.optimizer->zero_grad();
+  // Drop last step's gradients instead of zeroing them (torch 1.13's zero_grad() does): the
+  // first backward then hands its result to .grad instead of adding it to a zeroed copy, which
+  // is an extra read and write of every weight. Unused parameters get zeros before the update.
+  if (s.optimizer) {
+    for (auto& group : s.optimizer->param_groups()) {
+      for (torch::Tensor& p : group.params()) p.mutable_grad() = torch::Tensor();
+    }
+  }
 
   std::vector<torch::Tensor> outputs(graph.size());
   std::vector<std::vector<torch::Tensor>> inputs(graph.size());  // leaves, per input position
@@ -374,10 +381,27 @@ StepResult PlanExecutor::step(const BatchSource& batch) {
     const cost::SampleRange mine = s.range(id);
     torch::Tensor& output = outputs[static_cast<size_t>(id)];
     torch::Tensor gradient;
+    // The sum of the pieces, each [rows of `mine`]. A single piece covering all of `mine` is
+    // used as it is; otherwise they are added into a zeroed tensor of our own (exactly the same
+    // values: 0 + x == x).
+    bool gradient_is_ours = false;
+    auto add_piece = [&](const cost::SampleRange& rows_range, const torch::Tensor& rows) {
+      const bool whole = rows_range.begin == mine.begin && rows_range.end == mine.end;
+      if (!gradient.defined() && whole) {
+        gradient = rows;
+        return;
+      }
+      if (!gradient_is_ours) {
+        torch::Tensor sum = torch::zeros_like(output);
+        if (gradient.defined()) sum += gradient;
+        gradient = sum;
+        gradient_is_ours = true;
+      }
+      gradient.narrow(0, rows_range.begin - mine.begin, rows_range.size()) += rows;
+    };
     if (is_loss(graph, id)) {
       gradient = torch::full_like(output, inverse_batch);
     } else if (carries_gradient(graph, id)) {
-      gradient = torch::zeros_like(output);
       for (const auto& [consumer, k] : s.uses[static_cast<size_t>(id)]) {
         // The reverse of the forward pieces: each consumer rank returns our rows' gradient.
         for (const cost::Transfer& t : s.edge(id, consumer)) {
@@ -398,9 +422,10 @@ StepResult PlanExecutor::step(const BatchSource& batch) {
                               trace::json_escape(s.name(consumer))));
             });
           }
-          gradient.narrow(0, t.samples.begin - mine.begin, t.samples.size()) += rows;
+          add_piece(t.samples, rows);
         }
       }
+      if (!gradient.defined()) gradient = torch::zeros_like(output);  // no consumer gave one
     }
     if (gradient.defined() && output.requires_grad()) torch::autograd::backward({output}, {gradient});
     // Send each input's gradient rows back to the producer's other ranks.
@@ -421,8 +446,9 @@ StepResult PlanExecutor::step(const BatchSource& batch) {
     if (!group.empty()) {
       Sync sync;
       sync.layer = id;
-      for (const torch::Tensor& p : s.modules[static_cast<size_t>(id)]->parameters()) {
-        sync.gradients.push_back(p.grad().defined() ? p.grad() : torch::zeros_like(p));
+      for (torch::Tensor p : s.modules[static_cast<size_t>(id)]->parameters()) {
+        if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);  // the sum lands in .grad
+        sync.gradients.push_back(p.grad());
       }
       std::vector<torch::Tensor> flat_list;
       for (const torch::Tensor& g : sync.gradients) flat_list.push_back(g.reshape({-1}));
@@ -454,8 +480,14 @@ StepResult PlanExecutor::step(const BatchSource& batch) {
                        send.peer, send.rows);
     });
   }
-  // Parameters whose gradient was never created (unused) still have none; ours to update.
   if (s.optimizer) {
+    // Parameters no backward reached (unused) are updated with a zero gradient, as after
+    // zero_grad(): momentum and weight decay still apply to them.
+    for (auto& group : s.optimizer->param_groups()) {
+      for (torch::Tensor& p : group.params()) {
+        if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+      }
+    }
     mark = Clock::now();
     s.optimizer->step();
     s.compute_event(mark, std::nullopt, "optimizer step");

@@ -34,6 +34,7 @@
 #include "burst/runtime/resume.h"
 #include "burst/launch/spawn.h"
 #include "burst/util/error.h"
+#include "burst/util/memory_reuse.h"
 #include "trace.h"
 #include "training_state.h"
 
@@ -272,6 +273,7 @@ class BackgroundChild {
 
 void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
   torch::set_num_threads(config.threads);
+  util::keep_freed_memory_for_reuse();  // steps reuse the same blocks: no page faults per step
   const graph::Graph graph = graph::load_model(config.model);
   plan::Plan plan = config.plan_file.empty() ? plan::plan_data_parallel(graph, place.world_size, config.global_batch)
                                              : plan::load_plan_file(config.plan_file);
