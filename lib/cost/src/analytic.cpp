@@ -218,6 +218,14 @@ LayerTime AnalyticCostModel::time(const LayerWork& work) const {
   return LayerTime{forward, forward * curve.backward_ratio};
 }
 
+std::optional<Seconds> AnalyticCostModel::update(const graph::Graph& graph, graph::LayerId id) const {
+  const int64_t params = graph.info(id).params;
+  if (params == 0) return Seconds(0);
+  if (!(device_.memory_bandwidth.bytes_per_second() > 0)) return std::nullopt;
+  constexpr double kBytesPerParameter = 12;  // read weight and gradient, write weight (fp32)
+  return Bytes(kBytesPerParameter * static_cast<double>(params)) / device_.memory_bandwidth;
+}
+
 std::optional<LayerEstimate> AnalyticCostModel::estimate(const graph::Graph& graph,
                                                          graph::LayerId id, int64_t batch) const {
   // A model input computes nothing: feeding it is the data pipeline's (and, across devices,

@@ -52,6 +52,7 @@ ProfileEntry entry_from_json(const json& object, size_t index) {
   entry.backward = read_ms(reader, "backward_ms");
   entry.backward_input = read_optional_ms(reader, "backward_input_ms");
   entry.backward_weight = read_optional_ms(reader, "backward_weight_ms");
+  entry.update = read_optional_ms(reader, "update_ms");
   entry.forward_spread = read_spread(reader, "forward_spread");
   entry.backward_spread = read_spread(reader, "backward_spread");
   const int64_t repetitions = read_non_negative(reader, "repetitions");
@@ -77,6 +78,7 @@ json entry_to_json(const ProfileEntry& entry) {
                  {"backward_ms", rounded_ms(entry.backward)}};
   if (entry.backward_input) object["backward_input_ms"] = rounded_ms(*entry.backward_input);
   if (entry.backward_weight) object["backward_weight_ms"] = rounded_ms(*entry.backward_weight);
+  if (entry.update) object["update_ms"] = rounded_ms(*entry.update);
   object["forward_spread"] = entry.forward_spread;
   object["backward_spread"] = entry.backward_spread;
   object["repetitions"] = entry.repetitions;

@@ -52,6 +52,15 @@ std::optional<LayerEstimate> ProfileCostModel::estimate(const graph::Graph& grap
   return estimate_signature(graph::layer_signature(graph, id), batch);
 }
 
+std::optional<Seconds> ProfileCostModel::update(const graph::Graph& graph, graph::LayerId id) const {
+  const auto* batches = profile_.find(graph::layer_signature(graph, id));
+  if (batches == nullptr) return std::nullopt;
+  for (const auto& [batch, entry] : *batches) {
+    if (entry->update) return entry->update;
+  }
+  return std::nullopt;
+}
+
 std::optional<LayerEstimate> ProfileCostModel::estimate_signature(const std::string& signature,
                                                                   int64_t batch) const {
   const auto found = curves_.find(signature);

@@ -100,8 +100,10 @@ TEST(Analytic, CatalogKnowsItsDevices) {
 TEST(LayeredCostModel, MeasuredFirstAnalyticForGaps) {
   const graph::Graph graph = graph::build_zoo_model("fmnist_cnn");
   auto measured = std::make_unique<FakeCostModel>(
-      "test", std::map<std::string, FakeLayerCost>{
-                  {"conv1", {{Seconds::from_ms(1), Seconds::from_ms(0.5)}, {Seconds::from_ms(2), Seconds{}}}}});
+      "test",
+      std::map<std::string, FakeLayerCost>{
+          {"conv1", {{Seconds::from_ms(1), Seconds::from_ms(0.5)}, {Seconds::from_ms(2), Seconds{}}}}},
+      std::map<std::string, Seconds>{{"conv1", Seconds::from_ms(0.25)}});
   const LayeredCostModel model(std::move(measured), std::make_unique<AnalyticCostModel>(round_device()));
   // conv1 at batch 4 from the fake: forward 1 + 0.5 x 4 = 3 ms, backward 2 ms.
   const auto conv = model.estimate(graph, *graph.find("conv1"), 4);
@@ -111,6 +113,12 @@ TEST(LayeredCostModel, MeasuredFirstAnalyticForGaps) {
   EXPECT_EQ(model.estimate(graph, *graph.find("fc1"), 4)->source, CostSource::Analytic);
   // The input layer computes nothing, whatever the device's overhead.
   EXPECT_EQ(model.estimate(graph, *graph.find("input"), 4)->time.total(), Seconds{});
+  // Updates: conv1's measured; fc1's analytic, 12 bytes per parameter at 10 GB/s; none for a
+  // layer without parameters.
+  EXPECT_DOUBLE_EQ(model.update(graph, *graph.find("conv1"))->ms(), 0.25);
+  const graph::LayerId fc1 = *graph.find("fc1");
+  EXPECT_DOUBLE_EQ(model.update(graph, fc1)->s(), 12.0 * static_cast<double>(graph.info(fc1).params) / 10e9);
+  EXPECT_EQ(model.update_or_zero(graph, *graph.find("relu1")), Seconds{});
 }
 
 }  // namespace

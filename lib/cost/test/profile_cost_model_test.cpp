@@ -65,6 +65,12 @@ TEST(ProfileCostModel, LooksUpBySignatureMonotoneInBatch) {
   for (int64_t b = 1; b < 40; ++b) {
     EXPECT_LE(model.estimate(graph, relu, b)->time.forward, model.estimate(graph, relu, b + 1)->time.forward);
   }
+  // No entry holds an update: none known. One measured at any batch holds for the layer.
+  EXPECT_FALSE(model.update(graph, relu).has_value());
+  Profile with_update = relu_profile(graph::layer_signature(graph, relu));
+  with_update.entries.back().update = Seconds::from_ms(0.75);
+  with_update.index();
+  EXPECT_DOUBLE_EQ(ProfileCostModel(with_update).update(graph, relu)->ms(), 0.75);
   // Another layer has no data, and require() names it.
   EXPECT_FALSE(model.estimate(graph, *graph.find("conv1"), 1).has_value());
   try {

@@ -18,11 +18,13 @@ Profile two_entry_profile() {
   a.forward = Seconds::from_ms(0.5);
   a.backward = Seconds::from_ms(1.25);
   a.backward_input = Seconds::from_ms(1.25);
+  a.update = Seconds::from_ms(0.125);
   a.repetitions = 10;
   a.forward_flops_per_sample = 4;
   ProfileEntry b = a;
   b.batch = 4;
   b.backward_input.reset();
+  b.update.reset();
   profile.entries = {a, b};
   profile.index();
   return profile;
@@ -36,6 +38,9 @@ TEST(Profile, JsonRoundTrip) {
   EXPECT_DOUBLE_EQ(read.entries[0].backward.ms(), 1.25);
   EXPECT_TRUE(read.entries[0].backward_input.has_value());
   EXPECT_FALSE(read.entries[1].backward_input.has_value());
+  ASSERT_TRUE(read.entries[0].update.has_value());
+  EXPECT_DOUBLE_EQ(read.entries[0].update->ms(), 0.125);
+  EXPECT_FALSE(read.entries[1].update.has_value());
   ASSERT_NE(read.find("relu{}[4]"), nullptr);
   EXPECT_EQ(read.find("relu{}[4]")->size(), 2u);
   EXPECT_EQ(profile_to_json_text(read), profile_to_json_text(original));
@@ -56,6 +61,8 @@ TEST(Profile, RefusesMalformedEntries) {
             "profile entry #0: field 'batch' must be positive, got 0");
   EXPECT_EQ(read_error(head + R"({"signature": "x", "op": "relu", "batch": 1, "forward_ms": -1, "backward_ms": 1}]})"),
             "profile entry #0: field 'forward_ms' must be a time >= 0 ms, got -1");
+  EXPECT_EQ(read_error(head + R"({"signature": "x", "op": "relu", "batch": 1, "forward_ms": 1, "backward_ms": 1, "update_ms": -2}]})"),
+            "profile entry #0: field 'update_ms' must be a time >= 0 ms, got -2");
   EXPECT_EQ(read_error(head + R"({"signature": "x", "op": "relu", "batch": 1, "forward_ms": 1, "backward_ms": 1},)"
                               R"({"signature": "x", "op": "relu", "batch": 1, "forward_ms": 1, "backward_ms": 1}]})"),
             "profile has two entries for batch 1 of x");

@@ -14,6 +14,7 @@ const char* activity_kind_name(ActivityKind kind) {
     case ActivityKind::Backward: return "backward";
     case ActivityKind::Transfer: return "transfer";
     case ActivityKind::Allreduce: return "allreduce";
+    case ActivityKind::Update: return "update";
   }
   return "?";
 }
@@ -83,8 +84,9 @@ PlanEvaluation evaluate_plan(const Plan& plan, const PlanContext& context,
     const cost::LayerTime& time = times.at(id, timing.per_device_batch);
     timing.forward = time.forward;
     timing.backward = time.backward;
+    timing.update = context.cost.update_or_zero(graph, id);
     const cost::LayerTime& whole = times.at(id, plan.global_batch);
-    result.one_device_compute += whole.total();
+    result.one_device_compute += whole.total() + timing.update;
     timing.amplification =
         whole.total().s() > 0 ? timing.devices * time.total().s() / whole.total().s() : 1.0;
     for (const graph::LayerId producer : graph.inputs(id)) {
@@ -174,6 +176,22 @@ PlanEvaluation evaluate_plan(const Plan& plan, const PlanContext& context,
       }
     }
     iteration_end = std::max({iteration_end, timing.backward_end_s, timing.sync_end_s});
+  }
+
+  // The optimizer step: each rank updates its layers once its backward and all-reduces are done.
+  std::vector<double> rank_update(static_cast<size_t>(devices), 0.0);
+  for (graph::LayerId id = 0; id < layer_count; ++id) {
+    for (const cost::Shard& shard : plan.layers[static_cast<size_t>(id)].shards) {
+      rank_update[static_cast<size_t>(shard.rank)] += result.layers[static_cast<size_t>(id)].update.s();
+    }
+  }
+  for (int rank = 0; rank < devices; ++rank) {
+    const double update = rank_update[static_cast<size_t>(rank)];
+    if (update <= 0) continue;
+    const double start = std::max(compute_free[static_cast<size_t>(rank)], comm_free[static_cast<size_t>(rank)]);
+    result.device_seconds += Seconds(update);
+    record(rank, start, start + update, ActivityKind::Update, -1);
+    iteration_end = std::max(iteration_end, start + update);
   }
 
   result.iteration_time = Seconds(iteration_end);

@@ -46,6 +46,7 @@ constexpr KindStyle kKinds[] = {
     {ActivityKind::Backward, "backward", "backward", "#f28e2b"},
     {ActivityKind::Transfer, "transfer", "transfer (input re-shard)", "#59a14f"},
     {ActivityKind::Allreduce, "allreduce", "all-reduce (weight gradients)", "#e15759"},
+    {ActivityKind::Update, "update", "update (optimizer step)", "#b07aa1"},
 };
 constexpr const char* kIdleColour = "#e8e8e8";
 // Lines of scaling charts, in series order (Tableau 10).

@@ -145,6 +145,27 @@ cost::ProfileEntry measure_entry(const Graph& graph, LayerId id, layers::LayerMo
   return entry;
 }
 
+// Times the optimizer's update of the layer's parameters: burst train's default, SGD without
+// momentum (torch::optim::SGD::step, one `p -= lr * grad` per tensor), with every gradient
+// present as after a backward. It reads the weights and gradients and writes the weights, so
+// it is memory-bound and independent of the batch. The learning rate is tiny: the weights
+// barely move, and nothing measured after this depends on them.
+Seconds measure_update(layers::LayerModule& layer, const ProfileOptions& options) {
+  std::vector<torch::Tensor> weights = layer.weight_tensors();
+  torch::NoGradGuard no_grad;
+  for (torch::Tensor& weight : weights) weight.mutable_grad() = torch::randn_like(weight);
+  torch::optim::SGD optimizer(weights, torch::optim::SGDOptions(1e-9));
+  const Summary update = measure(
+      [&] {
+        const auto start = Clock::now();
+        optimizer.step();
+        return seconds_between(start, Clock::now());
+      },
+      policy_of(options));
+  for (torch::Tensor& weight : weights) weight.mutable_grad() = torch::Tensor();
+  return update.median;
+}
+
 // The first line of a libtorch error, without its C++ backtrace.
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
@@ -162,6 +183,7 @@ std::vector<cost::ProfileEntry> measure_signature(const Graph& graph, LayerId id
       cost::ProfileEntry entry = entry_skeleton(graph, id, signature, batch);
       entry.backward_input = Seconds(0);
       entry.backward_weight = Seconds(0);
+      entry.update = Seconds(0);
       entries.push_back(std::move(entry));
     }
     return entries;
@@ -183,6 +205,8 @@ std::vector<cost::ProfileEntry> measure_signature(const Graph& graph, LayerId id
                                   name, op, batch));
     }
   }
+  const Seconds update = graph.info(id).params > 0 ? measure_update(*layer, options) : Seconds(0);
+  for (cost::ProfileEntry& entry : entries) entry.update = update;
   return entries;
 }
 

@@ -192,6 +192,14 @@ TEST_F(ProfileModelTest, MeasuresEverySignatureAtEveryBatch) {
       EXPECT_EQ(entry->forward_flops_per_sample, graph.info(id).forward_flops);
       ASSERT_TRUE(entry->backward_input.has_value());
       ASSERT_TRUE(entry->backward_weight.has_value());
+      ASSERT_TRUE(entry->update.has_value());
+      // The optimizer's update: measured once per signature, the same at every batch.
+      EXPECT_EQ(entry->update->s(), batches->begin()->second->update->s());
+      if (graph.info(id).params > 0) {
+        EXPECT_GT(entry->update->s(), 0);
+      } else {
+        EXPECT_EQ(entry->update->s(), 0);
+      }
       if (graph.layer(id).op() == graph::OpKind::Input) {
         // Recorded as 0, not measured.
         EXPECT_EQ(entry->forward.s(), 0);

@@ -44,9 +44,13 @@ std::string chrome_trace_json(const SimResult& result, const graph::Graph& foreg
           events.push_back(slice(event, event.rank, kCompute, fmt::format("{} {}", layer, event_kind_name(event.kind)), {}));
         }
         break;
+      case EventKind::Update:
+        if (event.rank < shown) events.push_back(slice(event, event.rank, kCompute, "optimizer step", {}));
+        break;
       case EventKind::Background:
         if (event.rank < shown) {
-          events.push_back(slice(event, event.rank, kBackground, fmt::format("background {}", layer_name(background, event.layer)), {}));
+          const std::string name = event.layer < 0 ? std::string("update") : layer_name(background, event.layer);
+          events.push_back(slice(event, event.rank, kBackground, fmt::format("background {}", name), {}));
         }
         break;
       case EventKind::Message:

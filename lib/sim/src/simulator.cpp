@@ -15,6 +15,7 @@ const char* event_kind_name(EventKind kind) {
   switch (kind) {
     case EventKind::Forward: return "forward";
     case EventKind::Backward: return "backward";
+    case EventKind::Update: return "update";
     case EventKind::Message: return "message";
     case EventKind::Allreduce: return "allreduce";
     case EventKind::BatchNormSync: return "batchnorm-sync";
@@ -53,7 +54,8 @@ void check_options(const SimOptions& options) {
   }
 }
 
-// The background job's kernels: its forward in graph order, then its backward in reverse.
+// The background job's kernels: its forward in graph order, then its backward in reverse,
+// then its update (one kernel, layer -1).
 detail::BackgroundKernels background_kernels(const BackgroundJob& job, const cost::CostModel& cost) {
   const graph::Graph& graph = *job.graph;
   const auto layer_count = static_cast<graph::LayerId>(graph.size());
@@ -69,6 +71,12 @@ detail::BackgroundKernels background_kernels(const BackgroundJob& job, const cos
   for (graph::LayerId id = layer_count - 1; id >= 0; --id) {
     kernels.duration_s.push_back(times[static_cast<size_t>(id)].backward.s());
     kernels.layer.push_back(id);
+  }
+  Seconds update(0);
+  for (graph::LayerId id = 0; id < layer_count; ++id) update += cost.update_or_zero(graph, id);
+  if (update.s() > 0) {
+    kernels.duration_s.push_back(update.s());
+    kernels.layer.push_back(-1);
   }
   double total = 0;
   for (const double duration : kernels.duration_s) total += duration;
@@ -199,7 +207,8 @@ SimResult run_steps(const detail::StepTasks& step, const plan::Plan& plan, const
   result.foreground_compute = Seconds(foreground_total / steps);
   result.background_compute = Seconds(background_total / steps);
   for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(context.graph.size()); ++id) {
-    result.one_device_compute += context.cost.require(context.graph, id, plan.global_batch).time.total();
+    result.one_device_compute += context.cost.require(context.graph, id, plan.global_batch).time.total() +
+                                 context.cost.update_or_zero(context.graph, id);
   }
   const double iteration = result.iteration_time.s();
   const double capacity = devices * iteration;

@@ -52,6 +52,7 @@ class StepBuilder {
     const auto layer_count = static_cast<graph::LayerId>(graph_.size());
     for (graph::LayerId id = 0; id < layer_count; ++id) add_forward(id);
     for (graph::LayerId id = layer_count - 1; id >= 0; --id) add_backward(id);
+    add_updates();
     add_step_end();
     link();
     return std::move(step_);
@@ -206,6 +207,30 @@ class StepBuilder {
       const int32_t allreduce = add_collective(id, group, static_cast<double>(graph_.info(id).params) * 4.0,
                                                EventKind::Allreduce);  // fp32 gradients
       for (const int rank : group) depend(backward_task(id, rank), allreduce);
+    }
+  }
+
+  // Each rank's optimizer step: the update of all its layers, once its last compute, the
+  // messages it sent and its collectives are done (the runtime waits for those first).
+  void add_updates() {
+    std::vector<Seconds> update(static_cast<size_t>(devices_), Seconds(0));
+    for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph_.size()); ++id) {
+      const Seconds layer_update = context_.cost.update_or_zero(graph_, id);
+      for (const cost::Shard& shard : plan_.layers[static_cast<size_t>(id)].shards) {
+        update[static_cast<size_t>(shard.rank)] += layer_update;
+      }
+    }
+    for (int rank = 0; rank < devices_; ++rank) {
+      if (!(update[static_cast<size_t>(rank)].s() > 0)) continue;
+      const int32_t task = add_compute(-1, rank, Seconds(0), EventKind::Update);
+      step_.tasks[static_cast<size_t>(task)].duration_s = update[static_cast<size_t>(rank)].s();  // no per-shard overhead
+      for (const int32_t message : messages_) {
+        if (step_.tasks[static_cast<size_t>(message)].rank == rank) depend(message, task);
+      }
+      for (const int32_t collective : collectives_) {
+        const std::vector<int>& group = step_.groups[static_cast<size_t>(step_.tasks[static_cast<size_t>(collective)].group)];
+        if (std::binary_search(group.begin(), group.end(), rank)) depend(collective, task);
+      }
     }
   }
 

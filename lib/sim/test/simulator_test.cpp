@@ -155,6 +155,49 @@ TEST(Simulator, AllreduceOverlapsBackward) {
   EXPECT_NEAR(plan::evaluate_plan(plan, world.context()).iteration_time.ms(), 7.05, 1e-9);
 }
 
+// The optimizer step: each rank updates its layers after its compute, its sent messages and
+// its collectives. (1) AllreduceOverlapsBackward's world with updates a 0.5 ms and b 1 ms:
+// both ranks hold both layers; compute ends at 6 ms, a's all-reduce at 7.05 ms; each rank's
+// update [7.05, 8.55]. Step 8.55 ms, and the evaluator agrees. (2) The three-layer chain with
+// updates a 1 ms and b 2 ms: r0 holds a and b, its compute ends at 11 ms (its messages by
+// 9 ms): update [11, 14]; r1 holds a, compute ends at 12 ms: update [12, 13]. Step 14 ms.
+TEST(Simulator, EachRankUpdatesItsLayersAfterItsLastWork) {
+  {
+    graph::GraphBuilder b("overlap");
+    std::string x = b.input("input", {4, 1, 1});
+    x = b.conv2d("a", x, graph::conv2d_attrs(4, {1, 1}));
+    b.conv2d("b", x, graph::conv2d_attrs(240, {1, 1}));
+    const World world(std::move(b).build(), test_cluster(2, 1.6e6, 0),
+                      {{"input", {ms(0), ms(0)}}, {"a", {ms(1), ms(2)}}, {"b", {ms(1), ms(2)}}},
+                      {{"a", Seconds::from_ms(0.5)}, {"b", Seconds::from_ms(1)}});
+    const plan::Plan plan = plan::plan_data_parallel(world.graph, 2, 2);
+    const SimResult result = simulate(plan, world.context(), recording());
+    for (const int rank : {0, 1}) {
+      const SimEvent& update = find_event(result, EventKind::Update, -1, rank);
+      EXPECT_NEAR(update.start_s, 7.05e-3, kTolerance);
+      EXPECT_NEAR(update.end_s, 8.55e-3, kTolerance);
+    }
+    EXPECT_NEAR(result.iteration_time.ms(), 8.55, 1e-9);
+    EXPECT_NEAR(plan::evaluate_plan(plan, world.context()).iteration_time.ms(), 8.55, 1e-9);
+  }
+  {
+    graph::GraphBuilder b("chain3");
+    b.relu("b", b.relu("a", b.input("input", {250})));
+    const World world(std::move(b).build(), test_cluster(2, 1e6, 0),
+                      {{"input", {ms(0), ms(0)}}, {"a", {ms(0, 2), ms(0, 3)}}, {"b", {ms(0, 1), ms(0, 1)}}},
+                      {{"a", Seconds::from_ms(1)}, {"b", Seconds::from_ms(2)}});
+    const plan::Plan plan = hand_plan(world.graph, 2, 2,
+                                      {{shard(0, 0, 2)}, {shard(0, 0, 1), shard(1, 1, 2)}, {shard(0, 0, 2)}});
+    const SimResult result = simulate(plan, world.context(), recording());
+    EXPECT_NEAR(find_event(result, EventKind::Update, -1, 0).start_s, 11e-3, kTolerance);
+    EXPECT_NEAR(find_event(result, EventKind::Update, -1, 0).end_s, 14e-3, kTolerance);
+    EXPECT_NEAR(find_event(result, EventKind::Update, -1, 1).start_s, 12e-3, kTolerance);
+    EXPECT_NEAR(find_event(result, EventKind::Update, -1, 1).end_s, 13e-3, kTolerance);
+    EXPECT_NEAR(result.iteration_time.ms(), 14.0, 1e-9);
+    EXPECT_NEAR(result.usage[0].foreground.ms(), 12.0, 1e-9);  // 9 ms of layers + 3 of update
+  }
+}
+
 // input [4,1,1] -> x (1x1 conv 4->4, 80 B of gradients) -> y (relu) -> z (1x1 conv 4->240,
 // 4800 B); 2 ranks, 1.6 MB/s, no latency: a sample of x's or y's output (16 B) crosses in
 // 0.01 ms; z's 2-rank all-reduce takes 3 ms, x's 0.05 ms. Every layer 1 ms forward and 1 ms

@@ -105,6 +105,9 @@ class AnalyticCostModel : public CostModel {
   std::string device() const override { return device_.kind; }
   std::optional<LayerEstimate> estimate(const graph::Graph& graph, graph::LayerId id,
                                         int64_t batch) const override;
+  // Memory-bound: SGD reads every fp32 weight and its gradient and writes the weight back,
+  // 12 bytes per parameter at the device's memory bandwidth.
+  std::optional<Seconds> update(const graph::Graph& graph, graph::LayerId id) const override;
   // The same formula from a layer's work (for fitting and for profile entries).
   LayerTime time(const LayerWork& work) const;
   const DeviceSpec& spec() const { return device_; }
@@ -123,6 +126,10 @@ class LayeredCostModel : public CostModel {
                                         int64_t batch) const override {
     if (auto measured = primary_->estimate(graph, id, batch)) return measured;
     return fallback_ ? fallback_->estimate(graph, id, batch) : std::nullopt;
+  }
+  std::optional<Seconds> update(const graph::Graph& graph, graph::LayerId id) const override {
+    if (auto measured = primary_->update(graph, id)) return measured;
+    return fallback_ ? fallback_->update(graph, id) : std::nullopt;
   }
 
  private:

@@ -40,6 +40,19 @@ class CostModel {
 
   // estimate(), or a UserError naming the layer and its signature when there is no data.
   LayerEstimate require(const graph::Graph& graph, graph::LayerId id, int64_t batch) const;
+
+  // Time of the optimizer's update of layer `id`'s parameters on one device, once per step
+  // on every rank that holds the layer (burst train's default optimizer, SGD without
+  // momentum); independent of the batch. std::nullopt when this model has no data for it.
+  virtual std::optional<Seconds> update(const graph::Graph& graph, graph::LayerId id) const {
+    (void)graph;
+    (void)id;
+    return std::nullopt;
+  }
+  // update(), or 0 when no model knows: such a model's predictions leave the update out.
+  Seconds update_or_zero(const graph::Graph& graph, graph::LayerId id) const {
+    return update(graph, id).value_or(Seconds(0));
+  }
 };
 
 // Memory one device needs for a layer at a per-device batch (fp32 training).

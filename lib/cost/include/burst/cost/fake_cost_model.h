@@ -22,8 +22,13 @@ struct FakeLayerCost {
 
 class FakeCostModel : public CostModel {
  public:
-  FakeCostModel(std::string device, std::map<std::string, FakeLayerCost> by_layer_name)
-      : device_(std::move(device)), by_layer_name_(std::move(by_layer_name)) {}
+  // `update_by_layer_name`: the optimizer's update of a layer's parameters, once per step;
+  // layers not in it have no update time (none is charged).
+  FakeCostModel(std::string device, std::map<std::string, FakeLayerCost> by_layer_name,
+                std::map<std::string, Seconds> update_by_layer_name = {})
+      : device_(std::move(device)),
+        by_layer_name_(std::move(by_layer_name)),
+        update_by_layer_name_(std::move(update_by_layer_name)) {}
 
   std::string device() const override { return device_; }
   std::optional<LayerEstimate> estimate(const graph::Graph& graph, graph::LayerId id,
@@ -33,10 +38,16 @@ class FakeCostModel : public CostModel {
     return LayerEstimate{{found->second.forward.at(batch), found->second.backward.at(batch)},
                          CostSource::Measured};
   }
+  std::optional<Seconds> update(const graph::Graph& graph, graph::LayerId id) const override {
+    const auto found = update_by_layer_name_.find(graph.layer(id).name);
+    if (found == update_by_layer_name_.end()) return std::nullopt;
+    return found->second;
+  }
 
  private:
   std::string device_;
   std::map<std::string, FakeLayerCost> by_layer_name_;
+  std::map<std::string, Seconds> update_by_layer_name_;
 };
 
 }  // namespace burst::cost

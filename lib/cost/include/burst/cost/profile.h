@@ -24,6 +24,10 @@ struct ProfileEntry {
   // Parts of backward when measured separately (burst profile measures both).
   std::optional<Seconds> backward_input;
   std::optional<Seconds> backward_weight;
+  // The optimizer's update of the layer's parameters after backward (burst train's default
+  // optimizer: SGD without momentum, one `p -= lr * grad` per tensor); the same at every
+  // batch. Absent when not measured (imported data, profiles from before it was measured).
+  std::optional<Seconds> update;
   // Relative spread of the repetitions, (p90 - p10) / median; 0 when unknown.
   double forward_spread = 0;
   double backward_spread = 0;

@@ -22,6 +22,8 @@ class ProfileCostModel : public CostModel {
   std::string device() const override { return profile_.device; }
   std::optional<LayerEstimate> estimate(const graph::Graph& graph, graph::LayerId id,
                                         int64_t batch) const override;
+  // The measured update of the layer's signature (any batch's entry holds it), if measured.
+  std::optional<Seconds> update(const graph::Graph& graph, graph::LayerId id) const override;
   // The same lookup by signature (for tools that have no graph at hand).
   std::optional<LayerEstimate> estimate_signature(const std::string& signature, int64_t batch) const;
 

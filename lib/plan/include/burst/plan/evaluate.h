@@ -13,7 +13,9 @@
 //  - a layer's weight-gradient all-reduce starts when its backward is done and every rank
 //    of its sync group has finished its earlier all-reduces (one communication queue per
 //    rank, running beside compute), so it overlaps the rest of backward;
-//  - the iteration ends when the last backward and the last all-reduce have.
+//  - each rank then updates the parameters of its layers (the optimizer step, cost model's
+//    update() per layer; 0 where it has no data), after its last backward and all-reduce;
+//  - the iteration ends when the last rank's update has.
 #include <vector>
 
 #include "burst/cost/cost_model.h"
@@ -32,7 +34,7 @@ struct PlanContext {
   const cost::NetworkModel& network;  // and through it the cluster
 };
 
-enum class ActivityKind { Forward, Backward, Transfer, Allreduce };
+enum class ActivityKind { Forward, Backward, Transfer, Allreduce, Update };
 const char* activity_kind_name(ActivityKind kind);
 
 // One interval of one rank's timeline (seconds from the start of the iteration).
@@ -40,7 +42,8 @@ struct Activity {
   double start_s = 0;
   double end_s = 0;
   ActivityKind kind = ActivityKind::Forward;
-  graph::LayerId layer = 0;  // the layer computed, received into (Transfer) or synchronised
+  graph::LayerId layer = 0;  // the layer computed, received into (Transfer) or synchronised;
+                             // -1 for Update (all of the rank's layers)
 };
 
 struct LayerTiming {
@@ -50,6 +53,7 @@ struct LayerTiming {
   Seconds backward;
   Seconds transfer;       // slowest input re-shard into this layer (forward; backward alike)
   Seconds sync;           // the weight-gradient all-reduce (0 without a sync group)
+  Seconds update;         // the optimizer's update of its parameters, on each of its ranks
   double amplification = 0;  // devices x (forward + backward) / one-device time at the batch
   double forward_start_s = 0, forward_end_s = 0;
   double backward_start_s = 0, backward_end_s = 0;
@@ -58,12 +62,14 @@ struct LayerTiming {
 
 struct PlanEvaluation {
   Seconds iteration_time;
-  // Compute time summed over ranks (each rank at its own shard): what the plan occupies.
+  // Compute time summed over ranks (each rank at its own shard, and its updates): what the
+  // plan occupies.
   Seconds device_seconds;
   // devices x iteration_time - device_seconds: what a background job could use, waits for
   // transfers and all-reduces included.
   Seconds idle_device_seconds;
-  // Every layer at the whole global batch on one device, no communication.
+  // Every layer at the whole global batch on one device, and one update of every layer, no
+  // communication.
   Seconds one_device_compute;
   std::vector<LayerTiming> layers;  // by layer id
   // Per rank, in start order; filled only when asked for (it holds ranks x layers entries).

@@ -26,9 +26,13 @@
 //    (2 x channels float64 values) among the layer's ranks before those ranks go on;
 //  - the step ends when every rank's compute, messages and all-reduces are done; the next
 //    step starts on all ranks together (the runtime's loss all-reduce; its few latencies
-//    are not charged). The optimizer step and data loading are not modelled.
+//    are not charged). Before that, each rank updates its layers' parameters (the optimizer
+//    step: the cost model's update() of each of its layers, one compute task per rank), once
+//    its compute, its messages sent and its collectives are done, as the runtime does. Data
+//    loading is not modelled.
 //  - background job (optional): every device trains its own copy of a model at its own
-//    per-device batch, one kernel (a layer's forward or backward) at a time, whenever the
+//    per-device batch, one kernel (a layer's forward or backward, or its whole update) at a
+//    time, whenever the
 //    device has no foreground compute to run (and, by default, the kernel fits in the idle
 //    gap the foreground leaves there: BackgroundPolicy). The foreground preempts at kernel
 //    granularity: a foreground shard that becomes ready while a background kernel runs
@@ -93,7 +97,7 @@ struct SimOptions {
 // The defaults for a run with a background job: 1 warm-up and 2 measured steps.
 SimOptions options_with_background(const BackgroundJob& job);
 
-enum class EventKind { Forward, Backward, Message, Allreduce, BatchNormSync, Background };
+enum class EventKind { Forward, Backward, Update, Message, Allreduce, BatchNormSync, Background };
 const char* event_kind_name(EventKind kind);
 
 // One interval on one device (seconds from the start of the simulation).
