@@ -13,37 +13,56 @@ void group_sum(torch::Tensor& tensor, Communicator& communicator, const std::vec
   communicator.allreduce_sum(buffers, group)->wait();
 }
 
+// Per-channel [C] values as [1, C, 1, 1], to broadcast over [b, C, H, W].
+torch::Tensor per_channel(const torch::Tensor& values) { return values.view({1, -1, 1, 1}); }
+
 class SyncBatchNorm : public torch::autograd::Function<SyncBatchNorm> {
  public:
-  // Returns y = x_hat * weight + bias with x_hat normalised by the group's statistics.
+  // Returns y = (x - mean) * inverse_std * weight + bias, the group's mean and variance given.
+  // One fused pass: libtorch's inference-mode batch_norm with them as the statistics.
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x, torch::Tensor weight,
-                               torch::Tensor bias, torch::Tensor mean, torch::Tensor inverse_std,
+                               torch::Tensor bias, torch::Tensor mean, torch::Tensor variance, double eps,
                                int64_t context_address) {
-    const torch::Tensor x_hat = (x - mean.view({1, -1, 1, 1})) * inverse_std.view({1, -1, 1, 1});
-    ctx->save_for_backward({x_hat, weight, inverse_std});
+    ctx->save_for_backward({x, weight, mean, variance});
+    ctx->saved_data["eps"] = eps;
     ctx->saved_data["context"] = context_address;
-    return x_hat * weight.view({1, -1, 1, 1}) + bias.view({1, -1, 1, 1});
+    return torch::batch_norm(x, weight, bias, mean, variance, /*training=*/false, /*momentum=*/0.0, eps,
+                             /*cudnn_enabled=*/false);
   }
 
+  // With x_hat = (x - mean) * inverse_std and the group's means of dy and dy * x_hat:
+  // dx = weight * inverse_std * (dy - mean(dy) - x_hat * mean(dy * x_hat)).
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list outputs) {
     const auto saved = ctx->get_saved_variables();
-    const torch::Tensor& x_hat = saved[0];
+    const torch::Tensor& x = saved[0];
     const torch::Tensor& weight = saved[1];
-    const torch::Tensor& inverse_std = saved[2];
+    const torch::Tensor& mean = saved[2];
+    const torch::Tensor& variance = saved[3];
+    const double eps = ctx->saved_data["eps"].toDouble();
     const auto* context = reinterpret_cast<const SyncBatchNormContext*>(ctx->saved_data["context"].toInt());
-    const torch::Tensor& dy = outputs[0];
-    const torch::Tensor local_dy = dy.sum({0, 2, 3});
-    const torch::Tensor local_dy_x_hat = (dy * x_hat).sum({0, 2, 3});
+    const torch::Tensor dy = outputs[0].contiguous();
+    // This rank's sums of dy * x_hat and of dy, per channel, in one fused pass: inference-mode
+    // batch_norm's backward gives exactly these as its weight and bias gradients.
+    const auto local = torch::native_batch_norm_backward(dy, x, weight, mean, variance, {}, {}, /*train=*/false, eps,
+                                                         {false, true, true});
+    const torch::Tensor& local_dy_x_hat = std::get<1>(local);
+    const torch::Tensor& local_dy = std::get<2>(local);
     torch::Tensor sums = torch::cat({local_dy, local_dy_x_hat});
     group_sum(sums, *context->communicator, context->group);
     const int64_t channels = weight.size(0);
     const torch::Tensor mean_dy = sums.narrow(0, 0, channels) / context->count;
     const torch::Tensor mean_dy_x_hat = sums.narrow(0, channels, channels) / context->count;
-    const torch::Tensor dx = (weight * inverse_std).view({1, -1, 1, 1}) *
-                             (dy - mean_dy.view({1, -1, 1, 1}) - x_hat * mean_dy_x_hat.view({1, -1, 1, 1}));
-    // x, weight, bias, mean, inverse_std, context_address.
-    return {dx, local_dy_x_hat, local_dy, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    const torch::Tensor inverse_std = (variance + eps).rsqrt();
+    // (x - mean) * (-inverse_std * mean(dy * x_hat)) = -x_hat * mean(dy * x_hat); then + dy,
+    // - mean(dy), * weight * inverse_std: one new tensor, four passes in place.
+    torch::Tensor dx = x - per_channel(mean);
+    dx.mul_(per_channel(-inverse_std * mean_dy_x_hat))
+        .add_(dy)
+        .sub_(per_channel(mean_dy))
+        .mul_(per_channel(weight * inverse_std));
+    // x, weight, bias, mean, variance, eps, context_address.
+    return {dx, local_dy_x_hat, local_dy, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -64,15 +83,17 @@ torch::Tensor sync_batchnorm_forward(const torch::Tensor& x, torch::nn::Module& 
   Communicator& communicator = *context.communicator;
   const std::vector<int>& group = context.group;
   // The group holds the whole global batch: count = B x H x W per channel, no message
-  // needed. One all-reduce of the per-channel sums of x and x^2, in float64 so that
-  // E[x^2] - E[x]^2 loses nothing that one device's two-pass float32 statistics keep.
+  // needed. One all-reduce of the per-channel sums of x and x^2, accumulated in float64 so
+  // that E[x^2] - E[x]^2 loses nothing that one device's float64-accumulated statistics
+  // keep (x^2 itself is rounded to float32: a relative 6e-8 per element).
   const double total = static_cast<double>(context.batch * x.size(2) * x.size(3));
   torch::Tensor mean;
   torch::Tensor variance;
   {
     torch::NoGradGuard no_grad;
-    const torch::Tensor wide = x.to(torch::kFloat64);
-    torch::Tensor sums = torch::cat({wide.sum({0, 2, 3}), wide.pow(2).sum({0, 2, 3})});
+    const std::vector<int64_t> dims{0, 2, 3};
+    torch::Tensor sums = torch::cat({x.sum(dims, /*keepdim=*/false, torch::kFloat64),
+                                     (x * x).sum(dims, /*keepdim=*/false, torch::kFloat64)});
     group_sum(sums, communicator, group);
     const int64_t channels = x.size(1);
     const torch::Tensor mean_wide = sums.narrow(0, 0, channels) / total;
@@ -85,10 +106,9 @@ torch::Tensor sync_batchnorm_forward(const torch::Tensor& x, torch::nn::Module& 
     running_var.mul_(1 - momentum).add_(variance * static_cast<float>(total / std::max(total - 1, 1.0)) * momentum);
     named(module, "num_batches_tracked", true).add_(1);
   }
-  const torch::Tensor inverse_std = (variance + eps).rsqrt();
   context.count = total;
   static_assert(sizeof(int64_t) >= sizeof(void*), "pointers fit in int64");
-  return SyncBatchNorm::apply(x, named(module, "weight", false), named(module, "bias", false), mean, inverse_std,
+  return SyncBatchNorm::apply(x, named(module, "weight", false), named(module, "bias", false), mean, variance, eps,
                               reinterpret_cast<int64_t>(&context));
 }
 

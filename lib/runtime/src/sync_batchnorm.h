@@ -4,7 +4,7 @@
 // would (DESIGN.md invariant 1). Includes libtorch.
 //
 // Forward: one all-reduce of the per-channel sums of x and x^2 (float64), giving the mean
-// and the biased variance of the whole batch. Backward: one all-reduce of the per-channel
+// and the biased variance of the whole batch; y in one fused pass. Backward: one all-reduce of the per-channel
 // sums of dy and dy * x_hat, since every sample's normalisation depends on all others.
 // The weight and bias gradients stay local sums: the layer's gradient all-reduce adds them.
 // Running statistics move as torch's do (momentum, unbiased variance), identically on
