@@ -220,16 +220,21 @@ class StepBuilder {
         update[static_cast<size_t>(shard.rank)] += layer_update;
       }
     }
+    std::vector<int32_t> update_task(static_cast<size_t>(devices_), -1);
     for (int rank = 0; rank < devices_; ++rank) {
       if (!(update[static_cast<size_t>(rank)].s() > 0)) continue;
       const int32_t task = add_compute(-1, rank, Seconds(0), EventKind::Update);
       step_.tasks[static_cast<size_t>(task)].duration_s = update[static_cast<size_t>(rank)].s();  // no per-shard overhead
-      for (const int32_t message : messages_) {
-        if (step_.tasks[static_cast<size_t>(message)].rank == rank) depend(message, task);
-      }
-      for (const int32_t collective : collectives_) {
-        const std::vector<int>& group = step_.groups[static_cast<size_t>(step_.tasks[static_cast<size_t>(collective)].group)];
-        if (std::binary_search(group.begin(), group.end(), rank)) depend(collective, task);
+      update_task[static_cast<size_t>(rank)] = task;
+    }
+    for (const int32_t message : messages_) {
+      const int32_t task = update_task[static_cast<size_t>(step_.tasks[static_cast<size_t>(message)].rank)];
+      if (task >= 0) depend(message, task);
+    }
+    for (const int32_t collective : collectives_) {
+      for (const int rank : step_.groups[static_cast<size_t>(step_.tasks[static_cast<size_t>(collective)].group)]) {
+        const int32_t task = update_task[static_cast<size_t>(rank)];
+        if (task >= 0) depend(collective, task);
       }
     }
   }
