@@ -53,6 +53,12 @@ ProfileEntry entry_from_json(const json& object, size_t index) {
   entry.backward_input = read_optional_ms(reader, "backward_input_ms");
   entry.backward_weight = read_optional_ms(reader, "backward_weight_ms");
   entry.update = read_optional_ms(reader, "update_ms");
+  entry.split_forward = read_optional_ms(reader, "split_forward_ms");
+  entry.split_backward = read_optional_ms(reader, "split_backward_ms");
+  if (entry.split_forward.has_value() != entry.split_backward.has_value()) {
+    reader.fail(entry.split_forward ? "split_backward_ms" : "split_forward_ms",
+                "is missing: split times come in pairs");
+  }
   entry.forward_spread = read_spread(reader, "forward_spread");
   entry.backward_spread = read_spread(reader, "backward_spread");
   const int64_t repetitions = read_non_negative(reader, "repetitions");
@@ -79,6 +85,8 @@ json entry_to_json(const ProfileEntry& entry) {
   if (entry.backward_input) object["backward_input_ms"] = rounded_ms(*entry.backward_input);
   if (entry.backward_weight) object["backward_weight_ms"] = rounded_ms(*entry.backward_weight);
   if (entry.update) object["update_ms"] = rounded_ms(*entry.update);
+  if (entry.split_forward) object["split_forward_ms"] = rounded_ms(*entry.split_forward);
+  if (entry.split_backward) object["split_backward_ms"] = rounded_ms(*entry.split_backward);
   object["forward_spread"] = entry.forward_spread;
   object["backward_spread"] = entry.backward_spread;
   object["repetitions"] = entry.repetitions;

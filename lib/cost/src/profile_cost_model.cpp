@@ -37,12 +37,18 @@ ProfileCostModel::ProfileCostModel(Profile profile) : profile_(std::move(profile
   for (const ProfileEntry& entry : profile_.entries) {
     if (curves_.count(entry.signature) != 0) continue;
     Curves& curves = curves_[entry.signature];
-    Seconds forward_max, backward_max;
+    Seconds forward_max, backward_max, split_forward_max, split_backward_max;
     for (const auto& [b, measured] : *profile_.find(entry.signature)) {
       forward_max = std::max(forward_max, measured->forward);
       backward_max = std::max(backward_max, measured->backward);
       curves.forward.emplace_back(b, forward_max);
       curves.backward.emplace_back(b, backward_max);
+      if (measured->split_forward && measured->split_backward) {
+        split_forward_max = std::max(split_forward_max, *measured->split_forward);
+        split_backward_max = std::max(split_backward_max, *measured->split_backward);
+        curves.split_forward.emplace_back(b, split_forward_max);
+        curves.split_backward.emplace_back(b, split_backward_max);
+      }
     }
   }
 }
@@ -59,6 +65,19 @@ std::optional<Seconds> ProfileCostModel::update(const graph::Graph& graph, graph
     if (entry->update) return entry->update;
   }
   return std::nullopt;
+}
+
+std::optional<LayerEstimate> ProfileCostModel::estimate_split(const graph::Graph& graph, graph::LayerId id,
+                                                              int64_t batch) const {
+  const std::string signature = graph::layer_signature(graph, id);
+  const auto found = curves_.find(signature);
+  if (found == curves_.end()) return std::nullopt;
+  const auto f = interpolate_log_log(found->second.split_forward, batch);
+  const auto g = interpolate_log_log(found->second.split_backward, batch);
+  if (!f || !g) return std::nullopt;
+  const CostSource source =
+      profile_.find(signature)->count(batch) ? CostSource::Measured : CostSource::Interpolated;
+  return LayerEstimate{{*f, *g}, source};
 }
 
 std::optional<LayerEstimate> ProfileCostModel::estimate_signature(const std::string& signature,

@@ -71,6 +71,18 @@ TEST(ProfileCostModel, LooksUpBySignatureMonotoneInBatch) {
   with_update.entries.back().update = Seconds::from_ms(0.75);
   with_update.index();
   EXPECT_DOUBLE_EQ(ProfileCostModel(with_update).update(graph, relu)->ms(), 0.75);
+  // Split times (BatchNorm's synchronised path) only where measured; interpolated like the rest.
+  EXPECT_FALSE(model.estimate_split(graph, relu, 2).has_value());
+  Profile with_split = relu_profile(graph::layer_signature(graph, relu));
+  for (ProfileEntry& entry : with_split.entries) {
+    entry.split_forward = entry.forward * 2;
+    entry.split_backward = entry.backward * 2;
+  }
+  with_split.index();
+  const auto split = ProfileCostModel(with_split).estimate_split(graph, relu, 2);
+  ASSERT_TRUE(split.has_value());
+  EXPECT_DOUBLE_EQ(split->time.forward.ms(), 6.0);
+  EXPECT_DOUBLE_EQ(split->time.backward.ms(), 12.0);
   // Another layer has no data, and require() names it.
   EXPECT_FALSE(model.estimate(graph, *graph.find("conv1"), 1).has_value());
   try {

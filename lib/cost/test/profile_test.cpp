@@ -19,12 +19,16 @@ Profile two_entry_profile() {
   a.backward = Seconds::from_ms(1.25);
   a.backward_input = Seconds::from_ms(1.25);
   a.update = Seconds::from_ms(0.125);
+  a.split_forward = Seconds::from_ms(0.75);
+  a.split_backward = Seconds::from_ms(1.5);
   a.repetitions = 10;
   a.forward_flops_per_sample = 4;
   ProfileEntry b = a;
   b.batch = 4;
   b.backward_input.reset();
   b.update.reset();
+  b.split_forward.reset();
+  b.split_backward.reset();
   profile.entries = {a, b};
   profile.index();
   return profile;
@@ -41,6 +45,9 @@ TEST(Profile, JsonRoundTrip) {
   ASSERT_TRUE(read.entries[0].update.has_value());
   EXPECT_DOUBLE_EQ(read.entries[0].update->ms(), 0.125);
   EXPECT_FALSE(read.entries[1].update.has_value());
+  ASSERT_TRUE(read.entries[0].split_backward.has_value());
+  EXPECT_DOUBLE_EQ(read.entries[0].split_backward->ms(), 1.5);
+  EXPECT_FALSE(read.entries[1].split_forward.has_value());
   ASSERT_NE(read.find("relu{}[4]"), nullptr);
   EXPECT_EQ(read.find("relu{}[4]")->size(), 2u);
   EXPECT_EQ(profile_to_json_text(read), profile_to_json_text(original));
@@ -63,6 +70,8 @@ TEST(Profile, RefusesMalformedEntries) {
             "profile entry #0: field 'forward_ms' must be a time >= 0 ms, got -1");
   EXPECT_EQ(read_error(head + R"({"signature": "x", "op": "relu", "batch": 1, "forward_ms": 1, "backward_ms": 1, "update_ms": -2}]})"),
             "profile entry #0: field 'update_ms' must be a time >= 0 ms, got -2");
+  EXPECT_EQ(read_error(head + R"({"signature": "x", "op": "relu", "batch": 1, "forward_ms": 1, "backward_ms": 1, "split_forward_ms": 2}]})"),
+            "profile entry #0: field 'split_backward_ms' is missing: split times come in pairs");
   EXPECT_EQ(read_error(head + R"({"signature": "x", "op": "relu", "batch": 1, "forward_ms": 1, "backward_ms": 1},)"
                               R"({"signature": "x", "op": "relu", "batch": 1, "forward_ms": 1, "backward_ms": 1}]})"),
             "profile has two entries for batch 1 of x");

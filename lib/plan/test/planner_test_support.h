@@ -35,8 +35,10 @@ inline cost::LinearTime ms(double fixed, double per_sample = 0) {
 // Owns what a PlanContext refers to.
 struct World {
   World(graph::Graph g, cluster::Cluster c, std::map<std::string, cost::FakeLayerCost> costs,
-        std::map<std::string, Seconds> updates = {})
-      : graph(std::move(g)), cost("test", std::move(costs), std::move(updates)), network(std::move(c)) {}
+        std::map<std::string, Seconds> updates = {}, std::map<std::string, cost::FakeLayerCost> splits = {})
+      : graph(std::move(g)),
+        cost("test", std::move(costs), std::move(updates), std::move(splits)),
+        network(std::move(c)) {}
   PlanContext context() const { return PlanContext{graph, cost, network}; }
 
   graph::Graph graph;

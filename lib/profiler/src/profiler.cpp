@@ -15,6 +15,7 @@
 
 #include "burst/graph/model_json.h"
 #include "burst/layers/layer_module.h"
+#include "burst/layers/sync_batchnorm.h"
 #include "burst/util/error.h"
 #include "burst/util/memory_reuse.h"
 #include "measurement.h"
@@ -145,6 +146,41 @@ cost::ProfileEntry measure_entry(const Graph& graph, LayerId id, layers::LayerMo
   return entry;
 }
 
+// A BatchNorm2d split over several ranks runs as layers::sync_batchnorm_forward (statistics
+// summed over its ranks, its own autograd function), which costs more than one device's
+// fused BatchNorm. Times that path's forward and full backward at the entry's batch, with the
+// sum over a group of one (no communication: the simulator prices the all-reduces).
+void measure_split_batchnorm(const Graph& graph, LayerId id, layers::LayerModule& layer, cost::ProfileEntry& entry,
+                             const ProfileOptions& options) {
+  const RepetitionPolicy policy = policy_of(options);
+  const auto& attrs = std::get<graph::BatchNorm2dAttrs>(graph.layer(id).attrs);
+  torch::manual_seed(options.seed + static_cast<uint64_t>(entry.batch));
+  const torch::Tensor x = layers::random_inputs(graph, id, entry.batch).at(0).requires_grad_(true);
+  layers::SyncBatchNormContext context{[](torch::Tensor&) {}, entry.batch, 0};
+  auto run = [&] { return layers::sync_batchnorm_forward(x, layer.module(), attrs.eps, attrs.momentum, context); };
+  const Summary forward = measure(
+      [&] {
+        const auto start = Clock::now();
+        const torch::Tensor out = run();
+        return seconds_between(start, Clock::now());
+      },
+      policy);
+  const torch::Tensor out = run();
+  const torch::Tensor grad_out = torch::randn_like(out);
+  std::vector<torch::Tensor> everything{x};
+  for (const torch::Tensor& weight : layer.weight_tensors()) everything.push_back(weight);
+  const Summary backward = measure(
+      [&] {
+        const auto start = Clock::now();
+        const auto grads = torch::autograd::grad({out}, everything, {grad_out}, /*retain_graph=*/true,
+                                                 /*create_graph=*/false, /*allow_unused=*/true);
+        return seconds_between(start, Clock::now());
+      },
+      policy);
+  entry.split_forward = forward.median;
+  entry.split_backward = backward.median;
+}
+
 // Times the optimizer's update of the layer's parameters: burst train's default, SGD without
 // momentum (torch::optim::SGD::step, one `p -= lr * grad` per tensor), with every gradient
 // present as after a backward. It reads the weights and gradients and writes the weights, so
@@ -196,6 +232,9 @@ std::vector<cost::ProfileEntry> measure_signature(const Graph& graph, LayerId id
     try {
       entries.push_back(
           measure_entry(graph, id, *layer, entry_skeleton(graph, id, signature, batch), options));
+      if (graph.layer(id).op() == graph::OpKind::BatchNorm2d) {
+        measure_split_batchnorm(graph, id, *layer, entries.back(), options);
+      }
     } catch (const c10::Error& error) {
       throw UserError(fmt::format("layer '{}' ({}) at batch {}: libtorch failed: {}", name, op,
                                   batch, first_line(error.what_without_backtrace())));

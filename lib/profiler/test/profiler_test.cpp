@@ -286,6 +286,29 @@ TEST_F(ProfileModelTest, RefusesAFileFromAnotherDeviceOrThreadCount) {
   }
 }
 
+// A BatchNorm2d is also timed as the runtime runs it when split over ranks (synchronised
+// statistics); other layers have no split times.
+TEST_F(ProfileModelTest, TimesBatchNormsSplitPath) {
+  graph::GraphBuilder b("bn");
+  auto x = b.input("input", {4, 3, 3});
+  x = b.batchnorm2d("bn", x);
+  b.relu("relu", x);
+  const Graph graph = std::move(b).build();
+  const cost::Profile profile = profile_model(graph, {2, 4}, quick_options());
+  for (const cost::ProfileEntry& entry : profile.entries) {
+    SCOPED_TRACE(entry.signature + " batch " + std::to_string(entry.batch));
+    if (entry.op == "batchnorm2d") {
+      ASSERT_TRUE(entry.split_forward.has_value());
+      ASSERT_TRUE(entry.split_backward.has_value());
+      EXPECT_GT(entry.split_forward->s(), 0);
+      EXPECT_GT(entry.split_backward->s(), 0);
+    } else {
+      EXPECT_FALSE(entry.split_forward.has_value());
+      EXPECT_FALSE(entry.split_backward.has_value());
+    }
+  }
+}
+
 TEST_F(ProfileModelTest, BadOptionsAndLibtorchFailuresAreUserErrors) {
   const Graph graph = tiny_model();
   EXPECT_THROW(profile_model(graph, {}, quick_options()), UserError);

@@ -12,8 +12,8 @@
 #include <torch/optim.h>
 
 #include "burst/layers/layer_module.h"
+#include "burst/layers/sync_batchnorm.h"
 #include "burst/util/error.h"
-#include "sync_batchnorm.h"
 #include "trace.h"
 #include "training_state.h"
 
@@ -152,7 +152,7 @@ struct PlanExecutor::State {
   // Where each layer's output goes: (consumer, input position), by layer, in graph order.
   std::vector<std::vector<std::pair<graph::LayerId, size_t>>> uses;
   // Split BatchNorm layers' links to their groups, by layer (null: not split or not ours).
-  std::vector<std::unique_ptr<SyncBatchNormContext>> batchnorm;
+  std::vector<std::unique_ptr<layers::SyncBatchNormContext>> batchnorm;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   // Derived transfers by (producer, consumer), computed once.
   std::map<std::pair<graph::LayerId, graph::LayerId>, std::vector<cost::Transfer>> transfers;
@@ -249,8 +249,12 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
     torch::manual_seed(layer_seed(seed, id));
     s.modules[static_cast<size_t>(id)] = layers::make_layer_module(graph, id);
     if (graph.layer(id).op() == graph::OpKind::BatchNorm2d && !s.groups[static_cast<size_t>(id)].empty()) {
-      s.batchnorm[static_cast<size_t>(id)] = std::make_unique<SyncBatchNormContext>(
-          SyncBatchNormContext{&s.batchnorm_comm, s.groups[static_cast<size_t>(id)], s.plan.global_batch, 0});
+      auto sum_over_group = [&comm = s.batchnorm_comm, group = s.groups[static_cast<size_t>(id)]](torch::Tensor& sums) {
+        std::vector<torch::Tensor> buffers{sums};
+        comm.allreduce_sum(buffers, group)->wait();
+      };
+      s.batchnorm[static_cast<size_t>(id)] = std::make_unique<layers::SyncBatchNormContext>(
+          layers::SyncBatchNormContext{sum_over_group, s.plan.global_batch, 0});
     }
     for (const torch::Tensor& p : s.modules[static_cast<size_t>(id)]->parameters()) parameters.push_back(p);
   }
@@ -344,9 +348,9 @@ StepResult PlanExecutor::step(const BatchSource& batch) {
     }
     if (is_loss(graph, id)) args.push_back(batch.labels(id, mine.begin, mine.end));
     torch::Tensor output;
-    if (SyncBatchNormContext* batchnorm = s.batchnorm[static_cast<size_t>(id)].get()) {
+    if (layers::SyncBatchNormContext* batchnorm = s.batchnorm[static_cast<size_t>(id)].get()) {
       const auto& attrs = std::get<graph::BatchNorm2dAttrs>(graph.layer(id).attrs);
-      output = sync_batchnorm_forward(args.at(0), s.modules[static_cast<size_t>(id)]->module(), attrs.eps,
+      output = layers::sync_batchnorm_forward(args.at(0), s.modules[static_cast<size_t>(id)]->module(), attrs.eps,
                                       attrs.momentum, *batchnorm);
     } else {
       output = s.modules[static_cast<size_t>(id)]->forward(args);
@@ -381,14 +385,20 @@ StepResult PlanExecutor::step(const BatchSource& batch) {
     const cost::SampleRange mine = s.range(id);
     torch::Tensor& output = outputs[static_cast<size_t>(id)];
     torch::Tensor gradient;
-    // The sum of the pieces, each [rows of `mine`]. A single piece covering all of `mine` is
-    // used as it is; otherwise they are added into a zeroed tensor of our own (exactly the same
-    // values: 0 + x == x).
+    // The sum of the pieces, each [rows of `mine`], in the order they come (the same sums as
+    // adding them all into zeros: 0 + x == x). A piece covering all of `mine` is used as it is
+    // when it comes first, and added out of place to the first one when it comes second; only
+    // partial pieces need a zeroed tensor of our own.
     bool gradient_is_ours = false;
     auto add_piece = [&](const cost::SampleRange& rows_range, const torch::Tensor& rows) {
       const bool whole = rows_range.begin == mine.begin && rows_range.end == mine.end;
       if (!gradient.defined() && whole) {
         gradient = rows;
+        return;
+      }
+      if (!gradient_is_ours && whole) {
+        gradient = gradient + rows;
+        gradient_is_ours = true;
         return;
       }
       if (!gradient_is_ours) {

@@ -40,6 +40,7 @@ class StepBuilder {
         shard_overhead_(options.shard_overhead),
         devices_(context.network.cluster().size()),
         times_(graph_.size()),
+        split_times_(graph_.size()),
         forward_task_(graph_.size() * static_cast<size_t>(devices_), -1),
         backward_task_(graph_.size() * static_cast<size_t>(devices_), -1),
         last_compute_(static_cast<size_t>(devices_), -1),
@@ -66,6 +67,24 @@ class StepBuilder {
     }
     known.emplace_back(batch, context_.cost.require(graph_, id, batch).time);
     return known.back().second;
+  }
+
+  // A shard's time. A BatchNorm layer on several ranks with synchronised statistics runs the
+  // runtime's split implementation: its measured time when the cost model has one.
+  const cost::LayerTime& shard_time(graph::LayerId id, int64_t batch) {
+    const plan::LayerPlacement& placement = plan_.layers[static_cast<size_t>(id)];
+    if (batchnorm_ == BatchNormMode::Sync && placement.shards.size() >= 2 &&
+        graph_.layer(id).op() == graph::OpKind::BatchNorm2d) {
+      auto& known = split_times_[static_cast<size_t>(id)];
+      for (const auto& [size, time] : known) {
+        if (size == batch) return time;
+      }
+      if (auto split = context_.cost.estimate_split(graph_, id, batch)) {
+        known.emplace_back(batch, split->time);
+        return known.back().second;
+      }
+    }
+    return time(id, batch);
   }
 
   int32_t add(const Task& task) {
@@ -175,7 +194,7 @@ class StepBuilder {
     const plan::LayerPlacement& placement = plan_.layers[static_cast<size_t>(id)];
     for (const cost::Shard& shard : placement.shards) {
       forward_task(id, shard.rank) =
-          add_compute(id, shard.rank, time(id, shard.samples.size()).forward, EventKind::Forward);
+          add_compute(id, shard.rank, shard_time(id, shard.samples.size()).forward, EventKind::Forward);
     }
     // One message per non-local piece, per input position (a layer may read a producer twice).
     for (const graph::LayerId producer : graph_.inputs(id)) {
@@ -189,7 +208,7 @@ class StepBuilder {
     const plan::LayerPlacement& placement = plan_.layers[static_cast<size_t>(id)];
     for (const cost::Shard& shard : placement.shards) {
       backward_task(id, shard.rank) =
-          add_compute(id, shard.rank, time(id, shard.samples.size()).backward, EventKind::Backward);
+          add_compute(id, shard.rank, shard_time(id, shard.samples.size()).backward, EventKind::Backward);
     }
     // Gradients of our output come back from each consumer's ranks, the forward pieces reversed.
     if (carries_gradient(graph_, id)) {
@@ -278,6 +297,7 @@ class StepBuilder {
   Seconds shard_overhead_;
   int devices_;
   std::vector<std::vector<std::pair<int64_t, cost::LayerTime>>> times_;
+  std::vector<std::vector<std::pair<int64_t, cost::LayerTime>>> split_times_;  // see shard_time
   std::vector<int32_t> forward_task_;   // [layer x devices + rank]
   std::vector<int32_t> backward_task_;  // [layer x devices + rank]
   std::vector<int32_t> last_compute_;   // per rank

@@ -127,6 +127,11 @@ class LayeredCostModel : public CostModel {
     if (auto measured = primary_->estimate(graph, id, batch)) return measured;
     return fallback_ ? fallback_->estimate(graph, id, batch) : std::nullopt;
   }
+  std::optional<LayerEstimate> estimate_split(const graph::Graph& graph, graph::LayerId id,
+                                              int64_t batch) const override {
+    if (auto measured = primary_->estimate_split(graph, id, batch)) return measured;
+    return fallback_ ? fallback_->estimate_split(graph, id, batch) : std::nullopt;
+  }
   std::optional<Seconds> update(const graph::Graph& graph, graph::LayerId id) const override {
     if (auto measured = primary_->update(graph, id)) return measured;
     return fallback_ ? fallback_->update(graph, id) : std::nullopt;

@@ -41,6 +41,18 @@ class CostModel {
   // estimate(), or a UserError naming the layer and its signature when there is no data.
   LayerEstimate require(const graph::Graph& graph, graph::LayerId id, int64_t batch) const;
 
+  // Time of one shard of layer `id` when the layer runs split over several ranks and the
+  // runtime then runs it differently from one device: BatchNorm2d with statistics
+  // synchronised over the ranks (communication excluded). std::nullopt when this model has no
+  // such data; callers then use estimate().
+  virtual std::optional<LayerEstimate> estimate_split(const graph::Graph& graph, graph::LayerId id,
+                                                      int64_t batch) const {
+    (void)graph;
+    (void)id;
+    (void)batch;
+    return std::nullopt;
+  }
+
   // Time of the optimizer's update of layer `id`'s parameters on one device, once per step
   // on every rank that holds the layer (burst train's default optimizer, SGD without
   // momentum); independent of the batch. std::nullopt when this model has no data for it.

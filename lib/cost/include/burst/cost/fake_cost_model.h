@@ -23,18 +23,28 @@ struct FakeLayerCost {
 class FakeCostModel : public CostModel {
  public:
   // `update_by_layer_name`: the optimizer's update of a layer's parameters, once per step;
-  // layers not in it have no update time (none is charged).
+  // layers not in it have no update time (none is charged). `split_by_layer_name`: a shard's
+  // time when the layer is split and runs differently (estimate_split).
   FakeCostModel(std::string device, std::map<std::string, FakeLayerCost> by_layer_name,
-                std::map<std::string, Seconds> update_by_layer_name = {})
+                std::map<std::string, Seconds> update_by_layer_name = {},
+                std::map<std::string, FakeLayerCost> split_by_layer_name = {})
       : device_(std::move(device)),
         by_layer_name_(std::move(by_layer_name)),
-        update_by_layer_name_(std::move(update_by_layer_name)) {}
+        update_by_layer_name_(std::move(update_by_layer_name)),
+        split_by_layer_name_(std::move(split_by_layer_name)) {}
 
   std::string device() const override { return device_; }
   std::optional<LayerEstimate> estimate(const graph::Graph& graph, graph::LayerId id,
                                         int64_t batch) const override {
     const auto found = by_layer_name_.find(graph.layer(id).name);
     if (found == by_layer_name_.end()) return std::nullopt;
+    return LayerEstimate{{found->second.forward.at(batch), found->second.backward.at(batch)},
+                         CostSource::Measured};
+  }
+  std::optional<LayerEstimate> estimate_split(const graph::Graph& graph, graph::LayerId id,
+                                              int64_t batch) const override {
+    const auto found = split_by_layer_name_.find(graph.layer(id).name);
+    if (found == split_by_layer_name_.end()) return std::nullopt;
     return LayerEstimate{{found->second.forward.at(batch), found->second.backward.at(batch)},
                          CostSource::Measured};
   }
@@ -48,6 +58,7 @@ class FakeCostModel : public CostModel {
   std::string device_;
   std::map<std::string, FakeLayerCost> by_layer_name_;
   std::map<std::string, Seconds> update_by_layer_name_;
+  std::map<std::string, FakeLayerCost> split_by_layer_name_;
 };
 
 }  // namespace burst::cost

@@ -28,6 +28,11 @@ struct ProfileEntry {
   // optimizer: SGD without momentum, one `p -= lr * grad` per tensor); the same at every
   // batch. Absent when not measured (imported data, profiles from before it was measured).
   std::optional<Seconds> update;
+  // A layer the runtime runs differently when it is split over several ranks (BatchNorm2d:
+  // statistics synchronised over the ranks): one shard's forward and backward as run then,
+  // without the communication. Absent for other layers and when not measured.
+  std::optional<Seconds> split_forward;
+  std::optional<Seconds> split_backward;
   // Relative spread of the repetitions, (p90 - p10) / median; 0 when unknown.
   double forward_spread = 0;
   double backward_spread = 0;

@@ -22,6 +22,9 @@ class ProfileCostModel : public CostModel {
   std::string device() const override { return profile_.device; }
   std::optional<LayerEstimate> estimate(const graph::Graph& graph, graph::LayerId id,
                                         int64_t batch) const override;
+  // From the entries' split times (BatchNorm2d), interpolated as estimate() does.
+  std::optional<LayerEstimate> estimate_split(const graph::Graph& graph, graph::LayerId id,
+                                              int64_t batch) const override;
   // The measured update of the layer's signature (any batch's entry holds it), if measured.
   std::optional<Seconds> update(const graph::Graph& graph, graph::LayerId id) const override;
   // The same lookup by signature (for tools that have no graph at hand).
@@ -35,6 +38,8 @@ class ProfileCostModel : public CostModel {
   struct Curves {
     std::vector<std::pair<int64_t, Seconds>> forward;   // batch ascending, non-decreasing
     std::vector<std::pair<int64_t, Seconds>> backward;
+    std::vector<std::pair<int64_t, Seconds>> split_forward;  // only the batches that have them
+    std::vector<std::pair<int64_t, Seconds>> split_backward;
   };
 
   Profile profile_;

@@ -1,17 +1,11 @@
-#include "sync_batchnorm.h"
+#include "burst/layers/sync_batchnorm.h"
 
 #include <torch/autograd.h>
 
 #include "burst/util/error.h"
 
-namespace burst::runtime {
+namespace burst::layers {
 namespace {
-
-// Sums `tensor` over the group, in place, and waits.
-void group_sum(torch::Tensor& tensor, Communicator& communicator, const std::vector<int>& group) {
-  std::vector<torch::Tensor> buffers{tensor};
-  communicator.allreduce_sum(buffers, group)->wait();
-}
 
 // Per-channel [C] values as [1, C, 1, 1], to broadcast over [b, C, H, W].
 torch::Tensor per_channel(const torch::Tensor& values) { return values.view({1, -1, 1, 1}); }
@@ -49,7 +43,7 @@ class SyncBatchNorm : public torch::autograd::Function<SyncBatchNorm> {
     const torch::Tensor& local_dy_x_hat = std::get<1>(local);
     const torch::Tensor& local_dy = std::get<2>(local);
     torch::Tensor sums = torch::cat({local_dy, local_dy_x_hat});
-    group_sum(sums, *context->communicator, context->group);
+    context->sum_over_group(sums);
     const int64_t channels = weight.size(0);
     const torch::Tensor mean_dy = sums.narrow(0, 0, channels) / context->count;
     const torch::Tensor mean_dy_x_hat = sums.narrow(0, channels, channels) / context->count;
@@ -80,8 +74,6 @@ torch::Tensor named(torch::nn::Module& module, const char* name, bool buffer) {
 torch::Tensor sync_batchnorm_forward(const torch::Tensor& x, torch::nn::Module& module, double eps,
                                      double momentum, SyncBatchNormContext& context) {
   BURST_ASSERT(x.dim() == 4, "sync BatchNorm2d takes [b, C, H, W]");
-  Communicator& communicator = *context.communicator;
-  const std::vector<int>& group = context.group;
   // The group holds the whole global batch: count = B x H x W per channel, no message
   // needed. One all-reduce of the per-channel sums of x and x^2, accumulated in float64 so
   // that E[x^2] - E[x]^2 loses nothing that one device's float64-accumulated statistics
@@ -94,7 +86,7 @@ torch::Tensor sync_batchnorm_forward(const torch::Tensor& x, torch::nn::Module& 
     const std::vector<int64_t> dims{0, 2, 3};
     torch::Tensor sums = torch::cat({x.sum(dims, /*keepdim=*/false, torch::kFloat64),
                                      (x * x).sum(dims, /*keepdim=*/false, torch::kFloat64)});
-    group_sum(sums, communicator, group);
+    context.sum_over_group(sums);
     const int64_t channels = x.size(1);
     const torch::Tensor mean_wide = sums.narrow(0, 0, channels) / total;
     const torch::Tensor variance_wide = (sums.narrow(0, channels, channels) / total - mean_wide.pow(2)).clamp_min(0);
@@ -112,4 +104,4 @@ torch::Tensor sync_batchnorm_forward(const torch::Tensor& x, torch::nn::Module& 
                               reinterpret_cast<int64_t>(&context));
 }
 
-}  // namespace burst::runtime
+}  // namespace burst::layers
