@@ -40,6 +40,11 @@ void add_profile_commands(CLI::App& app) {
                    "Intra-op CPU threads: the cores one device stands for")
       ->capture_default_str();
   command
+      ->add_option("--co-located", args->co_located,
+                   "Devices of a node that run the same layer at once: time each layer while N-1 "
+                   "other threads run the same work (CPU devices sharing memory bandwidth)")
+      ->capture_default_str();
+  command
       ->add_option("-o,--output", args->output,
                    "Profile file to write; an existing one from this CPU and thread count is "
                    "resumed (its entries are kept, not measured again)")

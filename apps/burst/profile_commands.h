@@ -24,6 +24,7 @@ struct ProfileCommandArgs {
   std::string model;
   std::vector<int64_t> batch_sizes;
   int threads = 1;
+  int co_located = 1;
   std::string output;
 };
 

@@ -20,6 +20,7 @@ void profile(const ProfileCommandArgs& args) {
   const graph::Graph graph = graph::load_model(args.model);
   profiler::ProfileOptions options;
   options.threads = args.threads;
+  options.co_located = args.co_located;
   options.output_path = args.output;
   options.progress = &std::cerr;
   options.redraw = ::isatty(STDERR_FILENO) == 1;

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "burst/cost/network.h"
+#include "burst/cost/profile.h"
+#include "burst/cost/profile_cost_model.h"
 #include "burst/graph/model_json.h"
 #include "burst/plan/evaluate.h"
 #include "burst/plan/plan_svg.h"
@@ -36,6 +38,7 @@ struct SimOptionsText : InputOptions {
   std::string trace_ranks = "64";
   std::string svg;
   std::string shard_overhead_ms = "0";
+  std::string co_located_profile;
   bool json = false;
   bool sweep = false;
   bool intervals = false;
@@ -71,6 +74,28 @@ Seconds shard_overhead(const SimOptionsText& options) {
   return Seconds::from_ms(parse_finite(options.shard_overhead_ms, "--shard-overhead-ms", 0, "a number >= 0"));
 }
 
+// --co-located-profile FILE: a profile of the cluster's device kind, or none.
+std::unique_ptr<cost::CostModel> co_located_cost(const SimOptionsText& options, const Inputs& inputs) {
+  if (options.co_located_profile.empty()) return nullptr;
+  cost::Profile profile = cost::load_profile_file(options.co_located_profile);
+  if (profile.device != inputs.cluster.device()) {
+    throw UserError(fmt::format("--co-located-profile '{}' is a profile of {} devices, but the cluster's are {}",
+                                options.co_located_profile, profile.device, inputs.cluster.device()));
+  }
+  return std::make_unique<cost::ProfileCostModel>(std::move(profile));
+}
+
+// The SimOptions every run of this command shares.
+sim::SimOptions base_sim_options(const SimOptionsText& options, sim::BatchNormMode batchnorm,
+                                 const cost::CostModel* co_located) {
+  sim::SimOptions sim_options;
+  sim_options.batchnorm = batchnorm;
+  sim_options.collectives_hold_ports = options.collectives_hold_ports;
+  sim_options.shard_overhead = shard_overhead(options);
+  sim_options.co_located_cost = co_located;
+  return sim_options;
+}
+
 // Powers of two up to `devices`, and `devices` itself.
 std::vector<int> sweep_counts(int devices) {
   std::vector<int> counts;
@@ -85,17 +110,15 @@ struct Background {
 };
 
 void run_sweep(const SimOptionsText& options, const Inputs& inputs, const cost::CostModel& cost,
-               const plan::BurstOptions& burst, sim::BatchNormMode batchnorm, const std::optional<Background>& background) {
+               const cost::CostModel* co_located, const plan::BurstOptions& burst, sim::BatchNormMode batchnorm,
+               const std::optional<Background>& background) {
   SimSweepReport report;
   report.model = inputs.graph.name();
   report.device_kind = inputs.cluster.device();
   report.global_batch = inputs.global_batch;
   report.batchnorm = batchnorm;
   if (background) report.background = background->spec;
-  sim::SimOptions sim_options;
-  sim_options.batchnorm = batchnorm;
-  sim_options.collectives_hold_ports = options.collectives_hold_ports;
-  sim_options.shard_overhead = shard_overhead(options);
+  const sim::SimOptions sim_options = base_sim_options(options, batchnorm, co_located);
   for (const int count : sweep_counts(inputs.cluster.size())) {
     std::cerr << fmt::format("simulating {} devices\n", count);
     const cost::NetworkModel network(cluster::builtin_cluster(report.device_kind, count));
@@ -133,7 +156,8 @@ void run_sweep(const SimOptionsText& options, const Inputs& inputs, const cost::
 }
 
 void run_one(const SimOptionsText& options, const Inputs& inputs, const cost::CostModel& cost,
-             const std::optional<double>& limit, sim::BatchNormMode batchnorm, const std::optional<Background>& background) {
+             const cost::CostModel* co_located, const std::optional<double>& limit, sim::BatchNormMode batchnorm,
+             const std::optional<Background>& background) {
   const cost::NetworkModel network(inputs.cluster);
   const plan::PlanContext context{inputs.graph, cost, network};
   plan::Plan plan;
@@ -150,10 +174,7 @@ void run_one(const SimOptionsText& options, const Inputs& inputs, const cost::Co
     source = fmt::format("burst plan (amplification limit {})", amplification_text(limit_of(result.amplification_limit)));
   }
   const int trace_ranks = static_cast<int>(parse_whole(options.trace_ranks, "--trace-ranks", 1, cluster::kMaxDevices));
-  sim::SimOptions sim_options;
-  sim_options.batchnorm = batchnorm;
-  sim_options.collectives_hold_ports = options.collectives_hold_ports;
-  sim_options.shard_overhead = shard_overhead(options);
+  sim::SimOptions sim_options = base_sim_options(options, batchnorm, co_located);
   sim_options.record_idle_intervals = options.intervals;
   sim_options.record_events = !options.trace.empty();
   std::optional<sim::MultiplexResult> multiplexed;
@@ -209,10 +230,11 @@ void run_sim(const SimOptionsText& options, bool strategy_given) {
     background = Background{*background_spec, graph::load_model(background_spec->model)};
   }
   const auto cost = cost::make_cost_model(inputs.device);
+  const auto co_located = co_located_cost(options, inputs);
   if (options.sweep) {
-    run_sweep(options, inputs, *cost, burst_options(limit, false), batchnorm, background);
+    run_sweep(options, inputs, *cost, co_located.get(), burst_options(limit, false), batchnorm, background);
   } else {
-    run_one(options, inputs, *cost, limit, batchnorm, background);
+    run_one(options, inputs, *cost, co_located.get(), limit, batchnorm, background);
   }
 }
 
@@ -244,7 +266,10 @@ void add_sim_commands(CLI::App& app) {
       command->add_option("--svg", options->svg, "With --sweep: write the scaling curves as SVG"),
       command->add_option("--shard-overhead-ms", options->shard_overhead_ms,
                           "Added to every forward and backward shard: a runtime's fixed cost per layer call "
-                          "(default 0; see docs/simulator.md)")};
+                          "(default 0; see docs/simulator.md)"),
+      command->add_option("--co-located-profile", options->co_located_profile,
+                          "Profile for layers split over devices of one node, which compute them at once "
+                          "(burst profile --co-located N)")};
   CLI::Option* strategy = command->add_option("--strategy", options->strategy, "burst (default) or dp (data parallel)")
                               ->check(CLI::IsMember({"burst", "dp"}));
   command->add_option("--batchnorm", options->batchnorm,

@@ -1,7 +1,11 @@
 #include "burst/profiler/profiler.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <new>
@@ -34,6 +38,83 @@ double seconds_between(Clock::time_point start, Clock::time_point end) {
   return std::chrono::duration<double>(end - start).count();
 }
 
+// Runs `body` while `copies` threads each call `work(copy)` over and over (copy = 0 ..
+// copies - 1), and returns its result once they have stopped. The threads start before
+// `body` does, so every timed call runs against them.
+template <class Body>
+auto while_contended(int copies, const std::function<void(int)>& work, Body body) -> decltype(body()) {
+  if (copies == 0) return body();
+  std::atomic<bool> stop{false};
+  std::atomic<int> running{0};
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+  std::vector<std::thread> threads;
+  for (int copy = 0; copy < copies; ++copy) {
+    threads.emplace_back([&, copy] {
+      ++running;
+      try {
+        while (!stop.load(std::memory_order_relaxed)) work(copy);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(failure_mutex);
+        failure = std::current_exception();
+      }
+    });
+  }
+  while (running.load() < copies) std::this_thread::yield();
+  struct Joiner {  // stops and joins the threads however `body` leaves
+    std::atomic<bool>& stop;
+    std::vector<std::thread>& threads;
+    ~Joiner() {
+      stop = true;
+      for (std::thread& thread : threads) thread.join();
+    }
+  };
+  std::optional<decltype(body())> result;
+  {
+    const Joiner joiner{stop, threads};
+    result.emplace(body());
+  }
+  if (failure) std::rethrow_exception(failure);
+  return std::move(*result);
+}
+
+// One contending copy of a layer at a batch: its own module, inputs and recorded forward.
+struct LayerCopy {
+  std::unique_ptr<layers::LayerModule> module;
+  std::vector<torch::Tensor> inputs;
+  std::vector<torch::Tensor> differentiable_inputs;
+  std::vector<torch::Tensor> weights;
+  torch::Tensor out;
+  torch::Tensor grad_out;
+};
+
+std::vector<LayerCopy> layer_copies(const Graph& graph, LayerId id, int64_t batch, int count) {
+  std::vector<LayerCopy> copies(static_cast<size_t>(count));
+  for (LayerCopy& copy : copies) {
+    copy.module = layers::make_layer_module(graph, id);
+    copy.inputs = layers::random_inputs(graph, id, batch);
+    for (size_t i = 0; i < graph.inputs(id).size(); ++i) {
+      if (copy.inputs[i].is_floating_point()) copy.differentiable_inputs.push_back(copy.inputs[i].requires_grad_(true));
+    }
+    copy.weights = copy.module->weight_tensors();
+    copy.out = copy.module->forward(copy.inputs);
+    copy.grad_out = torch::randn_like(copy.out);
+  }
+  return copies;
+}
+
+// The gradient of `copy`'s output w.r.t. its inputs, weights or both (the backward parts
+// measure_entry times).
+enum class Wrt { Everything, Inputs, Weights };
+void copy_backward(LayerCopy& copy, Wrt wrt) {
+  std::vector<torch::Tensor> tensors;
+  if (wrt != Wrt::Weights) tensors = copy.differentiable_inputs;
+  if (wrt != Wrt::Inputs) tensors.insert(tensors.end(), copy.weights.begin(), copy.weights.end());
+  if (tensors.empty()) return;
+  torch::autograd::grad({copy.out}, tensors, {copy.grad_out}, /*retain_graph=*/true, /*create_graph=*/false,
+                        /*allow_unused=*/true);
+}
+
 RepetitionPolicy policy_of(const ProfileOptions& options) {
   RepetitionPolicy policy;
   policy.warmup = options.warmup;
@@ -50,6 +131,7 @@ void check_options(const std::vector<int64_t>& batch_sizes, const ProfileOptions
     if (batch <= 0) throw UserError(fmt::format("batch sizes must be positive, got {}", batch));
   }
   if (o.threads < 1) throw UserError(fmt::format("threads must be at least 1, got {}", o.threads));
+  if (o.co_located < 1) throw UserError(fmt::format("co-located devices must be at least 1, got {}", o.co_located));
   if (o.warmup < 0 || o.min_repetitions < 1 || o.max_repetitions < o.min_repetitions) {
     throw UserError(fmt::format(
         "repetitions need warmup >= 0 and 1 <= min <= max, got warmup {}, min {}, max {}",
@@ -102,35 +184,45 @@ cost::ProfileEntry measure_entry(const Graph& graph, LayerId id, layers::LayerMo
     }
   }
   const std::vector<torch::Tensor> weights = layer.weight_tensors();
+  std::vector<LayerCopy> copies = layer_copies(graph, id, entry.batch, options.co_located - 1);
+  const int contenders = static_cast<int>(copies.size());
 
-  const Summary forward = measure(
+  const Summary forward = while_contended(
+      contenders, [&](int c) { copies[static_cast<size_t>(c)].module->forward(copies[static_cast<size_t>(c)].inputs); },
       [&] {
-        const auto start = Clock::now();
-        const torch::Tensor out = layer.forward(inputs);
-        return seconds_between(start, Clock::now());
-      },
-      policy);
+        return measure(
+            [&] {
+              const auto start = Clock::now();
+              const torch::Tensor out = layer.forward(inputs);
+              return seconds_between(start, Clock::now());
+            },
+            policy);
+      });
 
   const torch::Tensor out = layer.forward(inputs);
   const torch::Tensor grad_out = torch::randn_like(out);
-  auto backward = [&](const std::vector<torch::Tensor>& wrt) {
+  auto backward = [&](const std::vector<torch::Tensor>& wrt, Wrt part) {
     if (wrt.empty()) return Summary{};
-    return measure(
+    return while_contended(
+        contenders, [&](int c) { copy_backward(copies[static_cast<size_t>(c)], part); },
         [&] {
-          const auto start = Clock::now();
-          const auto grads = torch::autograd::grad({out}, wrt, {grad_out}, /*retain_graph=*/true,
-                                                   /*create_graph=*/false, /*allow_unused=*/true);
-          return seconds_between(start, Clock::now());
-        },
-        policy);
+          return measure(
+              [&] {
+                const auto start = Clock::now();
+                const auto grads = torch::autograd::grad({out}, wrt, {grad_out}, /*retain_graph=*/true,
+                                                         /*create_graph=*/false, /*allow_unused=*/true);
+                return seconds_between(start, Clock::now());
+              },
+              policy);
+        });
   };
   std::vector<torch::Tensor> everything = differentiable_inputs;
   everything.insert(everything.end(), weights.begin(), weights.end());
-  const Summary full = backward(everything);
+  const Summary full = backward(everything, Wrt::Everything);
   const bool both = !differentiable_inputs.empty() && !weights.empty();
-  const Summary input_part = both ? backward(differentiable_inputs)
+  const Summary input_part = both ? backward(differentiable_inputs, Wrt::Inputs)
                                   : (differentiable_inputs.empty() ? Summary{} : full);
-  const Summary weight_part = both ? backward(weights) : (weights.empty() ? Summary{} : full);
+  const Summary weight_part = both ? backward(weights, Wrt::Weights) : (weights.empty() ? Summary{} : full);
 
   entry.forward = forward.median;
   entry.forward_spread = forward.spread;
@@ -156,27 +248,64 @@ void measure_split_batchnorm(const Graph& graph, LayerId id, layers::LayerModule
   const auto& attrs = std::get<graph::BatchNorm2dAttrs>(graph.layer(id).attrs);
   torch::manual_seed(options.seed + static_cast<uint64_t>(entry.batch));
   const torch::Tensor x = layers::random_inputs(graph, id, entry.batch).at(0).requires_grad_(true);
+  // Contending copies (options.co_located - 1), each with its own module, input and context.
+  struct SplitCopy {
+    std::unique_ptr<layers::LayerModule> module;
+    torch::Tensor x, out, grad_out;
+    layers::SyncBatchNormContext context;
+  };
+  std::vector<SplitCopy> copies(static_cast<size_t>(options.co_located - 1));
+  auto split_forward = [&](torch::nn::Module& module, const torch::Tensor& input, layers::SyncBatchNormContext& c) {
+    return layers::sync_batchnorm_forward(input, module, attrs.eps, attrs.momentum, c);
+  };
+  for (SplitCopy& copy : copies) {
+    copy.module = layers::make_layer_module(graph, id);
+    copy.x = layers::random_inputs(graph, id, entry.batch).at(0).requires_grad_(true);
+    copy.context = layers::SyncBatchNormContext{[](torch::Tensor&) {}, entry.batch, 0};
+    copy.out = split_forward(copy.module->module(), copy.x, copy.context);
+    copy.grad_out = torch::randn_like(copy.out);
+  }
+  const int contenders = static_cast<int>(copies.size());
   layers::SyncBatchNormContext context{[](torch::Tensor&) {}, entry.batch, 0};
-  auto run = [&] { return layers::sync_batchnorm_forward(x, layer.module(), attrs.eps, attrs.momentum, context); };
-  const Summary forward = measure(
-      [&] {
-        const auto start = Clock::now();
-        const torch::Tensor out = run();
-        return seconds_between(start, Clock::now());
+  const Summary forward = while_contended(
+      contenders,
+      [&](int c) {
+        SplitCopy& copy = copies[static_cast<size_t>(c)];
+        split_forward(copy.module->module(), copy.x, copy.context);
       },
-      policy);
-  const torch::Tensor out = run();
+      [&] {
+        return measure(
+            [&] {
+              const auto start = Clock::now();
+              const torch::Tensor out = split_forward(layer.module(), x, context);
+              return seconds_between(start, Clock::now());
+            },
+            policy);
+      });
+  const torch::Tensor out = split_forward(layer.module(), x, context);
   const torch::Tensor grad_out = torch::randn_like(out);
-  std::vector<torch::Tensor> everything{x};
-  for (const torch::Tensor& weight : layer.weight_tensors()) everything.push_back(weight);
-  const Summary backward = measure(
-      [&] {
-        const auto start = Clock::now();
-        const auto grads = torch::autograd::grad({out}, everything, {grad_out}, /*retain_graph=*/true,
-                                                 /*create_graph=*/false, /*allow_unused=*/true);
-        return seconds_between(start, Clock::now());
+  auto gradients = [](const torch::Tensor& input, layers::LayerModule& module, const torch::Tensor& output,
+                      const torch::Tensor& output_gradient) {
+    std::vector<torch::Tensor> wrt{input};
+    for (const torch::Tensor& weight : module.weight_tensors()) wrt.push_back(weight);
+    torch::autograd::grad({output}, wrt, {output_gradient}, /*retain_graph=*/true, /*create_graph=*/false,
+                          /*allow_unused=*/true);
+  };
+  const Summary backward = while_contended(
+      contenders,
+      [&](int c) {
+        SplitCopy& copy = copies[static_cast<size_t>(c)];
+        gradients(copy.x, *copy.module, copy.out, copy.grad_out);
       },
-      policy);
+      [&] {
+        return measure(
+            [&] {
+              const auto start = Clock::now();
+              gradients(x, layer, out, grad_out);
+              return seconds_between(start, Clock::now());
+            },
+            policy);
+      });
   entry.split_forward = forward.median;
   entry.split_backward = backward.median;
 }
@@ -186,19 +315,38 @@ void measure_split_batchnorm(const Graph& graph, LayerId id, layers::LayerModule
 // present as after a backward. It reads the weights and gradients and writes the weights, so
 // it is memory-bound and independent of the batch. The learning rate is tiny: the weights
 // barely move, and nothing measured after this depends on them.
-Seconds measure_update(layers::LayerModule& layer, const ProfileOptions& options) {
-  std::vector<torch::Tensor> weights = layer.weight_tensors();
-  torch::NoGradGuard no_grad;
-  for (torch::Tensor& weight : weights) weight.mutable_grad() = torch::randn_like(weight);
-  torch::optim::SGD optimizer(weights, torch::optim::SGDOptions(1e-9));
-  const Summary update = measure(
-      [&] {
-        const auto start = Clock::now();
-        optimizer.step();
-        return seconds_between(start, Clock::now());
+Seconds measure_update(const Graph& graph, LayerId id, layers::LayerModule& layer, const ProfileOptions& options) {
+  // The measured layer and its contending copies (options.co_located - 1), each with an
+  // optimizer over its own weights.
+  std::vector<std::unique_ptr<layers::LayerModule>> copies;
+  for (int c = 1; c < options.co_located; ++c) copies.push_back(layers::make_layer_module(graph, id));
+  std::vector<std::unique_ptr<torch::optim::SGD>> optimizers;
+  std::vector<std::vector<torch::Tensor>> all_weights;
+  auto add_optimizer = [&](layers::LayerModule& module) {
+    std::vector<torch::Tensor> weights = module.weight_tensors();
+    for (torch::Tensor& weight : weights) weight.mutable_grad() = torch::randn_like(weight);
+    optimizers.push_back(std::make_unique<torch::optim::SGD>(weights, torch::optim::SGDOptions(1e-9)));
+    all_weights.push_back(std::move(weights));
+  };
+  add_optimizer(layer);
+  for (auto& copy : copies) add_optimizer(*copy);
+  const Summary update = while_contended(
+      static_cast<int>(copies.size()),
+      [&](int c) {
+        torch::NoGradGuard no_grad;
+        optimizers[static_cast<size_t>(c) + 1]->step();
       },
-      policy_of(options));
-  for (torch::Tensor& weight : weights) weight.mutable_grad() = torch::Tensor();
+      [&] {
+        torch::NoGradGuard no_grad;
+        return measure(
+            [&] {
+              const auto start = Clock::now();
+              optimizers[0]->step();
+              return seconds_between(start, Clock::now());
+            },
+            policy_of(options));
+      });
+  for (torch::Tensor& weight : all_weights[0]) weight.mutable_grad() = torch::Tensor();
   return update.median;
 }
 
@@ -244,7 +392,7 @@ std::vector<cost::ProfileEntry> measure_signature(const Graph& graph, LayerId id
                                   name, op, batch));
     }
   }
-  const Seconds update = graph.info(id).params > 0 ? measure_update(*layer, options) : Seconds(0);
+  const Seconds update = graph.info(id).params > 0 ? measure_update(graph, id, *layer, options) : Seconds(0);
   for (cost::ProfileEntry& entry : entries) entry.update = update;
   return entries;
 }
@@ -264,7 +412,7 @@ std::optional<cost::Profile> existing_profile(const std::string& path, const cos
 
 }  // namespace
 
-std::string cpu_description(int threads) {
+std::string cpu_description(int threads, int co_located) {
   std::string model = "unknown CPU";
   std::ifstream cpuinfo("/proc/cpuinfo");
   for (std::string line; std::getline(cpuinfo, line);) {
@@ -275,7 +423,8 @@ std::string cpu_description(int threads) {
     if (begin != std::string::npos) model = line.substr(begin);
     break;
   }
-  return fmt::format("{}, {} thread{}, libtorch {}", model, threads, threads == 1 ? "" : "s",
+  const std::string sharing = co_located > 1 ? fmt::format(", {} co-located", co_located) : std::string();
+  return fmt::format("{}, {} thread{}{}, libtorch {}", model, threads, threads == 1 ? "" : "s", sharing,
                      TORCH_VERSION);
 }
 
@@ -289,7 +438,7 @@ cost::Profile profile_model(const Graph& graph, const std::vector<int64_t>& batc
   const auto start = Clock::now();
   cost::Profile profile;
   profile.device = "cpu";
-  profile.description = cpu_description(options.threads);
+  profile.description = cpu_description(options.threads, options.co_located);
   profile.source = "measured by burst profile (medians of repeated runs; docs/profiler.md)";
   const std::optional<cost::Profile> existing = existing_profile(options.output_path, profile);
   std::set<std::pair<std::string, int64_t>> present;

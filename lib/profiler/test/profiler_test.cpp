@@ -286,6 +286,29 @@ TEST_F(ProfileModelTest, RefusesAFileFromAnotherDeviceOrThreadCount) {
   }
 }
 
+// Co-located: every part is timed while another thread runs the same work on its own copy;
+// the entries are complete and the description says so.
+TEST_F(ProfileModelTest, CoLocatedMeasuresAgainstContendingCopies) {
+  graph::GraphBuilder b("bn");
+  auto x = b.input("input", {4, 3, 3});
+  x = b.batchnorm2d("bn", x);
+  b.linear("fc", b.flatten("flat", x), 5);
+  const Graph graph = std::move(b).build();
+  ProfileOptions options = quick_options();
+  options.co_located = 2;
+  const cost::Profile profile = profile_model(graph, {2}, options);
+  EXPECT_NE(profile.description.find(", 2 co-located, "), std::string::npos);
+  ASSERT_EQ(profile.entries.size(), graph.size());
+  for (const cost::ProfileEntry& entry : profile.entries) {
+    if (entry.op == "input") continue;
+    SCOPED_TRACE(entry.signature);
+    EXPECT_GT(entry.forward.s(), 0);
+    EXPECT_GT(entry.backward.s(), 0);
+  }
+  options.co_located = 0;
+  EXPECT_THROW(profile_model(graph, {2}, options), UserError);
+}
+
 // A BatchNorm2d is also timed as the runtime runs it when split over ranks (synchronised
 // statistics); other layers have no split times.
 TEST_F(ProfileModelTest, TimesBatchNormsSplitPath) {
@@ -335,6 +358,7 @@ TEST_F(ProfileModelTest, BadOptionsAndLibtorchFailuresAreUserErrors) {
 TEST(CpuDescriptionTest, NamesThreadsAndLibtorch) {
   EXPECT_NE(cpu_description(1).find(", 1 thread, libtorch "), std::string::npos);
   EXPECT_NE(cpu_description(4).find(", 4 threads, libtorch "), std::string::npos);
+  EXPECT_NE(cpu_description(1, 2).find(", 1 thread, 2 co-located, libtorch "), std::string::npos);
 }
 
 }  // namespace

@@ -38,9 +38,10 @@ class StepBuilder {
         context_(context),
         batchnorm_(options.batchnorm),
         shard_overhead_(options.shard_overhead),
+        co_located_cost_(options.co_located_cost),
+        shares_a_node_(graph_.size(), -1),
         devices_(context.network.cluster().size()),
         times_(graph_.size()),
-        split_times_(graph_.size()),
         forward_task_(graph_.size() * static_cast<size_t>(devices_), -1),
         backward_task_(graph_.size() * static_cast<size_t>(devices_), -1),
         last_compute_(static_cast<size_t>(devices_), -1),
@@ -70,21 +71,40 @@ class StepBuilder {
   }
 
   // A shard's time. A BatchNorm layer on several ranks with synchronised statistics runs the
-  // runtime's split implementation: its measured time when the cost model has one.
-  const cost::LayerTime& shard_time(graph::LayerId id, int64_t batch) {
+  // runtime's split implementation: its split time where a cost model has one. A layer with
+  // two or more ranks on one node takes the co-located cost model's times where given. In
+  // order: co-located split, split, co-located, the context's time.
+  cost::LayerTime shard_time(graph::LayerId id, int64_t batch) {
     const plan::LayerPlacement& placement = plan_.layers[static_cast<size_t>(id)];
-    if (batchnorm_ == BatchNormMode::Sync && placement.shards.size() >= 2 &&
-        graph_.layer(id).op() == graph::OpKind::BatchNorm2d) {
-      auto& known = split_times_[static_cast<size_t>(id)];
-      for (const auto& [size, time] : known) {
-        if (size == batch) return time;
+    const bool split_batchnorm = batchnorm_ == BatchNormMode::Sync && placement.shards.size() >= 2 &&
+                                 graph_.layer(id).op() == graph::OpKind::BatchNorm2d;
+    const cost::CostModel* co_located = co_located_cost_ != nullptr && shares_a_node(id) ? co_located_cost_ : nullptr;
+    if (split_batchnorm) {
+      if (co_located != nullptr) {
+        if (auto split = co_located->estimate_split(graph_, id, batch)) return split->time;
       }
-      if (auto split = context_.cost.estimate_split(graph_, id, batch)) {
-        known.emplace_back(batch, split->time);
-        return known.back().second;
-      }
+      if (auto split = context_.cost.estimate_split(graph_, id, batch)) return split->time;
+    }
+    if (co_located != nullptr) {
+      if (auto estimate = co_located->estimate(graph_, id, batch)) return estimate->time;
     }
     return time(id, batch);
+  }
+
+  // Whether two of layer `id`'s ranks are on one node (computed once per layer).
+  bool shares_a_node(graph::LayerId id) {
+    int8_t& known = shares_a_node_[static_cast<size_t>(id)];
+    if (known < 0) {
+      const cluster::Cluster& cluster = context_.network.cluster();
+      std::vector<bool> seen(static_cast<size_t>(cluster.nodes()), false);
+      known = 0;
+      for (const cost::Shard& shard : plan_.layers[static_cast<size_t>(id)].shards) {
+        auto node = seen[static_cast<size_t>(cluster.node_of(shard.rank))];
+        if (node) known = 1;
+        node = true;
+      }
+    }
+    return known == 1;
   }
 
   int32_t add(const Task& task) {
@@ -295,9 +315,10 @@ class StepBuilder {
   const plan::PlanContext& context_;
   BatchNormMode batchnorm_;
   Seconds shard_overhead_;
+  const cost::CostModel* co_located_cost_;
+  std::vector<int8_t> shares_a_node_;  // per layer: -1 not yet known, else 0 or 1
   int devices_;
   std::vector<std::vector<std::pair<int64_t, cost::LayerTime>>> times_;
-  std::vector<std::vector<std::pair<int64_t, cost::LayerTime>>> split_times_;  // see shard_time
   std::vector<int32_t> forward_task_;   // [layer x devices + rank]
   std::vector<int32_t> backward_task_;  // [layer x devices + rank]
   std::vector<int32_t> last_compute_;   // per rank

@@ -30,6 +30,14 @@ struct ProfileOptions {
   // thread by default: see docs/profiler.md.
   int threads = 1;
 
+  // Devices of one node that run the same layer at the same moment (>= 1). With N > 1, each
+  // measurement runs while N - 1 other threads run the same work (the same layer, part and
+  // batch, on their own copies) over and over: what one device of a node sees when the
+  // layer is split over N of the node's devices, which compute it in lockstep and share the
+  // node's memory bandwidth and caches (CPU devices; docs/profiler.md). The description
+  // records it ("2 co-located").
+  int co_located = 1;
+
   // Each measurement (forward, full backward, input-gradient and weight-gradient backward,
   // of one signature at one batch): `warmup` untimed runs, then timed runs until at least
   // `min_repetitions` are taken and the median of the last half of the samples is within
@@ -70,6 +78,7 @@ cost::Profile profile_model(const graph::Graph& graph, const std::vector<int64_t
 
 // "AMD EPYC 7B13, 1 thread, libtorch 1.13.0": the CPU model from /proc/cpuinfo (or "unknown
 // CPU"), the thread count and the libtorch version the profiler was compiled against.
-std::string cpu_description(int threads);
+// With co_located > 1 it says so: "AMD EPYC 7B13, 1 thread, 2 co-located, libtorch 1.13.0".
+std::string cpu_description(int threads, int co_located = 1);
 
 }  // namespace burst::profiler

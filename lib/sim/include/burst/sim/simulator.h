@@ -83,6 +83,12 @@ struct SimOptions {
   // call beyond the operation a profile times (autograd bookkeeping, slicing, gradient
   // buffers). 0 by default; bench/sim_fidelity.sh measures it on one process (docs/simulator.md).
   Seconds shard_overhead;
+  // Times of a shard whose layer runs on several devices of one node at once (they compute
+  // it in lockstep and share the node's memory bandwidth and caches: CPU devices), e.g. a
+  // profile from `burst profile --co-located N`; null: the context's cost model throughout.
+  // Shards of layers with at most one rank per node, and layers this model has no data
+  // for, keep the context's times. Not owned.
+  const cost::CostModel* co_located_cost = nullptr;
   std::optional<BackgroundJob> background;
   // Steps simulated; the first `warmup_iterations` are left out of every figure. Without a
   // background job every step is the same (nothing carries over a step's end), so one step
