@@ -7,7 +7,9 @@
 # Steps (all on this machine, which should otherwise be idle):
 #  1. bench/measure_cpu_links.py measures Gloo all-reduces between 2 local processes and
 #     writes a cluster file (latency and bandwidth fitted);
-#  2. `burst profile` measures every layer of each model at per-device batches 1..B;
+#  2. `burst profile` measures every layer of each model at per-device batches 1..B, alone
+#     and with --co-located 2 (each layer timed while another thread runs the same work: the
+#     two workers of a data-parallel layer compute it at once and share the memory system);
 #  3. calibration, without communication: the model is trained on one worker (the whole
 #     batch) twice at the same time, one per core, so each runs as busy a machine as a
 #     2-worker job does; the runtime's cost per layer call beyond what the profile times
@@ -19,8 +21,8 @@
 #     same); a plan identical to one already run is skipped;
 #  5. each plan is trained for real (`burst train --nproc 2`, synthetic data, 30 steps; the
 #     median ms/iteration of steps 11-30) and simulated (`burst sim --plan`, the measured
-#     profile and cluster), without and with the per-call cost of step 3
-#     (--shard-overhead-ms);
+#     profile and cluster, and --co-located-profile for layers on both workers), without and
+#     with the per-call cost of step 3 (--shard-overhead-ms);
 #  6. the table, error = (simulated - measured) / measured, and the median and worst |error|
 #     of the 2-worker configurations, uncalibrated and calibrated.
 set -euo pipefail
@@ -64,6 +66,9 @@ for entry in "${models[@]}"; do
   # shellcheck disable=SC2086
   "$burst" profile --model "$model" --batch-sizes $sizes -o "$work/$name.profile.json" > /dev/null 2>&1
   profile="$work/$name.profile.json"
+  # shellcheck disable=SC2086
+  "$burst" profile --model "$model" --batch-sizes $sizes --co-located 2 -o "$work/$name.co.json" > /dev/null 2>&1
+  co=(--co-located-profile "$work/$name.co.json")
 
   echo "  calibrating on two one-process runs side by side" >&2
   "$burst" plan --model "$model" --profile "$profile" --devices 1 --global-batch "$batch" --strategy dp \
@@ -99,8 +104,8 @@ for entry in "${models[@]}"; do
     "$burst" train --model "$model" --plan "$plan" --nproc 2 --steps "$steps" --log-every 1 --seed 1 \
       > "$work/$name.$kind.log" 2>&1
     measured=$(measured_ms "$work/$name.$kind.log")
-    plain=$(simulated_ms "$model" "$profile" "$plan" 0 --cluster "$work/cluster.json")
-    calibrated=$(simulated_ms "$model" "$profile" "$plan" "$overhead" --cluster "$work/cluster.json")
+    plain=$(simulated_ms "$model" "$profile" "$plan" 0 --cluster "$work/cluster.json" "${co[@]}")
+    calibrated=$(simulated_ms "$model" "$profile" "$plan" "$overhead" --cluster "$work/cluster.json" "${co[@]}")
     printf '%-15s %-6s %9.2f %9.2f %8s %12.2f %8s\n' "$name" "$kind" "$measured" "$plain" "$(error "$measured" "$plain")" \
       "$calibrated" "$(error "$measured" "$calibrated")" >> "$work/table"
   done

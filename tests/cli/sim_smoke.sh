@@ -130,6 +130,33 @@ assert all(p["burst_iteration_time_ms"] > 0 and p["dp_iteration_time_ms"] > 0 fo
 ' "$work/sweep_json.out"
 fi
 
+# --- a co-located profile: layers on two or more devices of a node take its times --------------
+# The A100 profile with every time doubled, as if a node's devices slowed each other 2x, and
+# the same marked as a CPU profile.
+py_check "doubled profiles" '
+import json, sys
+d = json.load(open(sys.argv[1]))
+for e in d["entries"]:
+    for k in list(e):
+        if k.endswith("_ms"):
+            e[k] *= 2
+json.dump(d, open(sys.argv[2], "w"))
+d["device"] = "cpu"
+json.dump(d, open(sys.argv[3], "w"))
+' "$(dirname "$0")/../../data/profiles/a100.json" "$work/doubled.json" "$work/doubled-cpu.json"
+# Data parallel on 8 A100s of one node: every layer shares the node, so the forward and
+# backward double; the update (not in the profile) stays.
+if quiet co_alone "${vgg[@]}" --strategy dp --json && quiet co_doubled "${vgg[@]}" --strategy dp --json --co-located-profile "$work/doubled.json"; then
+  py_check "data parallel on one node takes the co-located times" '
+import json, sys
+alone = json.load(open(sys.argv[1]))["per_device"][0]["foreground_ms"]
+doubled = json.load(open(sys.argv[2]))["per_device"][0]["foreground_ms"]
+assert 1.8 * alone < doubled < 2 * alone, (alone, doubled)
+' "$work/co_alone.out" "$work/co_doubled.out"
+fi
+refused "a co-located profile of another device" "${vgg[@]}" --co-located-profile "$work/doubled-cpu.json"
+refused "a missing co-located profile" "${vgg[@]}" --co-located-profile "$work/no-such-profile.json"
+
 # --- bad input --------------------------------------------------------------------------------
 refused "global batch 0" "${vgg[@]/32/0}"
 refused "devices 0" sim --model vgg16 --device a100 --devices 0 --global-batch 32

@@ -254,7 +254,9 @@ class StepBuilder {
   void add_updates() {
     std::vector<Seconds> update(static_cast<size_t>(devices_), Seconds(0));
     for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph_.size()); ++id) {
-      const Seconds layer_update = context_.cost.update_or_zero(graph_, id);
+      std::optional<Seconds> co_located;  // all the node's ranks of the layer update it at once
+      if (co_located_cost_ != nullptr && shares_a_node(id)) co_located = co_located_cost_->update(graph_, id);
+      const Seconds layer_update = co_located ? *co_located : context_.cost.update_or_zero(graph_, id);
       for (const cost::Shard& shard : plan_.layers[static_cast<size_t>(id)].shards) {
         update[static_cast<size_t>(shard.rank)] += layer_update;
       }
