@@ -7,14 +7,17 @@ All-reduces of 4 KB .. 64 MB (mean, and the 10th/50th/90th percentiles) (what bu
 statistics) give the link through the network model's ring formula for n workers,
 time = 2(n-1) latency + 2(n-1)/n bytes / bandwidth:
   - latency from the small all-reduces (4 KB to 256 KB, where bandwidth matters little):
-    their mean time / (2(n-1));
+    their mean time / (2(n-1)). As in training, each of them comes after 2 ms of compute on
+    every rank (matrix products), so Gloo's threads have gone idle as they do between a
+    training step's all-reduces; back to back they would be faster than training sees;
   - bandwidth from the large ones (16 MB and 64 MB): the slope between them.
 Point-to-point messages (rank 0 to rank 1 and back, half the round trip) of the same sizes
 are printed beside the model's prediction, as a check; they are not used for the fit. Each
-time is the mean of 25 runs: on this kind of machine small all-reduces take either about
-0.4 ms or about 4 ms (probably waking a descheduled virtual CPU), so a median would pick one mode,
-while a training step, the sum of many of them, costs their mean. Run it on an otherwise
-idle machine.
+time is a mean, of 200 runs for the small all-reduces and 25 for the rest: on this kind of
+machine small all-reduces take either about 0.4 ms or about 4 ms (probably waking a
+descheduled virtual CPU), so a median would pick one mode, while a training step, the sum of
+many of them, costs their mean, and a mean of a two-mode distribution needs many samples.
+Run it on an otherwise idle machine.
 """
 import json
 import os
@@ -30,6 +33,8 @@ import torch.multiprocessing as mp
 SMALL = [4 << 10, 16 << 10, 64 << 10, 256 << 10]
 SIZES = SMALL + [1 << 20, 4 << 20, 16 << 20, 64 << 20]
 REPEATS = 25
+SMALL_REPEATS = 200
+COMPUTE_GAP_S = 0.002
 
 
 def free_port():
@@ -50,12 +55,20 @@ def ping_pong(rank, tensor):
     return time.perf_counter() - start
 
 
+def compute(seconds, matrix):
+    """Matrix products for `seconds`: a layer's work between two all-reduces."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        torch.mm(matrix, matrix)
+
+
 def worker(rank, world, port, queue):
     torch.set_num_threads(1)
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     dist.init_process_group("gloo", rank=rank, world_size=world)
     results = {"p2p": {}, "allreduce": {}, "allreduce_spread": {}}
+    matrix = torch.randn(128, 128)
     for size in SIZES:
         tensor = torch.ones(size // 4)
         ping_pong(rank, tensor)  # warm-up
@@ -63,8 +76,11 @@ def worker(rank, world, port, queue):
         dist.barrier()
         dist.all_reduce(tensor)
         reductions = []
-        for _ in range(REPEATS):
+        small = size in SMALL
+        for _ in range(SMALL_REPEATS if small else REPEATS):
             dist.barrier()
+            if small:
+                compute(COMPUTE_GAP_S, matrix)
             start = time.perf_counter()
             dist.all_reduce(tensor)
             reductions.append(time.perf_counter() - start)

@@ -5,7 +5,7 @@
 // frees them at its end. glibc's malloc serves such blocks with mmap and returns them with
 // munmap (or trims the heap top), so every step pays again for the kernel to map and zero
 // fresh pages: on the 2-core development machine that was 1.8 s of 6 s of a vgg_like run
-// (`/usr/bin/time`, system time) and 30-50% of a step (docs/runtime.md, "Memory reuse").
+// (`/usr/bin/time`, system time) and about a third of a step (docs/runtime.md, "Memory reuse").
 // PyTorch users get the same effect from jemalloc or tcmalloc; this is the dependency-free
 // form: serve every block from the heap and never trim it. Memory is held at the run's peak.
 //
