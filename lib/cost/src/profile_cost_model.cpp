@@ -69,23 +69,21 @@ std::optional<Seconds> ProfileCostModel::update(const graph::Graph& graph, graph
 
 std::optional<LayerEstimate> ProfileCostModel::estimate_split(const graph::Graph& graph, graph::LayerId id,
                                                               int64_t batch) const {
-  const std::string signature = graph::layer_signature(graph, id);
-  const auto found = curves_.find(signature);
-  if (found == curves_.end()) return std::nullopt;
-  const auto f = interpolate_log_log(found->second.split_forward, batch);
-  const auto g = interpolate_log_log(found->second.split_backward, batch);
-  if (!f || !g) return std::nullopt;
-  const CostSource source =
-      profile_.find(signature)->count(batch) ? CostSource::Measured : CostSource::Interpolated;
-  return LayerEstimate{{*f, *g}, source};
+  return from_curves(graph::layer_signature(graph, id), batch, true);
 }
 
 std::optional<LayerEstimate> ProfileCostModel::estimate_signature(const std::string& signature,
                                                                   int64_t batch) const {
+  return from_curves(signature, batch, false);
+}
+
+std::optional<LayerEstimate> ProfileCostModel::from_curves(const std::string& signature, int64_t batch,
+                                                           bool split) const {
   const auto found = curves_.find(signature);
   if (found == curves_.end()) return std::nullopt;
-  const auto f = interpolate_log_log(found->second.forward, batch);
-  const auto g = interpolate_log_log(found->second.backward, batch);
+  const Curves& curves = found->second;
+  const auto f = interpolate_log_log(split ? curves.split_forward : curves.forward, batch);
+  const auto g = interpolate_log_log(split ? curves.split_backward : curves.backward, batch);
   if (!f || !g) return std::nullopt;
   const CostSource source =
       profile_.find(signature)->count(batch) ? CostSource::Measured : CostSource::Interpolated;

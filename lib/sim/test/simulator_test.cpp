@@ -137,13 +137,18 @@ TEST(Simulator, TransfersContendForOnePort) {
 //   forward a [0,1], b [1,2]; backward b [2,4]; b's all-reduce [4,7] overlaps a's backward
 //   [4,6]; a's all-reduce waits for b's (a rank runs one collective at a time): [7,7.05]. Step 7.05 ms (9.05 without the
 //   overlap). The evaluator predicts the same.
-TEST(Simulator, AllreduceOverlapsBackward) {
+// The world above, with optimizer updates per layer name (none by default).
+World overlap_world(std::map<std::string, Seconds> updates = {}) {
   graph::GraphBuilder b("overlap");
   std::string x = b.input("input", {4, 1, 1});
   x = b.conv2d("a", x, graph::conv2d_attrs(4, {1, 1}));
   b.conv2d("b", x, graph::conv2d_attrs(240, {1, 1}));
-  const World world(std::move(b).build(), test_cluster(2, 1.6e6, 0),
-                    {{"input", {ms(0), ms(0)}}, {"a", {ms(1), ms(2)}}, {"b", {ms(1), ms(2)}}});
+  return World(std::move(b).build(), test_cluster(2, 1.6e6, 0),
+               {{"input", {ms(0), ms(0)}}, {"a", {ms(1), ms(2)}}, {"b", {ms(1), ms(2)}}}, std::move(updates));
+}
+
+TEST(Simulator, AllreduceOverlapsBackward) {
+  const World world = overlap_world();
   const plan::Plan plan = plan::plan_data_parallel(world.graph, 2, 2);
   const SimResult result = simulate(plan, world.context(), recording());
   const SimEvent& b_sync = find_event(result, EventKind::Allreduce, 2, 0);
@@ -163,13 +168,7 @@ TEST(Simulator, AllreduceOverlapsBackward) {
 // 9 ms): update [11, 14]; r1 holds a, compute ends at 12 ms: update [12, 13]. Step 14 ms.
 TEST(Simulator, EachRankUpdatesItsLayersAfterItsLastWork) {
   {
-    graph::GraphBuilder b("overlap");
-    std::string x = b.input("input", {4, 1, 1});
-    x = b.conv2d("a", x, graph::conv2d_attrs(4, {1, 1}));
-    b.conv2d("b", x, graph::conv2d_attrs(240, {1, 1}));
-    const World world(std::move(b).build(), test_cluster(2, 1.6e6, 0),
-                      {{"input", {ms(0), ms(0)}}, {"a", {ms(1), ms(2)}}, {"b", {ms(1), ms(2)}}},
-                      {{"a", Seconds::from_ms(0.5)}, {"b", Seconds::from_ms(1)}});
+    const World world = overlap_world({{"a", Seconds::from_ms(0.5)}, {"b", Seconds::from_ms(1)}});
     const plan::Plan plan = plan::plan_data_parallel(world.graph, 2, 2);
     const SimResult result = simulate(plan, world.context(), recording());
     for (const int rank : {0, 1}) {

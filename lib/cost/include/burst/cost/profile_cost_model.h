@@ -42,6 +42,9 @@ class ProfileCostModel : public CostModel {
     std::vector<std::pair<int64_t, Seconds>> split_backward;
   };
 
+  // A signature's time at `batch` from its curves: the split ones or the plain ones.
+  std::optional<LayerEstimate> from_curves(const std::string& signature, int64_t batch, bool split) const;
+
   Profile profile_;
   std::map<std::string, Curves> curves_;
 };
