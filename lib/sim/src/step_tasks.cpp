@@ -61,20 +61,22 @@ class StepBuilder {
   }
 
  private:
-  const cost::LayerTime& time(graph::LayerId id, int64_t batch) {
+  // A shard's time, asked of the cost models once per (layer, shard size): a layer's shards
+  // come in very few sizes, while a data-parallel step on 1024 ranks asks for each 1024 times.
+  const cost::LayerTime& shard_time(graph::LayerId id, int64_t batch) {
     auto& known = times_[static_cast<size_t>(id)];
     for (const auto& [size, time] : known) {
       if (size == batch) return time;
     }
-    known.emplace_back(batch, context_.cost.require(graph_, id, batch).time);
+    known.emplace_back(batch, resolve_shard_time(id, batch));
     return known.back().second;
   }
 
-  // A shard's time. A BatchNorm layer on several ranks with synchronised statistics runs the
-  // runtime's split implementation: its split time where a cost model has one. A layer with
-  // two or more ranks on one node takes the co-located cost model's times where given. In
-  // order: co-located split, split, co-located, the context's time.
-  cost::LayerTime shard_time(graph::LayerId id, int64_t batch) {
+  // A BatchNorm layer on several ranks with synchronised statistics runs the runtime's split
+  // implementation: its split time where a cost model has one. A layer with two or more ranks
+  // on one node takes the co-located cost model's times where given. In order: co-located
+  // split, split, co-located, the context's time.
+  cost::LayerTime resolve_shard_time(graph::LayerId id, int64_t batch) {
     const plan::LayerPlacement& placement = plan_.layers[static_cast<size_t>(id)];
     const bool split_batchnorm = batchnorm_ == BatchNormMode::Sync && placement.shards.size() >= 2 &&
                                  graph_.layer(id).op() == graph::OpKind::BatchNorm2d;
@@ -88,7 +90,7 @@ class StepBuilder {
     if (co_located != nullptr) {
       if (auto estimate = co_located->estimate(graph_, id, batch)) return estimate->time;
     }
-    return time(id, batch);
+    return context_.cost.require(graph_, id, batch).time;
   }
 
   // Whether two of layer `id`'s ranks are on one node (computed once per layer).
@@ -99,9 +101,9 @@ class StepBuilder {
       std::vector<bool> seen(static_cast<size_t>(cluster.nodes()), false);
       known = 0;
       for (const cost::Shard& shard : plan_.layers[static_cast<size_t>(id)].shards) {
-        auto node = seen[static_cast<size_t>(cluster.node_of(shard.rank))];
-        if (node) known = 1;
-        node = true;
+        const auto node = static_cast<size_t>(cluster.node_of(shard.rank));
+        if (seen[node]) known = 1;
+        seen[node] = true;
       }
     }
     return known == 1;
