@@ -1,0 +1,140 @@
+#pragma once
+// The step program: what every rank does in one training step, in order, built once from
+// (graph, plan) by a pure function. It is the only description of a step: the runtime
+// interprets it, the evaluator (the planner's prediction) and the simulator time it
+// (docs/step-program.md). No libtorch.
+//
+// A rank's program, for a plan without micro-batches:
+//  forward, segment by segment in graph order, layer by layer inside a segment:
+//    RECV_F / COPY_F  the pieces of each input whose producer is in another segment
+//    F                the layer's forward on this rank's samples
+//    SYNC_BN          a BatchNorm layer on several ranks with synchronised statistics: the
+//                     blocking all-reduce its forward makes (2 x channels float64 sums)
+//    SEND_F           the pieces of its output other ranks' consumers need (asynchronous)
+//  backward, segment by segment in reverse graph order:
+//    RECV_B / COPY_B  the gradients of every output of the segment that another segment
+//                     consumed, before the segment's backward starts (one autograd call)
+//    B                each layer's backward, in reverse graph order (SYNC_BN after a synced
+//                     BatchNorm's); ALLREDUCE after the layer that closes a gradient bucket
+//    SEND_B           the gradients of the segment's inputs for the producers' other ranks
+//  then WAIT_ALLREDUCE for each of its buckets, UPDATE (the optimizer step of its layers),
+//  REDUCE_LOSS (a world all-reduce of the loss sum, only in programs built with
+//  reduce_loss) and WAIT_SENDS (the sends posted this step).
+//
+// Segments: a maximal run of consecutive layers (graph order) with the same placement. It
+// runs as one piece of autograd: its layers pass tensors to each other directly (no
+// messages, no detach), and its backward is one call.
+// Buckets: walking layers in backward order, each layer with a sync group adds its fp32
+// gradients to its group's open bucket; a bucket closes when it reaches
+// ProgramOptions::bucket_bytes or with the group's last layer (as DDP's bucket_cap_mb).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "burst/cost/reshard.h"
+#include "burst/graph/graph.h"
+#include "burst/plan/plan.h"
+
+namespace burst::program {
+
+enum class OpKind : uint8_t {
+  RecvActivation,   // a piece of a producer's output into a consumer's input (local: a copy)
+  SendActivation,   // a piece of this rank's output to a consumer's rank (asynchronous)
+  Forward,          // one layer's forward on this rank's samples
+  SyncBatchNorm,    // the blocking statistics all-reduce of the preceding F or B (BatchNorm)
+  RecvGradient,     // a piece of an output's gradient from a consumer's rank (local: a copy)
+  SendGradient,     // a piece of an input's gradient to the producer's rank (asynchronous)
+  Backward,         // one layer's backward (a segment's B ops run as one autograd call)
+  AllReduce,        // start a gradient bucket's all-reduce (asynchronous)
+  WaitAllReduce,    // wait for a bucket's all-reduce
+  Update,           // the optimizer step of this rank's layers
+  ReduceLoss,       // world all-reduce of the loss sum (blocking)
+  WaitSends,        // wait until every send posted this step is done
+};
+const char* op_kind_name(OpKind kind);  // "F", "SEND_F", ...
+
+// A tag no message has: local pieces (copies) and ops that are not pieces.
+inline constexpr uint32_t kNoTag = UINT32_MAX;
+// Message tags are below this; runtime-internal messages (gathers, traces) use tags above.
+inline constexpr uint32_t kTagLimit = uint32_t{1} << 29;
+
+// One piece of a re-shard: samples of `producer`'s output (forward) or of its gradient
+// (backward) that input position `input` of `consumer` uses.
+struct Piece {
+  graph::LayerId producer = 0;
+  graph::LayerId consumer = 0;
+  int32_t input = 0;         // position among consumer's inputs (a layer may read a producer twice)
+  bool gradient = false;     // false: activation, consumer's rank <- producer's; true: the reverse
+  int sender = 0;            // forward: the producer's rank; gradient: the consumer's
+  int receiver = 0;
+  cost::SampleRange samples;
+  int64_t bytes = 0;         // samples x the producer's output bytes per sample
+  uint32_t tag = kNoTag;     // unique among messages; kNoTag for local pieces
+
+  bool local() const { return sender == receiver; }
+};
+
+struct Segment {
+  std::vector<graph::LayerId> layers;  // consecutive ids, ascending
+  std::vector<cost::Shard> shards;     // the common placement
+};
+
+struct Bucket {
+  int32_t group = 0;                   // index into StepProgram::groups
+  std::vector<graph::LayerId> layers;  // in backward order (ids descending)
+  int64_t bytes = 0;                   // fp32 gradients of those layers
+  graph::LayerId closed_by = 0;        // the layer whose backward completes it (layers.back())
+};
+
+struct Op {
+  OpKind kind = OpKind::Forward;
+  graph::LayerId layer = -1;  // F, B, SYNC_BN: the layer; messages: the consumer
+  int32_t segment = -1;       // F, B: the layer's segment
+  int32_t piece = -1;         // messages: index into StepProgram::pieces
+  int32_t bucket = -1;        // ALLREDUCE, WAIT_ALLREDUCE
+  int32_t group = -1;         // SYNC_BN, ALLREDUCE: index into StepProgram::groups
+  bool backward = false;      // SYNC_BN: of the backward
+};
+
+struct ProgramOptions {
+  double bucket_bytes = 25.0 * 1024 * 1024;  // DDP's bucket_cap_mb default, in bytes
+  bool sync_batchnorm = true;  // false: BatchNorm normalises with each rank's own samples
+  bool reduce_loss = true;     // end with a world all-reduce of the loss
+};
+
+struct StepProgram {
+  int ranks = 0;
+  int64_t global_batch = 0;
+  std::vector<Segment> segments;
+  std::vector<int32_t> segment_of;          // by layer
+  std::vector<Piece> pieces;                // every piece, each once
+  std::vector<Bucket> buckets;              // in closing order
+  // Every group any rank all-reduces in (gradient buckets, BatchNorm statistics), ascending
+  // ranks, distinct, sorted: the order every rank creates them in.
+  std::vector<std::vector<int>> groups;
+  std::vector<std::vector<Op>> ops;         // by rank
+};
+
+// Builds the program of every rank. The plan must be valid for the graph (validate_plan);
+// throws UserError for options out of range (bucket_bytes not a positive finite number)
+// or more messages than tags (kTagLimit).
+StepProgram build_step_program(const graph::Graph& graph, const plan::Plan& plan,
+                               const ProgramOptions& options = {});
+
+// Checks what every rank relies on, throwing UserError naming the first violation: every
+// (consumer, input, rank) range is assembled from pieces covering it exactly once; message
+// tags are unique; every message is sent once and received once, by the ranks it names;
+// every segment's ranks run F and B of each of its layers once; every bucket is started
+// and waited for once by each rank of its group.
+void check_step_program(const StepProgram& program, const graph::Graph& graph, const plan::Plan& plan);
+
+// Gradients flow back into `producer` only when its output is a float activation that is
+// not the data itself (no gradient messages into Input layers).
+bool carries_gradient(const graph::Graph& graph, graph::LayerId producer);
+
+// A rank's program, one op a line ("3  0F0  conv1 [0, 8)", "5  SEND_F0  relu1 -> pool1
+// [4, 8) to r1, tag 2, 3136 B"), in the style of torch.distributed.pipelining's action lists
+// (segment, kind, micro-batch).
+std::string format_rank_program(const StepProgram& program, const graph::Graph& graph, int rank);
+
+}  // namespace burst::program

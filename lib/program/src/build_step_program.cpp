@@ -1,0 +1,314 @@
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "burst/program/step_program.h"
+#include "burst/util/error.h"
+
+namespace burst::program {
+
+bool carries_gradient(const graph::Graph& graph, graph::LayerId producer) {
+  return graph.layer(producer).op() != graph::OpKind::Input &&
+         graph.info(producer).output_dtype == graph::DType::Float32;
+}
+
+namespace {
+
+bool same_placement(const plan::LayerPlacement& a, const plan::LayerPlacement& b) {
+  return std::equal(a.shards.begin(), a.shards.end(), b.shards.begin(), b.shards.end(),
+                    [](const cost::Shard& x, const cost::Shard& y) { return x.rank == y.rank && x.samples == y.samples; });
+}
+
+std::vector<int> sorted_ranks(const std::vector<cost::Shard>& shards) {
+  std::vector<int> ranks;
+  for (const cost::Shard& shard : shards) ranks.push_back(shard.rank);
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
+}
+
+// The program of every rank, written in one global order: each rank's list is the
+// subsequence of the ops it takes part in, so building costs O(ops), not ranks x layers.
+class ProgramBuilder {
+ public:
+  ProgramBuilder(const graph::Graph& graph, const plan::Plan& plan, const ProgramOptions& options)
+      : graph_(graph), plan_(plan), options_(options), layer_count_(static_cast<graph::LayerId>(graph.size())) {
+    BURST_ASSERT(plan.layers.size() == graph.size(), "build_step_program needs a validated plan");
+    program_.ranks = plan.devices;
+    program_.global_batch = plan.global_batch;
+    program_.ops.resize(static_cast<size_t>(plan.devices));
+  }
+
+  StepProgram build() && {
+    make_segments();
+    make_groups();
+    make_pieces();
+    make_buckets();
+    for (int32_t s = 0; s < static_cast<int32_t>(program_.segments.size()); ++s) add_segment_forward(s);
+    for (auto s = static_cast<int32_t>(program_.segments.size()) - 1; s >= 0; --s) add_segment_backward(s);
+    add_step_end();
+    return std::move(program_);
+  }
+
+ private:
+  const plan::LayerPlacement& placement(graph::LayerId id) const { return plan_.layers[static_cast<size_t>(id)]; }
+  bool internal(graph::LayerId producer, graph::LayerId consumer) const {
+    return program_.segment_of[static_cast<size_t>(producer)] == program_.segment_of[static_cast<size_t>(consumer)];
+  }
+  void emit(int rank, const Op& op) { program_.ops[static_cast<size_t>(rank)].push_back(op); }
+
+  void make_segments() {
+    program_.segment_of.assign(graph_.size(), -1);
+    for (graph::LayerId id = 0; id < layer_count_; ++id) {
+      if (id == 0 || !same_placement(placement(id - 1), placement(id))) {
+        program_.segments.push_back(Segment{{}, placement(id).shards});
+      }
+      program_.segments.back().layers.push_back(id);
+      program_.segment_of[static_cast<size_t>(id)] = static_cast<int32_t>(program_.segments.size() - 1);
+    }
+  }
+
+  bool syncs_batchnorm(graph::LayerId id) const {
+    return options_.sync_batchnorm && graph_.layer(id).op() == graph::OpKind::BatchNorm2d &&
+           placement(id).shards.size() >= 2;
+  }
+
+  // Gradient groups (layers with parameters on several ranks) and BatchNorm statistics groups.
+  void make_groups() {
+    layer_group_.assign(graph_.size(), -1);
+    std::vector<std::vector<int>> all;
+    for (graph::LayerId id = 0; id < layer_count_; ++id) {
+      if (!plan::sync_group(plan_, graph_, id).empty() || syncs_batchnorm(id)) {
+        all.push_back(sorted_ranks(placement(id).shards));
+      }
+    }
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    program_.groups = all;
+    for (graph::LayerId id = 0; id < layer_count_; ++id) {
+      if (placement(id).shards.size() < 2) continue;
+      const auto found = std::lower_bound(all.begin(), all.end(), sorted_ranks(placement(id).shards));
+      if (found != all.end() && *found == sorted_ranks(placement(id).shards)) {
+        layer_group_[static_cast<size_t>(id)] = static_cast<int32_t>(found - all.begin());
+      }
+    }
+  }
+
+  // Every use of a producer by a consumer in another segment: its activation pieces and,
+  // when gradients flow back, the gradient pieces (the same ranges, reversed). Tags in
+  // creation order, messages only.
+  void make_pieces() {
+    activation_pieces_.resize(graph_.size());
+    gradient_pieces_.resize(graph_.size());
+    for (graph::LayerId consumer = 0; consumer < layer_count_; ++consumer) {
+      const auto& producers = graph_.inputs(consumer);
+      activation_pieces_[static_cast<size_t>(consumer)].resize(producers.size());
+      gradient_pieces_[static_cast<size_t>(consumer)].resize(producers.size());
+      for (size_t k = 0; k < producers.size(); ++k) {
+        const graph::LayerId producer = producers[k];
+        if (internal(producer, consumer)) continue;
+        std::vector<cost::Transfer> transfers = plan::activation_transfers(plan_, producer, consumer);
+        std::stable_sort(transfers.begin(), transfers.end(), [](const cost::Transfer& a, const cost::Transfer& b) {
+          return a.samples.begin < b.samples.begin;
+        });
+        const int64_t bytes_per_sample = graph_.info(producer).output_bytes;
+        for (const bool gradient : {false, true}) {
+          if (gradient && !carries_gradient(graph_, producer)) continue;
+          auto& list = (gradient ? gradient_pieces_ : activation_pieces_)[static_cast<size_t>(consumer)][k];
+          for (const cost::Transfer& t : transfers) {
+            Piece piece;
+            piece.producer = producer;
+            piece.consumer = consumer;
+            piece.input = static_cast<int32_t>(k);
+            piece.gradient = gradient;
+            piece.sender = gradient ? t.dst_rank : t.src_rank;
+            piece.receiver = gradient ? t.src_rank : t.dst_rank;
+            piece.samples = t.samples;
+            piece.bytes = t.samples.size() * bytes_per_sample;
+            if (!piece.local()) piece.tag = next_tag_++;
+            list.push_back(static_cast<int32_t>(program_.pieces.size()));
+            program_.pieces.push_back(piece);
+          }
+        }
+      }
+    }
+    if (next_tag_ > kTagLimit) {
+      throw UserError(fmt::format("the plan needs {} messages per step; the runtime's tags allow {}", next_tag_,
+                                  kTagLimit));
+    }
+  }
+
+  // In backward order, each layer with a sync group joins its group's open bucket; the
+  // bucket closes at bucket_bytes or with the group's last layer.
+  void make_buckets() {
+    closes_.assign(graph_.size(), -1);
+    std::vector<graph::LayerId> last_of_group(program_.groups.size(), -1);  // lowest id
+    std::vector<char> has_gradients(graph_.size(), 0);
+    for (graph::LayerId id = 0; id < layer_count_; ++id) {
+      if (plan::sync_group(plan_, graph_, id).empty()) continue;
+      has_gradients[static_cast<size_t>(id)] = 1;
+      graph::LayerId& last = last_of_group[static_cast<size_t>(layer_group_[static_cast<size_t>(id)])];
+      if (last < 0) last = id;
+    }
+    std::vector<int32_t> open(program_.groups.size(), -1);
+    for (graph::LayerId id = layer_count_ - 1; id >= 0; --id) {
+      if (!has_gradients[static_cast<size_t>(id)]) continue;
+      const int32_t group = layer_group_[static_cast<size_t>(id)];
+      Bucket& bucket = open_bucket(open[static_cast<size_t>(group)], group);
+      bucket.layers.push_back(id);
+      bucket.bytes += graph_.info(id).params * 4;  // fp32 gradients
+      if (static_cast<double>(bucket.bytes) >= options_.bucket_bytes || id == last_of_group[static_cast<size_t>(group)]) {
+        bucket.closed_by = id;
+        closes_[static_cast<size_t>(id)] = open[static_cast<size_t>(group)];
+        open[static_cast<size_t>(group)] = -1;
+      }
+    }
+    // Buckets are numbered in closing order (the order their all-reduces start).
+    std::vector<int32_t> order;
+    for (graph::LayerId id = layer_count_ - 1; id >= 0; --id) {
+      if (closes_[static_cast<size_t>(id)] >= 0) order.push_back(closes_[static_cast<size_t>(id)]);
+    }
+    std::vector<int32_t> renumber(pending_buckets_.size(), -1);
+    for (size_t i = 0; i < order.size(); ++i) {
+      renumber[static_cast<size_t>(order[i])] = static_cast<int32_t>(i);
+      program_.buckets.push_back(pending_buckets_[static_cast<size_t>(order[i])]);
+    }
+    for (int32_t& bucket : closes_) {
+      if (bucket >= 0) bucket = renumber[static_cast<size_t>(bucket)];
+    }
+  }
+  Bucket& open_bucket(int32_t& index, int32_t group) {
+    if (index < 0) {
+      index = static_cast<int32_t>(pending_buckets_.size());
+      pending_buckets_.push_back(Bucket{group, {}, 0, -1});
+    }
+    return pending_buckets_[static_cast<size_t>(index)];
+  }
+
+  void emit_pieces(const std::vector<int32_t>& pieces, OpKind receive, OpKind send, bool receives) {
+    for (const int32_t index : pieces) {
+      const Piece& piece = program_.pieces[static_cast<size_t>(index)];
+      Op op;
+      op.layer = piece.consumer;
+      op.piece = index;
+      if (receives) {
+        op.kind = receive;
+        emit(piece.receiver, op);
+      } else if (!piece.local()) {
+        op.kind = send;
+        emit(piece.sender, op);
+      }
+    }
+  }
+
+  void emit_compute(int32_t segment, graph::LayerId id, bool backward) {
+    const std::vector<cost::Shard>& shards = program_.segments[static_cast<size_t>(segment)].shards;
+    Op op;
+    op.kind = backward ? OpKind::Backward : OpKind::Forward;
+    op.layer = id;
+    op.segment = segment;
+    for (const cost::Shard& shard : shards) emit(shard.rank, op);
+    if (syncs_batchnorm(id)) {
+      Op sync;
+      sync.kind = OpKind::SyncBatchNorm;
+      sync.layer = id;
+      sync.group = layer_group_[static_cast<size_t>(id)];
+      sync.backward = backward;
+      for (const cost::Shard& shard : shards) emit(shard.rank, sync);
+    }
+  }
+
+  void add_segment_forward(int32_t segment) {
+    for (const graph::LayerId id : program_.segments[static_cast<size_t>(segment)].layers) {
+      for (const auto& pieces : activation_pieces_[static_cast<size_t>(id)]) {
+        emit_pieces(pieces, OpKind::RecvActivation, OpKind::SendActivation, true);
+      }
+      emit_compute(segment, id, false);
+      for (const graph::LayerId consumer : graph_.consumers(id)) {
+        for (size_t k = 0; k < graph_.inputs(consumer).size(); ++k) {
+          if (graph_.inputs(consumer)[k] != id) continue;
+          emit_pieces(activation_pieces_[static_cast<size_t>(consumer)][k], OpKind::RecvActivation,
+                      OpKind::SendActivation, false);
+        }
+      }
+    }
+  }
+
+  void add_segment_backward(int32_t segment) {
+    const std::vector<graph::LayerId>& layers = program_.segments[static_cast<size_t>(segment)].layers;
+    for (auto id = layers.rbegin(); id != layers.rend(); ++id) {
+      for (const graph::LayerId consumer : graph_.consumers(*id)) {
+        for (size_t k = 0; k < graph_.inputs(consumer).size(); ++k) {
+          if (graph_.inputs(consumer)[k] != *id) continue;
+          emit_pieces(gradient_pieces_[static_cast<size_t>(consumer)][k], OpKind::RecvGradient,
+                      OpKind::SendGradient, true);
+        }
+      }
+    }
+    for (auto id = layers.rbegin(); id != layers.rend(); ++id) {
+      emit_compute(segment, *id, true);
+      const int32_t bucket = closes_[static_cast<size_t>(*id)];
+      if (bucket < 0) continue;
+      Op op;
+      op.kind = OpKind::AllReduce;
+      op.layer = *id;
+      op.bucket = bucket;
+      op.group = program_.buckets[static_cast<size_t>(bucket)].group;
+      for (const int rank : program_.groups[static_cast<size_t>(op.group)]) emit(rank, op);
+    }
+    for (auto id = layers.rbegin(); id != layers.rend(); ++id) {
+      for (const auto& pieces : gradient_pieces_[static_cast<size_t>(*id)]) {
+        emit_pieces(pieces, OpKind::RecvGradient, OpKind::SendGradient, false);
+      }
+    }
+  }
+
+  void add_step_end() {
+    std::vector<char> updates(static_cast<size_t>(program_.ranks), 0);
+    for (graph::LayerId id = 0; id < layer_count_; ++id) {
+      if (graph_.info(id).params == 0) continue;
+      for (const cost::Shard& shard : placement(id).shards) updates[static_cast<size_t>(shard.rank)] = 1;
+    }
+    for (int rank = 0; rank < program_.ranks; ++rank) {
+      std::vector<Op>& ops = program_.ops[static_cast<size_t>(rank)];
+      bool sends = false;
+      std::vector<Op> waits;
+      for (const Op& op : ops) {
+        sends = sends || op.kind == OpKind::SendActivation || op.kind == OpKind::SendGradient;
+        if (op.kind != OpKind::AllReduce) continue;
+        Op wait = op;
+        wait.kind = OpKind::WaitAllReduce;
+        waits.push_back(wait);
+      }
+      ops.insert(ops.end(), waits.begin(), waits.end());
+      if (updates[static_cast<size_t>(rank)]) ops.push_back(Op{OpKind::Update});
+      if (options_.reduce_loss) ops.push_back(Op{OpKind::ReduceLoss});
+      if (sends) ops.push_back(Op{OpKind::WaitSends});
+    }
+  }
+
+  const graph::Graph& graph_;
+  const plan::Plan& plan_;
+  const ProgramOptions& options_;
+  const graph::LayerId layer_count_;
+  StepProgram program_;
+  std::vector<int32_t> layer_group_;  // by layer: its group (-1: one rank, or nothing to sync)
+  // Piece indices by [consumer][input position], ascending samples.
+  std::vector<std::vector<std::vector<int32_t>>> activation_pieces_;
+  std::vector<std::vector<std::vector<int32_t>>> gradient_pieces_;
+  std::vector<int32_t> closes_;  // by layer: the bucket its backward completes, or -1
+  std::vector<Bucket> pending_buckets_;
+  uint32_t next_tag_ = 0;
+};
+
+}  // namespace
+
+StepProgram build_step_program(const graph::Graph& graph, const plan::Plan& plan, const ProgramOptions& options) {
+  if (!(options.bucket_bytes > 0) || !std::isfinite(options.bucket_bytes)) {
+    throw UserError(fmt::format("bucket size must be a positive number of bytes, got {}", options.bucket_bytes));
+  }
+  return ProgramBuilder(graph, plan, options).build();
+}
+
+}  // namespace burst::program

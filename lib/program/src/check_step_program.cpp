@@ -1,0 +1,130 @@
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "burst/program/step_program.h"
+#include "burst/util/error.h"
+
+namespace burst::program {
+namespace {
+
+// Every receiver's range of a (consumer, input) or (producer, use) is tiled exactly once.
+void check_coverage(const StepProgram& program, const graph::Graph& graph, const plan::Plan& plan) {
+  // (gradient, consumer, input, receiver) -> ranges received.
+  std::map<std::tuple<bool, graph::LayerId, int32_t, int>, std::vector<cost::SampleRange>> received;
+  for (const Piece& piece : program.pieces) {
+    received[{piece.gradient, piece.consumer, piece.input, piece.receiver}].push_back(piece.samples);
+  }
+  auto check_tiles = [&](bool gradient, graph::LayerId consumer, size_t k, const cost::Shard& shard) {
+    auto found = received.find({gradient, consumer, static_cast<int32_t>(k), shard.rank});
+    std::vector<cost::SampleRange> ranges = found == received.end() ? std::vector<cost::SampleRange>{} : found->second;
+    std::sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.begin < b.begin; });
+    int64_t next = shard.samples.begin;
+    for (const cost::SampleRange& range : ranges) {
+      if (range.begin != next) break;
+      next = range.end;
+    }
+    if (next != shard.samples.end || ranges.empty()) {
+      throw UserError(fmt::format("step program: {} of layer '{}' input {} on rank {}: samples [{}, {}) are not "
+                                  "received exactly once",
+                                  gradient ? "gradient" : "activation", graph.layer(consumer).name, k, shard.rank,
+                                  shard.samples.begin, shard.samples.end));
+    }
+  };
+  for (graph::LayerId consumer = 0; consumer < static_cast<graph::LayerId>(graph.size()); ++consumer) {
+    for (size_t k = 0; k < graph.inputs(consumer).size(); ++k) {
+      const graph::LayerId producer = graph.inputs(consumer)[k];
+      if (program.segment_of[static_cast<size_t>(producer)] == program.segment_of[static_cast<size_t>(consumer)]) continue;
+      for (const cost::Shard& shard : plan.layers[static_cast<size_t>(consumer)].shards) check_tiles(false, consumer, k, shard);
+      if (!carries_gradient(graph, producer)) continue;
+      for (const cost::Shard& shard : plan.layers[static_cast<size_t>(producer)].shards) check_tiles(true, consumer, k, shard);
+    }
+  }
+}
+
+// Tags unique; each message sent once by its sender and received once by its receiver.
+void check_messages(const StepProgram& program) {
+  std::set<uint32_t> tags;
+  for (const Piece& piece : program.pieces) {
+    if (piece.local()) continue;
+    if (piece.tag >= kTagLimit || !tags.insert(piece.tag).second) {
+      throw UserError(fmt::format("step program: tag {} is out of range or used twice", piece.tag));
+    }
+  }
+  std::vector<int> sends(program.pieces.size(), 0), receives(program.pieces.size(), 0);
+  for (int rank = 0; rank < program.ranks; ++rank) {
+    for (const Op& op : program.ops[static_cast<size_t>(rank)]) {
+      if (op.piece < 0) continue;
+      const Piece& piece = program.pieces[static_cast<size_t>(op.piece)];
+      const bool send = op.kind == OpKind::SendActivation || op.kind == OpKind::SendGradient;
+      if ((send ? piece.sender : piece.receiver) != rank || (send && piece.local())) {
+        throw UserError(fmt::format("step program: rank {} handles piece {} it is not an end of", rank, op.piece));
+      }
+      ++(send ? sends : receives)[static_cast<size_t>(op.piece)];
+    }
+  }
+  for (size_t i = 0; i < program.pieces.size(); ++i) {
+    if (receives[i] != 1 || sends[i] != (program.pieces[i].local() ? 0 : 1)) {
+      throw UserError(fmt::format("step program: piece {} is sent {} and received {} times", i, sends[i], receives[i]));
+    }
+  }
+}
+
+// Segments' ranks compute each of their layers forward and backward once; buckets are
+// started after their closing layer's backward and waited for once, by their group only.
+void check_compute_and_buckets(const StepProgram& program, const graph::Graph& graph) {
+  for (int rank = 0; rank < program.ranks; ++rank) {
+    std::vector<int> forward(graph.size(), 0), backward(graph.size(), 0);
+    std::vector<int> started(program.buckets.size(), 0), waited(program.buckets.size(), 0);
+    for (const Op& op : program.ops[static_cast<size_t>(rank)]) {
+      if (op.kind == OpKind::Forward) ++forward[static_cast<size_t>(op.layer)];
+      if (op.kind == OpKind::Backward) ++backward[static_cast<size_t>(op.layer)];
+      if (op.kind == OpKind::AllReduce) {
+        const Bucket& bucket = program.buckets[static_cast<size_t>(op.bucket)];
+        if (backward[static_cast<size_t>(bucket.closed_by)] != 1) {
+          throw UserError(fmt::format("step program: rank {} starts bucket {} before its last layer's backward", rank,
+                                      op.bucket));
+        }
+        ++started[static_cast<size_t>(op.bucket)];
+      }
+      if (op.kind == OpKind::WaitAllReduce) {
+        if (started[static_cast<size_t>(op.bucket)] != 1) {
+          throw UserError(fmt::format("step program: rank {} waits for bucket {} it has not started", rank, op.bucket));
+        }
+        ++waited[static_cast<size_t>(op.bucket)];
+      }
+    }
+    for (size_t s = 0; s < program.segments.size(); ++s) {
+      const Segment& segment = program.segments[s];
+      const bool member = std::any_of(segment.shards.begin(), segment.shards.end(),
+                                      [&](const cost::Shard& shard) { return shard.rank == rank; });
+      for (const graph::LayerId id : segment.layers) {
+        if (forward[static_cast<size_t>(id)] != (member ? 1 : 0) || backward[static_cast<size_t>(id)] != (member ? 1 : 0)) {
+          throw UserError(fmt::format("step program: rank {} computes layer '{}' {} forward and {} backward times", rank,
+                                      graph.layer(id).name, forward[static_cast<size_t>(id)], backward[static_cast<size_t>(id)]));
+        }
+      }
+    }
+    for (size_t b = 0; b < program.buckets.size(); ++b) {
+      const auto& group = program.groups[static_cast<size_t>(program.buckets[b].group)];
+      const int expected = std::binary_search(group.begin(), group.end(), rank) ? 1 : 0;
+      if (started[b] != expected || waited[b] != expected) {
+        throw UserError(fmt::format("step program: rank {} starts bucket {} {} times and waits {} times", rank, b,
+                                    started[b], waited[b]));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void check_step_program(const StepProgram& program, const graph::Graph& graph, const plan::Plan& plan) {
+  check_coverage(program, graph, plan);
+  check_messages(program);
+  check_compute_and_buckets(program, graph);
+}
+
+}  // namespace burst::program

@@ -1,0 +1,265 @@
+// Step programs of hand-written plans, worked out by hand in the comments.
+#include "burst/program/step_program.h"
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "burst/graph/builder.h"
+#include "burst/util/error.h"
+
+namespace burst::program {
+namespace {
+
+cost::Shard shard(int rank, int64_t begin, int64_t end) { return cost::Shard{rank, {begin, end}}; }
+
+// A plan from one placement per layer, in graph order.
+plan::Plan hand_plan(const graph::Graph& graph, int devices, int64_t batch,
+                     const std::vector<std::vector<cost::Shard>>& shards) {
+  plan::Plan plan;
+  plan.model = graph.name();
+  plan.strategy = "hand";
+  plan.global_batch = batch;
+  plan.devices = devices;
+  for (size_t id = 0; id < graph.size(); ++id) {
+    plan.layers.push_back(plan::LayerPlacement{graph.layer(static_cast<graph::LayerId>(id)).name, shards.at(id)});
+  }
+  return plan;
+}
+
+std::vector<OpKind> kinds(const StepProgram& program, int rank) {
+  std::vector<OpKind> result;
+  for (const Op& op : program.ops.at(static_cast<size_t>(rank))) result.push_back(op.kind);
+  return result;
+}
+
+std::vector<graph::LayerId> bucket_layers(const StepProgram& program, size_t bucket) {
+  return program.buckets.at(bucket).layers;
+}
+
+// input [250] (1000 B a sample) -> a (relu) -> b (relu), global batch 2 on 2 ranks:
+// input r0 [0,2); a split r0 [0,1), r1 [1,2); b r0 [0,2). Three placements: three segments.
+// Messages, tags in creation order: input->a [1,2) r0->r1 (tag 0; no gradient goes back into
+// the data); a->b [1,2) r1->r0 (tag 1) and its gradient r0->r1 (tag 2). The [0,1) pieces stay
+// on r0 (copies). No parameters: no buckets, no update.
+TEST(StepProgram, ThreeLayerChainOnTwoRanks) {
+  graph::GraphBuilder b("chain3");
+  b.relu("b", b.relu("a", b.input("input", {250})));
+  const graph::Graph graph = std::move(b).build();
+  const plan::Plan plan = hand_plan(graph, 2, 2, {{shard(0, 0, 2)}, {shard(0, 0, 1), shard(1, 1, 2)}, {shard(0, 0, 2)}});
+  const StepProgram program = build_step_program(graph, plan);
+  check_step_program(program, graph, plan);
+
+  EXPECT_EQ(program.segments.size(), 3u);
+  EXPECT_TRUE(program.buckets.empty());
+  EXPECT_EQ(format_rank_program(program, graph, 0),
+            "rank 0: 14 ops\n"
+            "    0  0F0  input [0, 2)\n"
+            "    1  0SEND_F0  input -> a.0 [1, 2) to r1, tag 0, 1000 B\n"
+            "    2  1COPY_F0  input -> a.0 [0, 1)\n"
+            "    3  1F0  a [0, 1)\n"
+            "    4  2COPY_F0  a -> b.0 [0, 1)\n"
+            "    5  2RECV_F0  a -> b.0 [1, 2) from r1, tag 1, 1000 B\n"
+            "    6  2F0  b [0, 2)\n"
+            "    7  2B0  b [0, 2)\n"
+            "    8  2SEND_B0  a -> b.0 [1, 2) to r1, tag 2, 1000 B\n"
+            "    9  1COPY_B0  a -> b.0 [0, 1)\n"
+            "   10  1B0  a [0, 1)\n"
+            "   11  0B0  input [0, 2)\n"
+            "   12  REDUCE_LOSS\n"
+            "   13  WAIT_SENDS\n");
+  EXPECT_EQ(format_rank_program(program, graph, 1),
+            "rank 1: 7 ops\n"
+            "    0  1RECV_F0  input -> a.0 [1, 2) from r0, tag 0, 1000 B\n"
+            "    1  1F0  a [1, 2)\n"
+            "    2  1SEND_F0  a -> b.0 [1, 2) to r0, tag 1, 1000 B\n"
+            "    3  1RECV_B0  a -> b.0 [1, 2) from r0, tag 2, 1000 B\n"
+            "    4  1B0  a [1, 2)\n"
+            "    5  REDUCE_LOSS\n"
+            "    6  WAIT_SENDS\n");
+}
+
+// Data parallelism: every layer has the same placement, so the whole model is one segment
+// with no messages, and the gradients (fc2 then fc1 in backward order: 4x(8x4+4) + 4x(2x4+2)
+// bytes = 144 + 40) fill one bucket, started after fc1's backward (the group's last layer)
+// and before the input's.
+TEST(StepProgram, DataParallelIsOneSegmentAndOneBucket) {
+  graph::GraphBuilder b("mlp");
+  b.cross_entropy("loss", b.linear("fc2", b.relu("relu", b.linear("fc1", b.input("input", {8}), 4)), 2));
+  const graph::Graph graph = std::move(b).build();
+  const plan::Plan plan = plan::plan_data_parallel(graph, 2, 8);
+  const StepProgram program = build_step_program(graph, plan);
+  check_step_program(program, graph, plan);
+
+  EXPECT_EQ(program.segments.size(), 1u);
+  EXPECT_TRUE(program.pieces.empty());
+  ASSERT_EQ(program.buckets.size(), 1u);
+  EXPECT_EQ(bucket_layers(program, 0), (std::vector<graph::LayerId>{3, 1}));
+  EXPECT_EQ(program.buckets[0].bytes, 184);
+  EXPECT_EQ(program.groups, (std::vector<std::vector<int>>{{0, 1}}));
+  using K = OpKind;
+  const std::vector<OpKind> expected{K::Forward,  K::Forward,  K::Forward,   K::Forward,       K::Forward,
+                                     K::Backward, K::Backward, K::Backward,  K::Backward,      K::AllReduce,
+                                     K::Backward, K::WaitAllReduce, K::Update, K::ReduceLoss};
+  EXPECT_EQ(kinds(program, 0), expected);
+  EXPECT_EQ(kinds(program, 1), expected);
+
+  // A cap below fc2's 40 bytes closes a bucket at every layer: fc2's, then fc1's.
+  ProgramOptions small;
+  small.bucket_bytes = 30;
+  const StepProgram split = build_step_program(graph, plan, small);
+  ASSERT_EQ(split.buckets.size(), 2u);
+  EXPECT_EQ(bucket_layers(split, 0), (std::vector<graph::LayerId>{3}));
+  EXPECT_EQ(bucket_layers(split, 1), (std::vector<graph::LayerId>{1}));
+  // Without the loss reduction the program ends at the update.
+  ProgramOptions quiet;
+  quiet.reduce_loss = false;
+  EXPECT_EQ(build_step_program(graph, plan, quiet).ops[0].back().kind, OpKind::Update);
+}
+
+// Two branches at the same time on disjoint ranks: input on r0..r3 (one sample each, batch
+// 4), p (linear) on r0,r1 and q (linear) on r2,r3 (two samples each), sum = add(p, q) on
+// r0..r3 again. Four segments (sum has input's placement but is not next to it). Each
+// branch's gradients are a bucket of its own group; q's closes first (higher id).
+// r0 gets p's input as [0,1) copied and [1,2) from r1; sum's inputs on r0 are sample 0 of p
+// (a copy) and of q (from r2, which holds q's [0,2)).
+TEST(StepProgram, BranchesOnDisjointRanksRunConcurrently) {
+  graph::GraphBuilder b("branch");
+  const std::string input = b.input("input", {4});
+  b.add_("sum", {b.linear("p", input, 4), b.linear("q", input, 4)});
+  const graph::Graph graph = std::move(b).build();
+  const auto all = std::vector<cost::Shard>{shard(0, 0, 1), shard(1, 1, 2), shard(2, 2, 3), shard(3, 3, 4)};
+  const plan::Plan plan =
+      hand_plan(graph, 4, 4, {all, {shard(0, 0, 2), shard(1, 2, 4)}, {shard(2, 0, 2), shard(3, 2, 4)}, all});
+  const StepProgram program = build_step_program(graph, plan);
+  check_step_program(program, graph, plan);
+
+  EXPECT_EQ(program.segments.size(), 4u);
+  EXPECT_EQ(program.groups, (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));
+  ASSERT_EQ(program.buckets.size(), 2u);
+  EXPECT_EQ(bucket_layers(program, 0), (std::vector<graph::LayerId>{2}));  // q on {2, 3}
+  EXPECT_EQ(bucket_layers(program, 1), (std::vector<graph::LayerId>{1}));  // p on {0, 1}
+  const std::string r0 = format_rank_program(program, graph, 0);
+  EXPECT_NE(r0.find("1COPY_F0  input -> p.0 [0, 1)"), std::string::npos) << r0;
+  EXPECT_NE(r0.find("1RECV_F0  input -> p.0 [1, 2) from r1"), std::string::npos) << r0;
+  EXPECT_NE(r0.find("3RECV_F0  q -> sum.1 [0, 1) from r2"), std::string::npos) << r0;
+  EXPECT_NE(r0.find("ALLREDUCE b1  ranks [0, 1]"), std::string::npos) << r0;
+  EXPECT_EQ(r0.find(" q ["), std::string::npos) << r0;  // r0 never computes q
+  EXPECT_EQ(r0.find("b0"), std::string::npos) << r0;    // nor joins q's bucket
+}
+
+// An uneven 5/5/6 split of batch 16 (fc1 on r0..r2) feeding an even 8/8 one (fc2 on r0, r1).
+// fc1's output is 4 floats, 16 B a sample. fc2's r0 [0,8) = [0,5) from r0 (copy) + [5,8)
+// from r1 (48 B); r1 [8,16) = [8,10) from r1 (copy) + [10,16) from r2 (96 B). Gradients go
+// back the same ranges. r2 takes no part in fc2: it only sends [10,16) and gets its gradient.
+TEST(StepProgram, UnevenSplitsExchangeExactlyTheOverlaps) {
+  graph::GraphBuilder b("uneven");
+  b.linear("fc2", b.linear("fc1", b.input("input", {8}), 4), 2);
+  const graph::Graph graph = std::move(b).build();
+  const auto uneven = std::vector<cost::Shard>{shard(0, 0, 5), shard(1, 5, 10), shard(2, 10, 16)};
+  const plan::Plan plan = hand_plan(graph, 3, 16, {uneven, uneven, {shard(0, 0, 8), shard(1, 8, 16)}});
+  const StepProgram program = build_step_program(graph, plan);
+  check_step_program(program, graph, plan);
+
+  std::vector<std::tuple<bool, int, int, int64_t, int64_t, int64_t>> remote;
+  for (const Piece& piece : program.pieces) {
+    if (!piece.local()) {
+      remote.emplace_back(piece.gradient, piece.sender, piece.receiver, piece.samples.begin, piece.samples.end, piece.bytes);
+    }
+  }
+  const std::vector<std::tuple<bool, int, int, int64_t, int64_t, int64_t>> expected{
+      {false, 1, 0, 5, 8, 48}, {false, 2, 1, 10, 16, 96}, {true, 0, 1, 5, 8, 48}, {true, 1, 2, 10, 16, 96}};
+  EXPECT_EQ(remote, expected);
+  EXPECT_EQ(program.segments.size(), 2u);  // input and fc1 share the 5/5/6 placement
+  const std::string r2 = format_rank_program(program, graph, 2);
+  EXPECT_NE(r2.find("0SEND_F0  fc1 -> fc2.0 [10, 16) to r1, tag 1, 96 B"), std::string::npos) << r2;
+  EXPECT_NE(r2.find("0RECV_B0  fc1 -> fc2.0 [10, 16) from r1, tag 3, 96 B"), std::string::npos) << r2;
+}
+
+// One layer on one rank among four: fc2 on r2 alone between fc1 and fc3 on r0..r3. fc2 has
+// no sync group; fc1 and fc3 share the group {0..3} and, with the default cap, one bucket
+// that fc1 (the group's last layer in backward order) closes. A cap below fc3's gradient
+// bytes (4x(4x4+4) = 80) gives each its own bucket.
+TEST(StepProgram, OneLayerOnOneRankAmongFour) {
+  graph::GraphBuilder b("lonely");
+  b.linear("fc3", b.linear("fc2", b.linear("fc1", b.input("input", {4}), 4), 4), 4);
+  const graph::Graph graph = std::move(b).build();
+  const auto all = plan::even_split({0, 1, 2, 3}, 8);
+  const plan::Plan plan = hand_plan(graph, 4, 8, {all, all, {shard(2, 0, 8)}, all});
+  const StepProgram program = build_step_program(graph, plan);
+  check_step_program(program, graph, plan);
+
+  EXPECT_EQ(program.segments.size(), 3u);
+  ASSERT_EQ(program.buckets.size(), 1u);
+  EXPECT_EQ(bucket_layers(program, 0), (std::vector<graph::LayerId>{3, 1}));
+  EXPECT_EQ(program.buckets[0].closed_by, 1);
+  ProgramOptions small;
+  small.bucket_bytes = 50;
+  const StepProgram split = build_step_program(graph, plan, small);
+  ASSERT_EQ(split.buckets.size(), 2u);
+  EXPECT_EQ(bucket_layers(split, 0), (std::vector<graph::LayerId>{3}));
+  EXPECT_EQ(bucket_layers(split, 1), (std::vector<graph::LayerId>{1}));
+  // r2 gathers fc2's whole input: its own [4,6) copied, 3 messages from r0, r1, r3.
+  int receives = 0;
+  for (const Op& op : program.ops[2]) {
+    if (op.kind == OpKind::RecvActivation && !program.pieces[static_cast<size_t>(op.piece)].local()) ++receives;
+  }
+  EXPECT_EQ(receives, 3);
+}
+
+// A concat of 100 inputs (beyond the old 64-inputs-per-layer tag scheme): relu i on rank
+// i % 2 with the whole batch 4, concat split r0 [0,2), r1 [2,4). Each relu sends one half
+// and keeps the other: 100 activation and 100 gradient messages, tags 0..199, all distinct.
+// input and relu0 share a placement (r0, [0,4)); every other relu starts a segment: 101 + 1.
+TEST(StepProgram, ConcatOfAHundredInputsHasUniqueTags) {
+  graph::GraphBuilder b("wide");
+  const std::string input = b.input("input", {2});
+  std::vector<std::string> branches;
+  for (int i = 0; i < 100; ++i) branches.push_back(b.relu("relu" + std::to_string(i), input));
+  b.concat("cat", branches);
+  const graph::Graph graph = std::move(b).build();
+  std::vector<std::vector<cost::Shard>> shards{{shard(0, 0, 4)}};
+  for (int i = 0; i < 100; ++i) shards.push_back({shard(i % 2, 0, 4)});
+  shards.push_back({shard(0, 0, 2), shard(1, 2, 4)});
+  const plan::Plan plan = hand_plan(graph, 2, 4, shards);
+  const StepProgram program = build_step_program(graph, plan);
+  check_step_program(program, graph, plan);
+
+  std::set<uint32_t> tags;
+  for (const Piece& piece : program.pieces) {
+    if (!piece.local()) tags.insert(piece.tag);
+  }
+  EXPECT_EQ(tags.size(), 200u + 50u);  // + input -> relu i on r1: 50 activation messages
+  EXPECT_EQ(*tags.rbegin(), 249u);
+  EXPECT_EQ(program.segments.size(), 101u);
+}
+
+TEST(StepProgram, CheckFindsAPieceReceivedTwice) {
+  graph::GraphBuilder b("chain");
+  b.relu("b", b.relu("a", b.input("input", {1})));
+  const graph::Graph graph = std::move(b).build();
+  const plan::Plan plan = hand_plan(graph, 2, 2, {{shard(0, 0, 2)}, {shard(0, 0, 1), shard(1, 1, 2)}, {shard(0, 0, 2)}});
+  StepProgram program = build_step_program(graph, plan);
+  program.pieces.push_back(program.pieces.back());
+  EXPECT_THROW(check_step_program(program, graph, plan), UserError);
+  program = build_step_program(graph, plan);
+  program.pieces[1].tag = program.pieces[3].tag;  // two messages, one tag
+  EXPECT_THROW(check_step_program(program, graph, plan), UserError);
+}
+
+TEST(StepProgram, RefusesBucketSizesThatAreNotPositive) {
+  graph::GraphBuilder b("one");
+  b.relu("a", b.input("input", {1}));
+  const graph::Graph graph = std::move(b).build();
+  const plan::Plan plan = plan::plan_data_parallel(graph, 1, 1);
+  for (const double bytes : {0.0, -1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    ProgramOptions options;
+    options.bucket_bytes = bytes;
+    EXPECT_THROW(build_step_program(graph, plan, options), UserError) << bytes;
+  }
+}
+
+}  // namespace
+}  // namespace burst::program
