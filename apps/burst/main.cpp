@@ -13,6 +13,7 @@
 #include "import_commands.h"
 #include "model_commands.h"
 #include "plan_commands.h"
+#include "program_commands.h"
 #include "sim_commands.h"
 #ifdef BURST_HAVE_TORCH
 #include "background_commands.h"
@@ -63,6 +64,7 @@ int main(int argc, char** argv) {
   burst::cli::add_import_commands(app);
   burst::cli::add_plan_commands(app);
   burst::cli::add_sim_commands(app);
+  burst::cli::add_program_commands(app);
 
   try {
     app.parse(argc, argv);

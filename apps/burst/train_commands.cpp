@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -85,6 +86,9 @@ void check(TrainArgs& args, int world_size) {
   if (config.steps <= 0 && config.epochs <= 0) throw UserError("give --steps S or --epochs E (at least 1)");
   if (config.steps > 0 && config.epochs > 0) throw UserError("give --steps or --epochs, not both");
   if (!(config.learning_rate > 0)) throw UserError(fmt::format("--lr must be > 0, got {}", config.learning_rate));
+  if (!(config.bucket_mb > 0) || !std::isfinite(config.bucket_mb)) {
+    throw UserError(fmt::format("--bucket-mb must be a positive number of MiB, got {}", config.bucket_mb));
+  }
   if (!(config.timeout_s > 0) || config.timeout_s > 86400) {
     throw UserError(fmt::format("--timeout must be between 0 and 86400 seconds, got {}", config.timeout_s));
   }
@@ -393,6 +397,15 @@ void add_train_commands(CLI::App& app) {
   command->add_flag("--resume", c.resume,
                     "Continue from the latest checkpoint in --checkpoint-dir (any plan or worker count)");
   command->add_option("--threads", c.threads, "Intra-op threads per worker")->capture_default_str();
+  command->add_option("--bucket-mb", c.bucket_mb,
+                      "Gradient bucket cap in MiB: a bucket's all-reduce starts when it holds this much "
+                      "(as DDP's bucket_cap_mb) or its group's last layer is done")
+      ->capture_default_str();
+  command->add_option("--batchnorm", c.batchnorm,
+                      "sync: BatchNorm statistics over all the layer's ranks (the one-device result); "
+                      "local: each rank's own samples (what DDP and DeepPool do)")
+      ->check(CLI::IsMember({"sync", "local"}))
+      ->capture_default_str();
   command->add_option("--nproc", args->nproc, "Spawn this many local workers (like torchrun --nproc-per-node)");
   command->add_option("--master-port", args->master_port, "Rendezvous port with --nproc (default: a free one)");
   command->callback([args] { run_train(*args); });

@@ -57,7 +57,7 @@ for rank, rank_events in sorted(by_rank.items()):
     if not any(n.endswith(" forward") for n in names):
         problems.append(f"rank {rank}: no layer forward events")
     if not any(n.endswith(" backward") for n in names):
-        problems.append(f"rank {rank}: no layer backward events")
+        problems.append(f"rank {rank}: no backward events")
     steps = [e for e in rank_events if e["tid"] == 0]
     if len(steps) != args.steps:
         problems.append(f"rank {rank}: {len(steps)} step events, expected {args.steps}")

@@ -151,6 +151,32 @@ void save_parameters(const std::vector<std::pair<std::string, torch::Tensor>>& s
 
 // The log line's per-rank part: "compute/comm/idle ms: r0 5.10/6.20/1.60 r1 ..." for up to 8
 // ranks; beyond, the minimum / median / maximum over the ranks of each.
+// Step times summed over the steps since the last log line.
+class StepTimesSum {
+ public:
+  void add(const StepTimes& times) {
+    sum_.compute_ms += times.compute_ms;
+    sum_.communication_ms += times.communication_ms;
+    sum_.idle_ms += times.idle_ms;
+    sum_.total_ms += times.total_ms;
+    sum_.background_samples += times.background_samples;
+    sum_.background_cpu_ms += times.background_cpu_ms;
+    ++steps_;
+  }
+  // Per step; background samples and CPU time too (per-step figures, as one step's were).
+  StepTimes mean_and_reset() {
+    const double n = std::max(1, steps_);
+    StepTimes mean{sum_.compute_ms / n,         sum_.communication_ms / n, sum_.idle_ms / n,
+                   sum_.total_ms / n,           sum_.background_samples / n, sum_.background_cpu_ms / n};
+    *this = StepTimesSum();
+    return mean;
+  }
+
+ private:
+  StepTimes sum_;
+  int steps_ = 0;
+};
+
 std::string format_rank_times(const std::vector<StepTimes>& times) {
   if (times.size() <= 8) {
     std::string out = "compute/comm/idle ms:";
@@ -305,8 +331,12 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
   gloo.master_port = place.master_port;
   gloo.host_store = place.host_store;
   const auto communicator = make_gloo_communicator(gloo);
-  OptimizerOptions optimizer{config.optimizer, config.learning_rate, config.momentum, config.weight_decay};
-  PlanExecutor executor(graph, plan, *communicator, config.seed, optimizer);
+  ExecutorOptions options;
+  options.seed = config.seed;
+  options.optimizer = OptimizerOptions{config.optimizer, config.learning_rate, config.momentum, config.weight_decay};
+  options.bucket_bytes = config.bucket_mb * 1024 * 1024;
+  options.sync_batchnorm = config.batchnorm == "sync";
+  PlanExecutor executor(graph, plan, *communicator, options);
 
   const bool logging = place.rank == 0;
   std::optional<BackgroundChild> background;
@@ -373,6 +403,7 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
   const bool tracing = !config.trace_file.empty();
   if (tracing) executor.start_trace(std::min<int64_t>(steps - first_step, kTraceSteps));
   std::optional<data::EpochOrder> order;
+  StepTimesSum since_log;
   for (int64_t step = first_step; step < steps; ++step) {
     const data::SamplerPosition position = sampler.position(step);
     if (!order || order->epoch() != position.epoch) order = sampler.epoch_order(position.epoch);
@@ -384,8 +415,10 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
     StepResult result;
     const uint64_t background_samples = background ? background->samples() : 0;
     const uint64_t background_cpu = background ? background->cpu_ns() : 0;
+    // Every rank knows which steps are logged: those reduce the loss and gather step times.
+    const bool logged = step % std::max(1, config.log_every) == 0 || step + 1 == steps;
     try {
-      result = executor.step(source);
+      result = executor.step(source, logged);
     } catch (const UserError& error) {
       throw UserError(fmt::format("step {}: {}", step + 1, error.what()));
     }
@@ -397,14 +430,15 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
         (step + 1 == steps || (config.checkpoint_every > 0 && (step + 1) % config.checkpoint_every == 0))) {
       save_checkpoint(step + 1);
     }
-    // Every rank knows which steps are logged and joins the gathering of the step times.
-    if (step % std::max(1, config.log_every) != 0 && step + 1 != steps) continue;
-    const std::vector<StepTimes> times = executor.gather_step_times(result.times);
+    since_log.add(result.times);
+    if (!logged) continue;
+    // A line's times are the means over the steps since the previous line (as Megatron's).
+    const StepTimes mean = since_log.mean_and_reset();
+    const std::vector<StepTimes> times = executor.gather_step_times(mean);
     if (logging) {
       std::cout << fmt::format("step {:>6}  loss {:.6f}  {:8.1f} samples/s  {:8.2f} ms/iter  {}{}\n", step + 1,
-                               result.loss, plan.global_batch * 1000.0 / result.times.total_ms,
-                               result.times.total_ms, background ? background_summary(times) : "",
-                               format_rank_times(times))
+                               result.loss, plan.global_batch * 1000.0 / mean.total_ms, mean.total_ms,
+                               background ? background_summary(times) : "", format_rank_times(times))
                 << std::flush;
     }
   }

@@ -1,10 +1,11 @@
 #pragma once
-// Runs one rank's share of a plan: only the layers the plan gives this rank, on only its
-// samples, with re-shards between layers by point-to-point messages and each layer's
-// weight gradients all-reduced in its sync group as soon as its backward is done.
-// Includes libtorch.
+// Runs one rank's share of a plan by interpreting its step program (burst/program/
+// step_program.h, docs/step-program.md): only the layers the plan gives this rank, on only
+// its samples; re-shards by point-to-point messages; each segment (consecutive layers with
+// one placement) as one piece of autograd; gradients all-reduced in DDP-style buckets that
+// start while the rest of backward runs. Includes libtorch.
 //
-// Equivalence with one device (DESIGN.md invariant 1):
+// Equivalence with one device (docs/architecture.md, invariant 1):
 //  - every layer is initialised from its own seed (the run's seed and the layer id), so a
 //    layer's weights do not depend on which rank builds it or what else that rank builds;
 //  - the loss is the sum of every loss layer's per-sample losses divided by the global
@@ -22,15 +23,27 @@
 #include "burst/checkpoint/checkpoint_file.h"
 #include "burst/graph/graph.h"
 #include "burst/plan/plan.h"
+#include "burst/program/step_program.h"
 #include "burst/runtime/communicator.h"
 
 namespace burst::runtime {
+namespace detail {
+struct ExecutorState;
+}
 
 struct OptimizerOptions {
   std::string kind = "sgd";  // "sgd" or "adam"
   double learning_rate = 0.01;
   double momentum = 0.0;      // sgd
   double weight_decay = 0.0;
+};
+
+// How a plan's steps run beyond the plan itself.
+struct ExecutorOptions {
+  uint64_t seed = 0;
+  OptimizerOptions optimizer;
+  double bucket_bytes = 25.0 * 1024 * 1024;  // gradient bucket cap (DDP's bucket_cap_mb)
+  bool sync_batchnorm = true;  // false: each rank normalises with its own samples (DDP's way)
 };
 
 // Where one step's samples come from: the features ([n] + input shape) or the labels ([n]
@@ -50,10 +63,10 @@ struct BatchSource {
 //      (a) a receive of a layer input whose producer layer this rank does not run (forward:
 //          the rank waits while other ranks run layers outside its placement), or of an
 //          output gradient from a consumer layer this rank does not run (backward: the same);
-//      (b) the step-end loss all-reduce over all ranks: this rank's own work is done and it
-//          waits for the slowest rank.
+//      (b) the loss all-reduce over all ranks (on steps that report the loss): this rank's
+//          own work is done and it waits for the slowest rank.
 //  - communication: every other wait: receives between layers this rank runs on both sides
-//    (re-shards), the sends' completion at the end of the step, the layers' gradient
+//    (re-shards), the sends' completion at the end of the step, the gradient buckets'
 //    all-reduces and split BatchNorm's statistics all-reduces. These include any time spent
 //    waiting for a slower peer of the same layer.
 //  - compute: the rest of the step: layer forward and backward, loading the batch, slicing
@@ -73,19 +86,23 @@ struct StepTimes {
 };
 
 struct StepResult {
-  double loss = 0;  // of the whole global batch (every rank gets the same value)
+  double loss = 0;  // of the whole global batch (every rank the same); NaN when not reported
   StepTimes times;
 };
 
 class PlanExecutor {
  public:
   // `plan` must be valid for `graph` and a cluster of communicator.size() ranks.
-  PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communicator& communicator, uint64_t seed,
-               const OptimizerOptions& optimizer);
+  // UserError for options the step program refuses (bucket size).
+  PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communicator& communicator, const ExecutorOptions& options);
   ~PlanExecutor();
 
-  // One training step (forward, backward, gradient sync, optimizer update).
-  StepResult step(const BatchSource& batch);
+  // One training step: this rank's step program. `report_loss`: end with the world
+  // all-reduce of the loss (every rank passes the same value for the same step).
+  StepResult step(const BatchSource& batch, bool report_loss);
+
+  // The program this rank runs (with the loss reduction).
+  const program::StepProgram& program() const;
 
   // The parameters this rank holds, by qualified name ("<layer>.<param>").
   std::vector<std::pair<std::string, torch::Tensor>> local_parameters() const;
@@ -126,8 +143,7 @@ class PlanExecutor {
   std::string gather_trace(std::vector<int64_t>* events_per_rank = nullptr);
 
  private:
-  struct State;
-  std::unique_ptr<State> state_;
+  std::unique_ptr<detail::ExecutorState> state_;
 };
 
 // The seed of layer `id`'s initial weights in a run seeded with `seed`.

@@ -39,6 +39,8 @@ struct TrainConfig {
   std::string background_model;
   int64_t background_batch = 32;
   int threads = 1;               // intra-op threads per worker
+  double bucket_mb = 25;         // gradient bucket cap in MiB (DDP's bucket_cap_mb)
+  std::string batchnorm = "sync";  // "sync": statistics over the layer's ranks; "local": each rank's own
 };
 
 struct WorkerPlace {

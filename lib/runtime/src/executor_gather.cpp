@@ -1,0 +1,209 @@
+// PlanExecutor's collectives outside the step: step times, traces, parameters, training
+// state (checkpoints) and generator states, gathered on rank 0.
+#include <cstring>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "burst/runtime/plan_executor.h"
+#include "executor_state.h"
+#include "training_state.h"
+
+namespace burst::runtime {
+
+using detail::Clock;
+using detail::gather_tag;
+using detail::kGeneratorTag;
+using detail::kTraceBytesTag;
+using detail::kTraceSizeTag;
+
+std::vector<StepTimes> PlanExecutor::gather_step_times(const StepTimes& mine) {
+  detail::ExecutorState& s = *state_;
+  const int world = s.comm.size();
+  torch::Tensor table = torch::zeros({world, 6}, torch::kFloat64);
+  auto row = table.accessor<double, 2>();
+  row[s.rank][0] = mine.compute_ms;
+  row[s.rank][1] = mine.communication_ms;
+  row[s.rank][2] = mine.idle_ms;
+  row[s.rank][3] = mine.total_ms;
+  row[s.rank][4] = mine.background_samples;
+  row[s.rank][5] = mine.background_cpu_ms;
+  std::vector<torch::Tensor> buffers{table};
+  s.comm.allreduce_sum_world(buffers)->wait();
+  std::vector<StepTimes> all(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    all[static_cast<size_t>(r)] = StepTimes{row[r][0], row[r][1], row[r][2], row[r][3], row[r][4], row[r][5]};
+  }
+  return all;
+}
+
+void PlanExecutor::trace_background(const std::vector<std::pair<Clock::time_point, Clock::time_point>>& steps) {
+  for (const auto& [begin, end] : steps) state_->trace.add_in_window(trace::Lane::background, begin, end, "background step");
+}
+
+void PlanExecutor::start_trace(int64_t steps) {
+  detail::ExecutorState& s = *state_;
+  s.comm.barrier();
+  s.trace.start(Clock::now(), steps);
+}
+
+std::string PlanExecutor::gather_trace(std::vector<int64_t>* events_per_rank) {
+  detail::ExecutorState& s = *state_;
+  const int world = s.comm.size();
+  std::string mine = s.trace.events_json(s.rank);
+  const auto my_count = static_cast<int64_t>(s.trace.size());
+  if (s.rank != 0) {
+    torch::Tensor header = torch::tensor({static_cast<int64_t>(mine.size()), my_count}, torch::kInt64);
+    torch::Tensor bytes = torch::empty({static_cast<int64_t>(mine.size())}, torch::kUInt8);
+    std::memcpy(bytes.data_ptr<uint8_t>(), mine.data(), mine.size());
+    auto header_work = s.comm.send(header, 0, kTraceSizeTag);
+    auto bytes_work = s.comm.send(bytes, 0, kTraceBytesTag);
+    header_work->wait();
+    bytes_work->wait();
+    return {};
+  }
+  std::vector<std::string> fragments{std::move(mine)};
+  if (events_per_rank) *events_per_rank = {my_count};
+  for (int source = 1; source < world; ++source) {
+    torch::Tensor header = torch::empty({2}, torch::kInt64);
+    s.comm.receive(header, source, kTraceSizeTag)->wait();
+    const int64_t size = header[0].item<int64_t>();
+    torch::Tensor bytes = torch::empty({size}, torch::kUInt8);
+    s.comm.receive(bytes, source, kTraceBytesTag)->wait();
+    fragments.emplace_back(reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()), static_cast<size_t>(size));
+    if (events_per_rank) events_per_rank->push_back(header[1].item<int64_t>());
+  }
+  const std::string other = fmt::format(
+      "\"model\": \"{}\", \"ranks\": {}, \"steps_traced\": {}, \"global_batch\": {}, "
+      "\"clock\": \"steady_clock, microseconds since a barrier before the first traced step\"",
+      trace::json_escape(s.graph.name()), world, s.trace.steps_recorded(), s.plan.global_batch);
+  return trace::chrome_trace(fragments, other);
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> PlanExecutor::local_parameters() const {
+  std::vector<std::pair<std::string, torch::Tensor>> named;
+  for (size_t id = 0; id < state_->modules.size(); ++id) {
+    if (!state_->modules[id]) continue;
+    for (const auto& item : state_->modules[id]->module().named_parameters()) {
+      named.emplace_back(state_->graph.layer(static_cast<graph::LayerId>(id)).name + "." + item.key(),
+                         item.value());
+    }
+  }
+  return named;
+}
+
+namespace {
+
+// A module's parameters, then its buffers (BatchNorm's running statistics), by name.
+std::vector<std::pair<std::string, torch::Tensor>> named_state(const torch::nn::Module& module) {
+  std::vector<std::pair<std::string, torch::Tensor>> state;
+  for (const auto& item : module.named_parameters()) state.emplace_back(item.key(), item.value());
+  for (const auto& item : module.named_buffers()) state.emplace_back(item.key(), item.value());
+  return state;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, torch::Tensor>> PlanExecutor::gather_parameters() {
+  detail::ExecutorState& s = *state_;
+  std::vector<std::pair<std::string, torch::Tensor>> gathered;
+  std::vector<std::pair<torch::Tensor, std::unique_ptr<PendingWork>>> sends;
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(s.graph.size()); ++id) {
+    const int owner = s.plan.layers[static_cast<size_t>(id)].shards.front().rank;
+    if (s.rank == owner && s.rank != 0) {
+      size_t index = 0;
+      for (const auto& [name, tensor] : named_state(s.modules[static_cast<size_t>(id)]->module())) {
+        torch::Tensor copy = tensor.detach().contiguous();
+        auto work = s.comm.send(copy, 0, gather_tag(id, index++));
+        sends.emplace_back(std::move(copy), std::move(work));
+      }
+    }
+    if (s.rank != 0) continue;
+    const std::string prefix = s.graph.layer(id).name + ".";
+    if (owner == 0) {
+      for (const auto& [name, tensor] : named_state(s.modules[static_cast<size_t>(id)]->module())) {
+        gathered.emplace_back(prefix + name, tensor.detach().clone());
+      }
+      continue;
+    }
+    // Shapes and names from a stand-in module; the values come from the owner.
+    const auto stand_in = layers::make_layer_module(s.graph, id);
+    size_t index = 0;
+    for (const auto& [name, tensor] : named_state(stand_in->module())) {
+      torch::Tensor value = torch::empty_like(tensor).contiguous();
+      s.comm.receive(value, owner, gather_tag(id, index++))->wait();
+      gathered.emplace_back(prefix + name, value);
+    }
+  }
+  for (auto& [tensor, work] : sends) work->wait();
+  return gathered;
+}
+
+std::vector<checkpoint::TensorBytes> PlanExecutor::gather_training_state() {
+  detail::ExecutorState& s = *state_;
+  // Each layer's state travels as one encoded block (checkpoint_file.h's format without a
+  // model): its size, then its bytes, under the layer's last two gathering tags.
+  constexpr size_t kSizeSlot = 62, kBytesSlot = 63;
+  std::vector<checkpoint::TensorBytes> gathered;
+  std::vector<std::pair<torch::Tensor, std::unique_ptr<PendingWork>>> sends;
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(s.graph.size()); ++id) {
+    const int owner = s.plan.layers[static_cast<size_t>(id)].shards.front().rank;
+    const std::string prefix = s.graph.layer(id).name + ".";
+    if (s.rank == owner) {
+      std::vector<checkpoint::TensorBytes> mine =
+          detail::layer_training_state(s.modules[static_cast<size_t>(id)]->module(), s.optimizer.get(), prefix);
+      if (s.rank == 0) {
+        for (auto& tensor : mine) gathered.push_back(std::move(tensor));
+        continue;
+      }
+      checkpoint::Checkpoint block;
+      block.tensors = std::move(mine);
+      const std::string bytes = checkpoint::encode_checkpoint(block);
+      torch::Tensor size = torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kInt64);
+      torch::Tensor payload = torch::empty({static_cast<int64_t>(bytes.size())}, torch::kUInt8);
+      std::memcpy(payload.data_ptr(), bytes.data(), bytes.size());
+      sends.emplace_back(size, s.comm.send(size, 0, gather_tag(id, kSizeSlot)));
+      sends.emplace_back(payload, s.comm.send(payload, 0, gather_tag(id, kBytesSlot)));
+      continue;
+    }
+    if (s.rank != 0) continue;
+    torch::Tensor size = torch::empty({1}, torch::kInt64);
+    s.comm.receive(size, owner, gather_tag(id, kSizeSlot))->wait();
+    torch::Tensor payload = torch::empty({size.item<int64_t>()}, torch::kUInt8);
+    s.comm.receive(payload, owner, gather_tag(id, kBytesSlot))->wait();
+    checkpoint::Checkpoint block = checkpoint::decode_checkpoint(
+        std::string(static_cast<const char*>(payload.data_ptr()), static_cast<size_t>(payload.numel())));
+    for (auto& tensor : block.tensors) gathered.push_back(std::move(tensor));
+  }
+  for (auto& [tensor, work] : sends) work->wait();
+  return gathered;
+}
+
+void PlanExecutor::load_training_state(const std::vector<checkpoint::TensorBytes>& state) {
+  detail::ExecutorState& s = *state_;
+  std::map<std::string, const checkpoint::TensorBytes*> by_name;
+  for (const checkpoint::TensorBytes& tensor : state) by_name[tensor.name] = &tensor;
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(s.graph.size()); ++id) {
+    if (!s.ours(id)) continue;
+    detail::load_layer_training_state(s.modules[static_cast<size_t>(id)]->module(), s.optimizer.get(),
+                                      s.graph.layer(id).name + ".", by_name);
+  }
+}
+
+std::vector<torch::Tensor> PlanExecutor::gather_generator_states() {
+  detail::ExecutorState& s = *state_;
+  torch::Tensor mine = at::detail::getDefaultCPUGenerator().get_state();
+  if (s.rank != 0) {
+    s.comm.send(mine, 0, kGeneratorTag)->wait();
+    return {};
+  }
+  std::vector<torch::Tensor> states{mine};
+  for (int rank = 1; rank < s.comm.size(); ++rank) {
+    torch::Tensor other = torch::empty_like(mine);
+    s.comm.receive(other, rank, kGeneratorTag)->wait();
+    states.push_back(other);
+  }
+  return states;
+}
+
+}  // namespace burst::runtime

@@ -1,0 +1,175 @@
+#pragma once
+// What PlanExecutor keeps between steps, shared by its files: plan_executor.cpp (set-up and
+// the step interpreter) and executor_gather.cpp (gathering parameters, checkpoints, step
+// times and traces on rank 0). Internal to lib/runtime. Includes libtorch.
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <torch/optim.h>
+
+#include "burst/graph/graph.h"
+#include "burst/layers/layer_module.h"
+#include "burst/layers/sync_batchnorm.h"
+#include "burst/plan/plan.h"
+#include "burst/program/step_program.h"
+#include "burst/runtime/communicator.h"
+#include "burst/util/error.h"
+#include "gradient_buckets.h"
+#include "trace.h"
+
+namespace burst::runtime::detail {
+
+using Clock = std::chrono::steady_clock;
+
+// A communication failure (a peer that died, a timeout: Gloo throws either) as a UserError
+// saying what was waited for: "<what>: <the error's first line, without backtrace>".
+inline UserError communication_failure(const std::string& what, const std::exception& error) {
+  const auto* torch_error = dynamic_cast<const c10::Error*>(&error);
+  std::string text = torch_error != nullptr ? torch_error->what_without_backtrace() : error.what();
+  text = text.substr(0, text.find('\n'));
+  if (!text.empty() && text[0] == '[' && text.find("] ") != std::string::npos) {
+    text = text.substr(text.find("] ") + 2);  // Gloo's "[file.cc:81] " source location
+  }
+  return UserError(fmt::format("{}: {}", what, text));
+}
+
+// Tags of the runtime's own messages, above the step program's (program::kTagLimit = 2^29).
+// Parameter gathering: from 2^30, 64 a layer. Trace gathering: a range of its own above it
+// (parameter gathering stays below 3 x 2^29 for models under 2^23 layers); not 2^31 and up:
+// Gloo takes tags as a non-negative int. Generator states: the tag just below the traces'.
+inline uint32_t gather_tag(graph::LayerId layer, size_t parameter) {
+  return static_cast<uint32_t>((uint64_t{1} << 30) + static_cast<uint64_t>(layer) * 64 + parameter);
+}
+constexpr uint32_t kTraceTagBase = uint32_t{3} << 29;
+constexpr uint32_t kGeneratorTag = kTraceTagBase - 1;
+constexpr uint32_t kTraceSizeTag = kTraceTagBase;
+constexpr uint32_t kTraceBytesTag = kTraceTagBase + 1;
+
+// Times the waits of the all-reduces it passes on (split BatchNorm's statistics sums run
+// inside the layers' forward and backward) and reports each to `on_wait`.
+class TimedCommunicator final : public Communicator {
+ public:
+  using Callback = std::function<void(Clock::time_point, Clock::time_point)>;
+  TimedCommunicator(Communicator& inner, Callback on_wait) : inner_(inner), on_wait_(std::move(on_wait)) {}
+
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  void prepare_groups(const std::vector<std::vector<int>>& groups) override { inner_.prepare_groups(groups); }
+  std::unique_ptr<PendingWork> send(torch::Tensor& tensor, int destination, uint32_t tag) override {
+    return timed(inner_.send(tensor, destination, tag));
+  }
+  std::unique_ptr<PendingWork> receive(torch::Tensor& tensor, int source, uint32_t tag) override {
+    return timed(inner_.receive(tensor, source, tag));
+  }
+  std::unique_ptr<PendingWork> allreduce_sum(std::vector<torch::Tensor>& tensors,
+                                             const std::vector<int>& group) override {
+    return timed(inner_.allreduce_sum(tensors, group));
+  }
+  std::unique_ptr<PendingWork> allreduce_sum_world(std::vector<torch::Tensor>& tensors) override {
+    return timed(inner_.allreduce_sum_world(tensors));
+  }
+  void barrier() override { inner_.barrier(); }
+
+ private:
+  class Work final : public PendingWork {
+   public:
+    Work(std::unique_ptr<PendingWork> inner, const Callback& on_wait) : inner_(std::move(inner)), on_wait_(on_wait) {}
+    void wait() override {
+      const auto begin = Clock::now();
+      try {
+        inner_->wait();
+      } catch (const std::exception& error) {
+        throw communication_failure("BatchNorm statistics all-reduce", error);
+      }
+      on_wait_(begin, Clock::now());
+    }
+
+   private:
+    std::unique_ptr<PendingWork> inner_;
+    const Callback& on_wait_;
+  };
+  std::unique_ptr<PendingWork> timed(std::unique_ptr<PendingWork> work) {
+    return std::make_unique<Work>(std::move(work), on_wait_);
+  }
+
+  Communicator& inner_;
+  Callback on_wait_;
+};
+
+struct ExecutorState {
+  const graph::Graph& graph;
+  plan::Plan plan;
+  Communicator& comm;
+  int rank = 0;
+  // The step programs: with the loss reduction (steps whose loss is reported) and without.
+  program::StepProgram reporting;
+  program::StepProgram quiet;
+  std::vector<std::unique_ptr<layers::LayerModule>> modules;  // by layer; null: not ours
+  std::vector<std::optional<cost::SampleRange>> ranges;       // our samples of each layer
+  // Split BatchNorm layers' links to their groups, by layer (null: not synced or not ours).
+  std::vector<std::unique_ptr<layers::SyncBatchNormContext>> batchnorm;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::unique_ptr<GradientBuckets> buckets;
+
+  // Step accounting (see StepTimes) and the trace.
+  double communication_ms = 0;  // this step's so far
+  double idle_ms = 0;
+  graph::LayerId current_layer = 0;  // the layer running now (names BatchNorm's all-reduces)
+  trace::Recorder trace;
+  // The communicator split BatchNorm layers use: `comm`, with its waits counted as
+  // communication.
+  TimedCommunicator batchnorm_comm;
+
+  ExecutorState(const graph::Graph& g, plan::Plan p, Communicator& c)
+      : graph(g),
+        plan(std::move(p)),
+        comm(c),
+        batchnorm_comm(c, [this](Clock::time_point begin, Clock::time_point end) {
+          note_wait(trace::Lane::allreduce, false, begin, end, [&] {
+            return std::make_pair(fmt::format("{} statistics all-reduce", name(current_layer)), std::string());
+          });
+        }) {}
+
+  const std::string& name(graph::LayerId id) const { return graph.layer(id).name; }
+  bool ours(graph::LayerId id) const { return ranges[static_cast<size_t>(id)].has_value(); }
+  const cost::SampleRange& range(graph::LayerId id) const { return *ranges[static_cast<size_t>(id)]; }
+
+  // Counts a wait of [begin, end) as idle or communication and traces it on `lane` (idle
+  // waits on the idle lane). `describe` gives the event's name and args, only if traced.
+  template <typename Describe>
+  void note_wait(trace::Lane lane, bool idle, Clock::time_point begin, Clock::time_point end, Describe&& describe) {
+    const double ms = std::chrono::duration<double, std::milli>(end - begin).count();
+    (idle ? idle_ms : communication_ms) += ms;
+    if (trace.recording()) {
+      const auto [event_name, args] = describe();
+      trace.add(idle ? trace::Lane::idle : lane, begin, end, event_name, args);
+    }
+  }
+  // Waits for `work`, then note_wait; returns when it ended. A failure becomes a UserError
+  // naming what was waited for.
+  template <typename Describe>
+  Clock::time_point wait(PendingWork& work, trace::Lane lane, bool idle, Describe&& describe) {
+    const auto begin = Clock::now();
+    try {
+      work.wait();
+    } catch (const std::exception& error) {
+      throw communication_failure(describe().first, error);
+    }
+    const auto end = Clock::now();
+    note_wait(lane, idle, begin, end, std::forward<Describe>(describe));
+    return end;
+  }
+  // A compute event from `begin` to now: "<layer> <what>", or `what` alone for no layer.
+  void compute_event(Clock::time_point begin, std::optional<graph::LayerId> layer, const std::string& what) {
+    if (!trace.recording()) return;
+    trace.add(trace::Lane::compute, begin, Clock::now(), layer ? name(*layer) + " " + what : what);
+  }
+};
+
+}  // namespace burst::runtime::detail

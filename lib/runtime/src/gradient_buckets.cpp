@@ -1,0 +1,113 @@
+#include "gradient_buckets.h"
+
+#include <algorithm>
+
+#include "burst/util/error.h"
+
+namespace burst::runtime::detail {
+
+struct GradientBuckets::Bucket {
+  std::vector<int> group;
+  std::vector<torch::Tensor> parameters;  // in backward order of their layers
+  std::vector<int64_t> offsets;           // of each parameter in `flat`
+  std::vector<char> arrived;              // by parameter, this step
+  size_t missing = 0;                     // parameters without a gradient yet
+  torch::Tensor flat;                     // [sum of numel] fp32
+  std::unique_ptr<PendingWork> work;      // the all-reduce in flight
+};
+
+GradientBuckets::GradientBuckets(const program::StepProgram& program, int rank,
+                                 const std::function<std::vector<torch::Tensor>(graph::LayerId)>& parameters,
+                                 Communicator& communicator)
+    : communicator_(communicator), local_index_(program.buckets.size(), -1) {
+  for (size_t b = 0; b < program.buckets.size(); ++b) {
+    const program::Bucket& planned = program.buckets[b];
+    const std::vector<int>& group = program.groups[static_cast<size_t>(planned.group)];
+    if (!std::binary_search(group.begin(), group.end(), rank)) continue;
+    auto bucket = std::make_unique<Bucket>();
+    bucket->group = group;
+    int64_t size = 0;
+    for (const graph::LayerId layer : planned.layers) {
+      for (const torch::Tensor& p : parameters(layer)) {
+        bucket->parameters.push_back(p);
+        bucket->offsets.push_back(size);
+        size += p.numel();
+      }
+    }
+    BURST_ASSERT(size * 4 == planned.bytes, "a bucket's parameters must be its layers' (fp32)");
+    bucket->flat = torch::zeros({size}, torch::kFloat32);
+    bucket->arrived.assign(bucket->parameters.size(), 0);
+    local_index_[b] = static_cast<int32_t>(buckets_.size());
+    const size_t index = buckets_.size();
+    for (size_t slot = 0; slot < bucket->parameters.size(); ++slot) {
+      bucket->parameters[slot].register_hook(
+          [this, index, slot](const torch::Tensor& gradient) { gradient_arrived(index, slot, gradient); });
+    }
+    buckets_.push_back(std::move(bucket));
+  }
+}
+
+GradientBuckets::~GradientBuckets() = default;
+
+void GradientBuckets::begin_step() {
+  for (auto& bucket : buckets_) {
+    std::fill(bucket->arrived.begin(), bucket->arrived.end(), 0);
+    bucket->missing = bucket->parameters.size();
+    bucket->work.reset();
+  }
+  next_to_start_ = 0;
+}
+
+void GradientBuckets::gradient_arrived(size_t index, size_t slot, const torch::Tensor& gradient) {
+  Bucket& bucket = *buckets_[index];
+  BURST_ASSERT(!bucket.arrived[slot] && !bucket.work, "a parameter's gradient arrived twice in one step");
+  const torch::Tensor& p = bucket.parameters[slot];
+  bucket.flat.narrow(0, bucket.offsets[slot], p.numel()).copy_(gradient.reshape({-1}));
+  bucket.arrived[slot] = 1;
+  --bucket.missing;
+  if (bucket.missing == 0) start_ready_in_order();
+}
+
+void GradientBuckets::start_ready_in_order() {
+  while (next_to_start_ < buckets_.size() && buckets_[next_to_start_]->missing == 0) {
+    launch(*buckets_[next_to_start_]);
+    ++next_to_start_;
+  }
+}
+
+void GradientBuckets::launch(Bucket& bucket) {
+  std::vector<torch::Tensor> buffers{bucket.flat};
+  bucket.work = communicator_.allreduce_sum(buffers, bucket.group);
+}
+
+void GradientBuckets::start(int32_t program_bucket) {
+  const int32_t index = local_index_.at(static_cast<size_t>(program_bucket));
+  BURST_ASSERT(index >= 0, "ALLREDUCE of a bucket this rank is not in");
+  for (auto i = static_cast<int32_t>(next_to_start_); i <= index; ++i) {
+    Bucket& bucket = *buckets_[static_cast<size_t>(i)];
+    for (size_t slot = 0; slot < bucket.parameters.size(); ++slot) {
+      if (bucket.arrived[slot]) continue;
+      bucket.flat.narrow(0, bucket.offsets[slot], bucket.parameters[slot].numel()).zero_();
+      bucket.arrived[slot] = 1;
+    }
+    bucket.missing = 0;
+  }
+  start_ready_in_order();
+}
+
+void GradientBuckets::finish(int32_t program_bucket, const std::function<void(PendingWork&)>& on_wait) {
+  Bucket& bucket = *buckets_.at(static_cast<size_t>(local_index_.at(static_cast<size_t>(program_bucket))));
+  BURST_ASSERT(bucket.work != nullptr, "WAIT_ALLREDUCE before its ALLREDUCE");
+  on_wait(*bucket.work);
+  for (size_t slot = 0; slot < bucket.parameters.size(); ++slot) {
+    torch::Tensor& p = bucket.parameters[slot];
+    p.mutable_grad() = bucket.flat.narrow(0, bucket.offsets[slot], p.numel()).view_as(p);
+  }
+}
+
+int64_t GradientBuckets::bytes(int32_t program_bucket) const {
+  const Bucket& bucket = *buckets_.at(static_cast<size_t>(local_index_.at(static_cast<size_t>(program_bucket))));
+  return bucket.flat.nbytes();
+}
+
+}  // namespace burst::runtime::detail

@@ -1,0 +1,320 @@
+#include "step_interpreter.h"
+
+#include <torch/autograd.h>
+
+namespace burst::runtime::detail {
+namespace {
+
+using program::Op;
+using program::OpKind;
+using program::Piece;
+
+bool is_loss(const graph::Graph& graph, graph::LayerId id) {
+  return graph.layer(id).op() == graph::OpKind::SoftmaxCrossEntropy;
+}
+
+torch::Tensor empty_rows(const graph::Graph& graph, graph::LayerId layer, int64_t rows) {
+  std::vector<int64_t> shape{rows};
+  for (const int64_t d : graph.info(layer).output_shape) shape.push_back(d);
+  const auto dtype = graph.info(layer).output_dtype == graph::DType::Int64 ? torch::kInt64 : torch::kFloat32;
+  return torch::empty(shape, torch::TensorOptions().dtype(dtype));
+}
+
+// The gradient of one layer's output on this rank ([rows of `mine`]): the sum of the pieces
+// its consumers return, in the order they come (the same sums as adding them all into
+// zeros: 0 + x == x). A piece covering all of `mine` is used as it is when it comes first,
+// and added out of place when it comes second; only partial pieces need zeroed memory.
+class GradientSum {
+ public:
+  void add(const cost::SampleRange& mine, const cost::SampleRange& rows_range, const torch::Tensor& rows,
+           const torch::Tensor& like) {
+    const bool whole = rows_range == mine;
+    if (!sum_.defined() && whole) {
+      sum_ = rows;
+      return;
+    }
+    if (!owned_ && whole) {
+      sum_ = sum_ + rows;
+      owned_ = true;
+      return;
+    }
+    if (!owned_) {
+      torch::Tensor zeros = torch::zeros_like(like);
+      if (sum_.defined()) zeros += sum_;
+      sum_ = zeros;
+      owned_ = true;
+    }
+    sum_.narrow(0, rows_range.begin - mine.begin, rows_range.size()) += rows;
+  }
+  const torch::Tensor& value() const { return sum_; }
+
+ private:
+  torch::Tensor sum_;
+  bool owned_ = false;
+};
+
+// A receive in flight: the piece and the tensor it lands in.
+struct PendingReceive {
+  int32_t piece;
+  torch::Tensor rows;
+  std::unique_ptr<PendingWork> work;
+};
+
+// A send in flight, kept until WAIT_SENDS (the tensor must outlive it).
+struct PendingSend {
+  int32_t piece;
+  torch::Tensor rows;
+  std::unique_ptr<PendingWork> work;
+};
+
+class StepInterpreter {
+ public:
+  StepInterpreter(ExecutorState& s, const program::StepProgram& program, const BatchSource& batch)
+      : s_(s),
+        graph_(s.graph),
+        program_(program),
+        batch_(batch),
+        outputs_(graph_.size()),
+        leaves_(graph_.size()),
+        parts_(graph_.size()),
+        gradients_(graph_.size()) {
+    for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph_.size()); ++id) {
+      leaves_[static_cast<size_t>(id)].resize(graph_.inputs(id).size());
+      parts_[static_cast<size_t>(id)].resize(graph_.inputs(id).size());
+    }
+  }
+
+  double run() {
+    // Drop last step's gradients instead of zeroing them: the first backward hands its result
+    // to .grad instead of adding it to a zeroed copy. Unused parameters get zeros at UPDATE.
+    if (s_.optimizer) {
+      for (auto& group : s_.optimizer->param_groups()) {
+        for (torch::Tensor& p : group.params()) p.mutable_grad() = torch::Tensor();
+      }
+    }
+    s_.buckets->begin_step();
+    for (const Op& op : program_.ops[static_cast<size_t>(s_.rank)]) execute(op);
+    return loss_sum_;
+  }
+
+ private:
+  const Piece& piece(const Op& op) const { return program_.pieces[static_cast<size_t>(op.piece)]; }
+  bool internal(graph::LayerId producer, graph::LayerId consumer) const {
+    return program_.segment_of[static_cast<size_t>(producer)] == program_.segment_of[static_cast<size_t>(consumer)];
+  }
+  // Rows `range` of a tensor holding `layer`'s samples on this rank.
+  torch::Tensor rows_of(const torch::Tensor& tensor, graph::LayerId layer, const cost::SampleRange& range) const {
+    return tensor.narrow(0, range.begin - s_.range(layer).begin, range.size());
+  }
+
+  void execute(const Op& op) {
+    switch (op.kind) {
+      case OpKind::RecvActivation: return receive_activation(op);
+      case OpKind::SendActivation: return send_activation(op);
+      case OpKind::Forward: return forward(op.layer);
+      case OpKind::SyncBatchNorm: return;  // made inside the layer's F or B (sync_batchnorm.h)
+      case OpKind::RecvGradient: return receive_gradient(op);
+      case OpKind::SendGradient: return send_gradient(op);
+      case OpKind::Backward: return backward(op.segment);
+      case OpKind::AllReduce: return s_.buckets->start(op.bucket);
+      case OpKind::WaitAllReduce: return wait_bucket(op.bucket);
+      case OpKind::Update: return update();
+      case OpKind::ReduceLoss: return reduce_loss();
+      case OpKind::WaitSends: return wait_sends();
+    }
+  }
+
+  void receive_activation(const Op& op) {
+    const Piece& p = piece(op);
+    auto& parts = parts_[static_cast<size_t>(p.consumer)][static_cast<size_t>(p.input)];
+    if (p.local()) {
+      parts.push_back(rows_of(outputs_[static_cast<size_t>(p.producer)].detach(), p.producer, p.samples));
+      return;
+    }
+    parts.push_back(empty_rows(graph_, p.producer, p.samples.size()));
+    receives_.push_back(PendingReceive{op.piece, parts.back(), s_.comm.receive(parts.back(), p.sender, p.tag)});
+  }
+
+  // Waits for the receives posted so far (a layer's inputs, or a segment's gradients).
+  void wait_receives() {
+    for (PendingReceive& receive : receives_) {
+      const Piece& p = program_.pieces[static_cast<size_t>(receive.piece)];
+      // Idle when the other side's layer does not run here: this rank has nothing else to do.
+      const graph::LayerId other = p.gradient ? p.consumer : p.producer;
+      mark_ = s_.wait(*receive.work, trace::Lane::recv, !s_.ours(other), [&] {
+        return std::make_pair(fmt::format("recv {} {} ({} -> {}) from r{}", p.gradient ? "gradient" : "input",
+                                          s_.name(p.gradient ? p.producer : p.consumer), s_.name(p.producer),
+                                          s_.name(p.consumer), p.sender),
+                              fmt::format("\"peer\": {}, \"bytes\": {}, \"waiting_for\": \"{}\"", p.sender, p.bytes,
+                                          trace::json_escape(s_.name(other))));
+      });
+      if (p.gradient) {
+        gradients_[static_cast<size_t>(p.producer)].add(s_.range(p.producer), p.samples, receive.rows,
+                                                        outputs_[static_cast<size_t>(p.producer)]);
+      }
+    }
+    receives_.clear();
+  }
+
+  void send_activation(const Op& op) {
+    const Piece& p = piece(op);
+    torch::Tensor rows = rows_of(outputs_[static_cast<size_t>(p.producer)].detach(), p.producer, p.samples).contiguous();
+    auto work = s_.comm.send(rows, p.receiver, p.tag);
+    sends_.push_back(PendingSend{op.piece, std::move(rows), std::move(work)});
+  }
+
+  // The layer's arguments: inputs from its own segment as they are (one autograd graph);
+  // others assembled from the received and copied pieces, as leaves when gradients flow back.
+  std::vector<torch::Tensor> arguments(graph::LayerId id) {
+    const cost::SampleRange mine = s_.range(id);
+    std::vector<torch::Tensor> args;
+    if (graph_.layer(id).op() == graph::OpKind::Input) args.push_back(batch_.features(id, mine.begin, mine.end));
+    wait_receives();
+    const auto& producers = graph_.inputs(id);
+    for (size_t k = 0; k < producers.size(); ++k) {
+      if (internal(producers[k], id)) {
+        args.push_back(outputs_[static_cast<size_t>(producers[k])]);
+        continue;
+      }
+      auto& parts = parts_[static_cast<size_t>(id)][k];
+      torch::Tensor input = parts.size() == 1 ? parts[0] : torch::cat(parts, 0);
+      parts.clear();
+      if (program::carries_gradient(graph_, producers[k])) input = input.detach().requires_grad_(true);
+      leaves_[static_cast<size_t>(id)][k] = input;
+      args.push_back(input);
+    }
+    if (is_loss(graph_, id)) args.push_back(batch_.labels(id, mine.begin, mine.end));
+    return args;
+  }
+
+  void forward(graph::LayerId id) {
+    s_.current_layer = id;
+    mark_ = Clock::now();
+    const std::vector<torch::Tensor> args = arguments(id);
+    torch::Tensor output;
+    if (layers::SyncBatchNormContext* batchnorm = s_.batchnorm[static_cast<size_t>(id)].get()) {
+      const auto& attrs = std::get<graph::BatchNorm2dAttrs>(graph_.layer(id).attrs);
+      output = layers::sync_batchnorm_forward(args.at(0), s_.modules[static_cast<size_t>(id)]->module(), attrs.eps,
+                                              attrs.momentum, *batchnorm);
+    } else {
+      output = s_.modules[static_cast<size_t>(id)]->forward(args);
+    }
+    if (is_loss(graph_, id)) loss_sum_ += output.detach().sum().item<double>();
+    outputs_[static_cast<size_t>(id)] = output;
+    s_.compute_event(mark_, id, "forward");
+  }
+
+  void receive_gradient(const Op& op) {
+    const Piece& p = piece(op);
+    if (!p.local()) {
+      torch::Tensor rows = empty_rows(graph_, p.producer, p.samples.size());
+      receives_.push_back(PendingReceive{op.piece, rows, s_.comm.receive(rows, p.sender, p.tag)});
+      return;
+    }
+    const torch::Tensor& leaf = leaves_[static_cast<size_t>(p.consumer)][static_cast<size_t>(p.input)];
+    if (!leaf.grad().defined()) return;  // the consumer's backward gave none (zero)
+    gradients_[static_cast<size_t>(p.producer)].add(s_.range(p.producer), p.samples,
+                                                    rows_of(leaf.grad(), p.consumer, p.samples),
+                                                    outputs_[static_cast<size_t>(p.producer)]);
+  }
+
+  // The segment's backward, once, at its first B op: one autograd call from every output
+  // that has a gradient (the loss's 1/B, or the sum its consumers returned).
+  void backward(int32_t segment) {
+    if (segment == last_backward_segment_) return;
+    last_backward_segment_ = segment;
+    const program::Segment& layers = program_.segments[static_cast<size_t>(segment)];
+    s_.current_layer = layers.layers.back();
+    mark_ = Clock::now();
+    wait_receives();
+    std::vector<torch::Tensor> roots, gradients;
+    const double inverse_batch = 1.0 / static_cast<double>(s_.plan.global_batch);
+    for (const graph::LayerId id : layers.layers) {
+      const torch::Tensor& output = outputs_[static_cast<size_t>(id)];
+      if (!output.defined() || !output.requires_grad()) continue;
+      torch::Tensor gradient = is_loss(graph_, id) ? torch::full_like(output, inverse_batch)
+                                                   : gradients_[static_cast<size_t>(id)].value();
+      if (!gradient.defined()) continue;
+      roots.push_back(output);
+      gradients.push_back(gradient);
+    }
+    if (!roots.empty()) torch::autograd::backward(roots, gradients);
+    s_.compute_event(mark_, std::nullopt,
+                     fmt::format("segment {} ({}..{}) backward", segment, s_.name(layers.layers.front()),
+                                 s_.name(layers.layers.back())));
+  }
+
+  void send_gradient(const Op& op) {
+    const Piece& p = piece(op);
+    const torch::Tensor& leaf = leaves_[static_cast<size_t>(p.consumer)][static_cast<size_t>(p.input)];
+    torch::Tensor rows = leaf.grad().defined() ? rows_of(leaf.grad(), p.consumer, p.samples).contiguous()
+                                               : empty_rows(graph_, p.producer, p.samples.size()).zero_();
+    auto work = s_.comm.send(rows, p.receiver, p.tag);
+    sends_.push_back(PendingSend{op.piece, std::move(rows), std::move(work)});
+  }
+
+  void wait_bucket(int32_t bucket) {
+    s_.buckets->finish(bucket, [&](PendingWork& work) {
+      s_.wait(work, trace::Lane::allreduce, false, [&] {
+        return std::make_pair(fmt::format("gradient bucket {} all-reduce", bucket),
+                              fmt::format("\"bytes\": {}", s_.buckets->bytes(bucket)));
+      });
+    });
+  }
+
+  void update() {
+    // Parameters no backward reached (unused) are updated with a zero gradient, as after
+    // zero_grad(): momentum and weight decay still apply to them.
+    for (auto& group : s_.optimizer->param_groups()) {
+      for (torch::Tensor& p : group.params()) {
+        if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+      }
+    }
+    mark_ = Clock::now();
+    s_.optimizer->step();
+    s_.compute_event(mark_, std::nullopt, "optimizer step");
+  }
+
+  // This rank's work is done; the wait for the others counts as idle.
+  void reduce_loss() {
+    std::vector<torch::Tensor> loss{torch::tensor({loss_sum_}, torch::kFloat64)};
+    auto work = s_.comm.allreduce_sum_world(loss);
+    s_.wait(*work, trace::Lane::allreduce, true,
+            [] { return std::make_pair(std::string("loss all-reduce (waiting for all ranks)"), std::string()); });
+    loss_sum_ = loss[0].item<double>();
+  }
+
+  void wait_sends() {
+    for (PendingSend& send : sends_) {
+      const Piece& p = program_.pieces[static_cast<size_t>(send.piece)];
+      s_.wait(*send.work, trace::Lane::send, false, [&] {
+        return std::make_pair(fmt::format("send {} ({} -> {}) to r{}", p.gradient ? "gradient" : "input",
+                                          s_.name(p.producer), s_.name(p.consumer), p.receiver),
+                              fmt::format("\"peer\": {}, \"bytes\": {}", p.receiver, p.bytes));
+      });
+    }
+    sends_.clear();
+  }
+
+  ExecutorState& s_;
+  const graph::Graph& graph_;
+  const program::StepProgram& program_;
+  const BatchSource& batch_;
+  std::vector<torch::Tensor> outputs_;                         // by layer, this rank's rows
+  std::vector<std::vector<torch::Tensor>> leaves_;              // by consumer, input position
+  std::vector<std::vector<std::vector<torch::Tensor>>> parts_;  // pieces of an input, in order
+  std::vector<GradientSum> gradients_;                          // by layer: of its output
+  std::vector<PendingReceive> receives_;
+  std::vector<PendingSend> sends_;
+  int32_t last_backward_segment_ = -1;
+  double loss_sum_ = 0;
+  Clock::time_point mark_;  // where the current compute event starts
+};
+
+}  // namespace
+
+double interpret_step(ExecutorState& s, const program::StepProgram& program, const BatchSource& batch) {
+  return StepInterpreter(s, program, batch).run();
+}
+
+}  // namespace burst::runtime::detail
