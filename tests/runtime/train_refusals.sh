@@ -36,5 +36,9 @@ refused "a cluster file without --strategy burst" "${vgg[@]}" --global-batch 16 
   --cluster "$examples/cluster-2x8-a100.json"
 refused "a cluster file of another size" "${vgg[@]}" --global-batch 16 --nproc 2 --strategy burst --device v100 \
   --cluster "$examples/cluster-2x8-a100.json"
+refused "a bucket of 0 MiB" "${vgg[@]}" --global-batch 16 --nproc 2 --bucket-mb 0
+refused "a negative bucket" "${vgg[@]}" --global-batch 16 --nproc 2 --bucket-mb -1
+refused "a NaN bucket" "${vgg[@]}" --global-batch 16 --nproc 2 --bucket-mb nan
+refused "an unknown BatchNorm mode" "${vgg[@]}" --global-batch 16 --nproc 2 --batchnorm other
 
 finish "bad train commands refused with exit 2 and one line, before any worker started"
