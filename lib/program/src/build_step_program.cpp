@@ -74,22 +74,30 @@ class ProgramBuilder {
            placement(id).shards.size() >= 2;
   }
 
-  // Gradient groups (layers with parameters on several ranks) and BatchNorm statistics groups.
+  // Whether layer `id` all-reduces weight gradients (plan::sync_group is not empty).
+  bool has_gradients(graph::LayerId id) const { return graph_.info(id).params > 0 && placement(id).shards.size() >= 2; }
+
+  // Gradient groups (layers with parameters on several ranks) and BatchNorm statistics
+  // groups. A segment's layers share its ranks: each segment's are sorted once (data
+  // parallelism on thousands of ranks has every layer on all of them).
   void make_groups() {
     layer_group_.assign(graph_.size(), -1);
+    std::vector<std::vector<int>> segment_ranks;
     std::vector<std::vector<int>> all;
-    for (graph::LayerId id = 0; id < layer_count_; ++id) {
-      if (!plan::sync_group(plan_, graph_, id).empty() || syncs_batchnorm(id)) {
-        all.push_back(sorted_ranks(placement(id).shards));
-      }
+    for (const Segment& segment : program_.segments) {
+      segment_ranks.push_back(sorted_ranks(segment.shards));
+      const bool syncs = std::any_of(segment.layers.begin(), segment.layers.end(),
+                                     [&](graph::LayerId id) { return has_gradients(id) || syncs_batchnorm(id); });
+      if (syncs) all.push_back(segment_ranks.back());
     }
     std::sort(all.begin(), all.end());
     all.erase(std::unique(all.begin(), all.end()), all.end());
     program_.groups = all;
-    for (graph::LayerId id = 0; id < layer_count_; ++id) {
-      if (placement(id).shards.size() < 2) continue;
-      const auto found = std::lower_bound(all.begin(), all.end(), sorted_ranks(placement(id).shards));
-      if (found != all.end() && *found == sorted_ranks(placement(id).shards)) {
+    for (size_t s = 0; s < program_.segments.size(); ++s) {
+      if (segment_ranks[s].size() < 2) continue;
+      const auto found = std::lower_bound(all.begin(), all.end(), segment_ranks[s]);
+      if (found == all.end() || *found != segment_ranks[s]) continue;
+      for (const graph::LayerId id : program_.segments[s].layers) {
         layer_group_[static_cast<size_t>(id)] = static_cast<int32_t>(found - all.begin());
       }
     }
@@ -144,21 +152,25 @@ class ProgramBuilder {
   void make_buckets() {
     closes_.assign(graph_.size(), -1);
     std::vector<graph::LayerId> last_of_group(program_.groups.size(), -1);  // lowest id
-    std::vector<char> has_gradients(graph_.size(), 0);
     for (graph::LayerId id = 0; id < layer_count_; ++id) {
-      if (plan::sync_group(plan_, graph_, id).empty()) continue;
-      has_gradients[static_cast<size_t>(id)] = 1;
+      if (!has_gradients(id)) continue;
       graph::LayerId& last = last_of_group[static_cast<size_t>(layer_group_[static_cast<size_t>(id)])];
       if (last < 0) last = id;
     }
     std::vector<int32_t> open(program_.groups.size(), -1);
+    std::vector<char> started(program_.groups.size(), 0);  // a bucket of the group has closed
     for (graph::LayerId id = layer_count_ - 1; id >= 0; --id) {
-      if (!has_gradients[static_cast<size_t>(id)]) continue;
+      if (!has_gradients(id)) continue;
       const int32_t group = layer_group_[static_cast<size_t>(id)];
       Bucket& bucket = open_bucket(open[static_cast<size_t>(group)], group);
       bucket.layers.push_back(id);
       bucket.bytes += graph_.info(id).params * 4;  // fp32 gradients
-      if (static_cast<double>(bucket.bytes) >= options_.bucket_bytes || id == last_of_group[static_cast<size_t>(group)]) {
+      // DDP's rule: a group's first bucket (the last layers, whose gradients come first) is
+      // capped at first_bucket_bytes, so its all-reduce starts early in backward.
+      const bool first = !started[static_cast<size_t>(group)];
+      const double cap = first ? std::min(options_.first_bucket_bytes, options_.bucket_bytes) : options_.bucket_bytes;
+      if (static_cast<double>(bucket.bytes) >= cap || id == last_of_group[static_cast<size_t>(group)]) {
+        started[static_cast<size_t>(group)] = 1;
         bucket.closed_by = id;
         closes_[static_cast<size_t>(id)] = open[static_cast<size_t>(group)];
         open[static_cast<size_t>(group)] = -1;
@@ -305,8 +317,10 @@ class ProgramBuilder {
 }  // namespace
 
 StepProgram build_step_program(const graph::Graph& graph, const plan::Plan& plan, const ProgramOptions& options) {
-  if (!(options.bucket_bytes > 0) || !std::isfinite(options.bucket_bytes)) {
-    throw UserError(fmt::format("bucket size must be a positive number of bytes, got {}", options.bucket_bytes));
+  for (const double bytes : {options.bucket_bytes, options.first_bucket_bytes}) {
+    if (!(bytes > 0) || !std::isfinite(bytes)) {
+      throw UserError(fmt::format("bucket size must be a positive number of bytes, got {}", bytes));
+    }
   }
   return ProgramBuilder(graph, plan, options).build();
 }

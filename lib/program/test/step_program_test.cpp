@@ -82,8 +82,8 @@ TEST(StepProgram, ThreeLayerChainOnTwoRanks) {
 }
 
 // Data parallelism: every layer has the same placement, so the whole model is one segment
-// with no messages, and the gradients (fc2 then fc1 in backward order: 4x(8x4+4) + 4x(2x4+2)
-// bytes = 144 + 40) fill one bucket, started after fc1's backward (the group's last layer)
+// with no messages, and the gradients (fc2 then fc1 in backward order: 4x(2x4+2) + 4x(8x4+4)
+// bytes = 40 + 144, under the 1 MiB first bucket) fill one bucket, started after fc1's backward (the group's last layer)
 // and before the input's.
 TEST(StepProgram, DataParallelIsOneSegmentAndOneBucket) {
   graph::GraphBuilder b("mlp");
@@ -176,6 +176,29 @@ TEST(StepProgram, UnevenSplitsExchangeExactlyTheOverlaps) {
   const std::string r2 = format_rank_program(program, graph, 2);
   EXPECT_NE(r2.find("0SEND_F0  fc1 -> fc2.0 [10, 16) to r1, tag 1, 96 B"), std::string::npos) << r2;
   EXPECT_NE(r2.find("0RECV_B0  fc1 -> fc2.0 [10, 16) from r1, tag 3, 96 B"), std::string::npos) << r2;
+}
+
+// DDP's first bucket: fc3 (4x2+2 = 10 params, 40 B), fc2 (4x4+4, 80 B), fc1 (8x4+4, 144 B),
+// data parallel on 2 ranks. In backward order with a 100 B first bucket and a 1000 B cap:
+// fc3 (40) + fc2 (120 >= 100) close the first bucket, fc1 (the group's last) the second. With
+// a 30 B first bucket: fc3 alone, then fc2 + fc1.
+TEST(StepProgram, FirstBucketIsSmallAsInDdp) {
+  graph::GraphBuilder b("three");
+  b.linear("fc3", b.linear("fc2", b.linear("fc1", b.input("input", {8}), 4), 4), 2);
+  const graph::Graph graph = std::move(b).build();
+  const plan::Plan plan = plan::plan_data_parallel(graph, 2, 4);
+  ProgramOptions options;
+  options.bucket_bytes = 1000;
+  options.first_bucket_bytes = 100;
+  StepProgram program = build_step_program(graph, plan, options);
+  ASSERT_EQ(program.buckets.size(), 2u);
+  EXPECT_EQ(bucket_layers(program, 0), (std::vector<graph::LayerId>{3, 2}));
+  EXPECT_EQ(bucket_layers(program, 1), (std::vector<graph::LayerId>{1}));
+  options.first_bucket_bytes = 30;
+  program = build_step_program(graph, plan, options);
+  ASSERT_EQ(program.buckets.size(), 2u);
+  EXPECT_EQ(bucket_layers(program, 0), (std::vector<graph::LayerId>{3}));
+  EXPECT_EQ(bucket_layers(program, 1), (std::vector<graph::LayerId>{2, 1}));
 }
 
 // One layer on one rank among four: fc2 on r2 alone between fc1 and fc3 on r0..r3. fc2 has

@@ -26,7 +26,8 @@
 // messages, no detach), and its backward is one call.
 // Buckets: walking layers in backward order, each layer with a sync group adds its fp32
 // gradients to its group's open bucket; a bucket closes when it reaches
-// ProgramOptions::bucket_bytes or with the group's last layer (as DDP's bucket_cap_mb).
+// ProgramOptions::bucket_bytes (a group's first bucket: first_bucket_bytes) or with the
+// group's last layer, as DDP's bucket_cap_mb and its 1 MiB first bucket.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -98,6 +99,9 @@ struct Op {
 
 struct ProgramOptions {
   double bucket_bytes = 25.0 * 1024 * 1024;  // DDP's bucket_cap_mb default, in bytes
+  // A group's first bucket in backward order (DDP's _DEFAULT_FIRST_BUCKET_BYTES): small, so
+  // the first all-reduce overlaps most of backward. Capped at bucket_bytes.
+  double first_bucket_bytes = 1024.0 * 1024;
   bool sync_batchnorm = true;  // false: BatchNorm normalises with each rank's own samples
   bool reduce_loss = true;     // end with a world all-reduce of the loss
 };
