@@ -6,7 +6,8 @@
 #
 # Same model (zoo fmnist_cnn, synthetic [1,28,28] data, 10 classes), global batch, process
 # count and threads everywhere (1 intra-op thread per process, OMP_NUM_THREADS=1), SGD lr 0.01:
-#   1. burst train, data-parallel plan (the default)  vs  DDP (gloo, bench/ddp_fmnist.py)
+#   1. burst train, data-parallel plan (the default)  vs  DDP (gloo, bench/ddp_peer.py: the
+#      model built from the burst model file, checked against `burst model show --json`)
 #   2. burst train --plan from `burst plan --device v100 --devices 2`  vs  the same DDP
 #      at global batch 16 and 64 on 2 processes x 1 thread;
 #   3. burst train --nproc 1  vs  build/release/bench/plain_loop (graph-built modules, SGD)
@@ -41,7 +42,7 @@ MODEL=fmnist_cnn
 NOBN_MODEL=$ROOT/bench/fmnist_cnn_nobn.json
 BURST=$BUILD/apps/burst/burst
 PLAIN=$BUILD/bench/plain_loop
-DDP=$ROOT/bench/ddp_fmnist.py
+DDP=$ROOT/bench/ddp_peer.py
 
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
@@ -65,12 +66,14 @@ started=$(date +%s)
 echo "runtime_vs_ddp: $MODEL, batches $BATCHES, $STEPS steps (mean of the last $((STEPS - WARMUP))), $REPEATS repeats, OMP_NUM_THREADS=1"
 echo "machine: $(getconf _NPROCESSORS_ONLN) cores, $(uname -m), load average $(cut -d' ' -f1-3 /proc/loadavg); torch $("$PYTHON" -c 'import torch; print(torch.__version__)')"
 
-# The PyTorch model must be burst's, layer by layer.
+# The PyTorch model is built from burst's model file and must be burst's, layer by layer.
+MODEL_FILE=$WORK/model_file.json
+exported=$("$BURST" model export "$MODEL" -o "$MODEL_FILE" 2>&1) || { echo "$exported" >&2; exit 1; }
 "$BURST" model show "$MODEL" --json >"$WORK/model.json"
-"$PYTHON" "$DDP" --check-model "$WORK/model.json"
+"$PYTHON" "$DDP" --model-file "$MODEL_FILE" --model-json "$WORK/model.json" --check-model
 if [[ $NOBN == 1 ]]; then
   "$BURST" model show "$NOBN_MODEL" --json >"$WORK/model_nobn.json"
-  "$PYTHON" "$DDP" --check-model "$WORK/model_nobn.json" --no-batchnorm
+  "$PYTHON" "$DDP" --model-file "$NOBN_MODEL" --model-json "$WORK/model_nobn.json" --check-model
 fi
 zoo_params=$("$BURST" models --json | "$PYTHON" -c "import json,sys; print([m['params'] for m in json.load(sys.stdin) if m['name']=='$MODEL'][0])")
 echo "burst models --json: $MODEL has $zoo_params parameters"
@@ -124,11 +127,11 @@ burst_run() {
 
 # peer_run CONFIG REPEAT KIND BATCH [nobn]: DDP on 2 processes or the plain loop on 1.
 peer_run() {
-  local config=$1 repeat=$2 kind=$3 gb=$4 extra=()
+  local config=$1 repeat=$2 kind=$3 gb=$4 file=$MODEL_FILE
   local log=$WORK/$config.$kind.$repeat.log
-  [[ ${5:-} == nobn ]] && extra=(--no-batchnorm)
+  [[ ${5:-} == nobn ]] && file=$NOBN_MODEL
   if [[ $kind == ddp ]]; then
-    "$PYTHON" "$DDP" --nproc 2 --threads 1 --global-batch "$gb" --steps "$STEPS" --warmup "$WARMUP" "${extra[@]}" >"$log" 2>&1 ||
+    "$PYTHON" "$DDP" --model-file "$file" --nproc 2 --threads 1 --global-batch "$gb" --steps "$STEPS" --warmup "$WARMUP" >"$log" 2>&1 ||
       { echo "ddp failed, see $log:" >&2; tail -5 "$log" >&2; exit 1; }
   else
     "$PLAIN" --model "$MODEL" --global-batch "$gb" --steps "$STEPS" --warmup "$WARMUP" --threads 1 >"$log" 2>&1 ||
