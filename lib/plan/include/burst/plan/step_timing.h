@@ -1,0 +1,103 @@
+#pragma once
+// One training step as a task graph: the step program (lib/program, what the runtime runs)
+// lowered to timed tasks with dependencies. The one schedule both timers use: the
+// evaluator (evaluate.h) takes each task's start as the latest end of its dependencies;
+// the simulator (lib/sim) runs the same tasks on compute and network ports.
+//
+// Lowering, per rank's op list in order (docs/step-program.md):
+//  - F, B: a Compute task at the rank's shard size (the cost model's forward or backward
+//    time, plus TimingOptions::shard_overhead), after the rank's previous compute task;
+//  - SEND_F, SEND_B: a Message task (the network's point-to-point time of the piece's bytes)
+//    after the sender's latest compute task; it takes no compute time;
+//  - RECV_F, RECV_B of a message: the rank's next compute task waits for it (local pieces,
+//    copies, take no time);
+//  - SYNC_BN: a blocking Collective of 2 x channels float64 sums over the op's group after
+//    every member's latest compute; each member's next compute waits for it;
+//  - ALLREDUCE: an asynchronous Collective of the bucket's bytes over its group after every
+//    member's latest compute; compute goes on. A rank's collectives run in its program
+//    order: each one also waits for the rank's previous collective;
+//  - WAIT_ALLREDUCE: the rank's next compute (its UPDATE) waits for the bucket's collective;
+//  - UPDATE: a Compute task of the optimizer updates of the rank's layers with parameters
+//    (no shard overhead; none when the cost model has no update times);
+//  - WAIT_SENDS, and the step's end: a StepEnd task after every rank's last compute, every
+//    message and every collective. REDUCE_LOSS is not timed (the runtime reduces the loss
+//    on logged steps only; programs for timing are built without it).
+#include <cstdint>
+#include <vector>
+
+#include "burst/cost/cost_model.h"
+#include "burst/plan/evaluate.h"
+#include "burst/plan/plan.h"
+#include "burst/program/step_program.h"
+#include "burst/util/units.h"
+
+namespace burst::plan {
+
+// The resource a task holds.
+enum class TaskKind : uint8_t {
+  Compute,     // one rank's compute (a layer's shard, or the rank's optimizer step)
+  Message,     // one re-shard piece: the sender's send port and the receiver's receive port
+  Collective,  // an all-reduce: the collective channels (optionally the ports) of its group
+  StepEnd,     // the step's end: no resource, no time
+};
+
+// What a task does, as timelines and traces name it.
+enum class TaskWork : uint8_t { Forward, Backward, Update, Message, Allreduce, BatchNormSync, StepEnd };
+
+struct Task {
+  double duration_s = 0;
+  TaskKind kind = TaskKind::Compute;
+  TaskWork work = TaskWork::Forward;
+  // Compute: the layer (-1 for Update); Message: the piece's consumer; Collective: the
+  // BatchNorm layer, or the layer whose backward closes the bucket.
+  int32_t layer = -1;
+  int32_t rank = -1;    // Compute: its rank; Message: the sender
+  int32_t peer = -1;    // Message: the receiver
+  int32_t group = -1;   // Collective: index into StepTasks::groups
+  // What of the program it times: Message, the index of its piece; Allreduce, of its
+  // bucket (one field: a step holds millions of tasks, 40 bytes each).
+  int32_t item = -1;
+  double bytes = 0;     // Message, Collective
+};
+
+// The tasks of one step, with dependencies as a compressed successor list (task i's
+// successors are successors[successor_begin[i] .. successor_begin[i + 1]), in the order the
+// programs add them). Tasks are laid out a few ops of every rank at a time, so tasks that
+// run at about the same time sit together; the indices are not a topological order (a
+// receiver may create the message it waits for before its sender gets there).
+struct StepTasks {
+  std::vector<Task> tasks;
+  std::vector<int32_t> successor_begin;   // tasks.size() + 1 entries
+  std::vector<int32_t> successors;
+  std::vector<int32_t> dependency_count;  // within the step
+  std::vector<std::vector<int>> groups;   // collectives' ranks, ascending (the program's groups)
+  std::vector<int32_t> first_compute;     // per cluster rank: its first compute task, -1 if none
+  int32_t step_end = -1;                  // the StepEnd task
+};
+
+// What timing needs beyond the program.
+struct TimingOptions {
+  // What the program is (or was) built with: bucket_bytes, and sync_batchnorm, which also
+  // selects the split BatchNorm times below. reduce_loss is ignored (not timed).
+  program::ProgramOptions program;
+  // Added to every forward and backward shard: a runtime's fixed cost per layer call beyond
+  // what a profile times.
+  Seconds shard_overhead;
+  // Times of shards whose layer has two or more ranks on one node (they compute in lockstep
+  // and share the node); null, or no data for a layer: the context's cost model. Not owned.
+  const cost::CostModel* co_located_cost = nullptr;
+};
+
+// Lowers `program` (built for the context's graph, on ranks of its cluster). A shard's time
+// is asked of the cost models once per (layer, shard size), in this order: the co-located
+// model's split time, the context's split time (both only for a BatchNorm on two or more
+// ranks with synchronised statistics: the runtime's split implementation), the co-located
+// model's time, the context's time. Throws UserError when no model has a time for a layer.
+StepTasks lower_step_program(const program::StepProgram& program, const PlanContext& context,
+                             const TimingOptions& options);
+
+// The program of `plan` (valid for the context) built with options.program but without the
+// loss reduction, lowered.
+StepTasks plan_step_tasks(const Plan& plan, const PlanContext& context, const TimingOptions& options);
+
+}  // namespace burst::plan

@@ -1,0 +1,142 @@
+// The step program's lowering to tasks, on programs small enough to list every task and
+// dependency by hand (in the comments).
+#include "burst/plan/step_timing.h"
+
+#include <algorithm>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "burst/graph/builder.h"
+#include "planner_test_support.h"
+
+namespace burst::plan {
+namespace {
+
+using testing::ms;
+using testing::test_cluster;
+using testing::World;
+
+cost::Shard shard(int rank, int64_t begin, int64_t end) { return cost::Shard{rank, {begin, end}}; }
+
+Plan hand_plan(const graph::Graph& graph, int devices, int64_t batch, const std::vector<std::vector<cost::Shard>>& shards) {
+  Plan plan;
+  plan.model = graph.name();
+  plan.strategy = "hand";
+  plan.global_batch = batch;
+  plan.devices = devices;
+  for (size_t id = 0; id < graph.size(); ++id) {
+    plan.layers.push_back(LayerPlacement{graph.layer(static_cast<graph::LayerId>(id)).name, shards.at(id)});
+  }
+  return plan;
+}
+
+// The index of the one task doing `work` for `layer` on `rank` (Message: `rank` is the sender).
+int32_t find_task(const StepTasks& step, TaskWork work, int32_t layer, int32_t rank) {
+  int32_t found = -1;
+  for (size_t t = 0; t < step.tasks.size(); ++t) {
+    const Task& task = step.tasks[t];
+    if (task.work == work && task.layer == layer && task.rank == rank) {
+      EXPECT_EQ(found, -1) << "two tasks match";
+      found = static_cast<int32_t>(t);
+    }
+  }
+  EXPECT_GE(found, 0) << "no task matches";
+  return found;
+}
+
+// Task `after`'s dependencies.
+std::set<int32_t> dependencies(const StepTasks& step, int32_t after) {
+  std::set<int32_t> before;
+  for (size_t t = 0; t < step.tasks.size(); ++t) {
+    for (int32_t k = step.successor_begin[t]; k < step.successor_begin[t + 1]; ++k) {
+      if (step.successors[static_cast<size_t>(k)] == after) before.insert(static_cast<int32_t>(t));
+    }
+  }
+  EXPECT_EQ(before.size(), static_cast<size_t>(step.dependency_count[static_cast<size_t>(after)]));
+  return before;
+}
+
+// input [250] (1000 B a sample) -> a (relu) -> b (relu), batch 2 on 2 ranks, 1 MB/s links:
+// input on r0, a split r0 [0,1) and r1 [1,2), b on r0. Costs: a 2 ms forward and 3 ms
+// backward per sample, b 1 ms per sample both ways, plus a 0.5 ms shard overhead.
+// Programs (step_program_test): r0 F input, SEND_F, COPY_F, F a, COPY_F, RECV_F, F b, B b,
+// SEND_B, COPY_B, B a, B input, WAIT_SENDS; r1 RECV_F, F a, SEND_F, RECV_B, B a.
+// Tasks: 6 shards on r0, 2 on r1, 3 messages of 1000 B (1 ms each), the step's end: 12.
+//   F a on r1 waits for input->a; F b on r0 for its F a and a->b (sent after r1's F a);
+//   B a on r1 for b's gradient (sent after r0's B b). The end waits for r0's B input, r1's
+//   B a and the three messages.
+TEST(StepTiming, ThreeLayerChainLowersToShardsAndMessages) {
+  graph::GraphBuilder b("chain3");
+  b.relu("b", b.relu("a", b.input("input", {250})));
+  const World world(std::move(b).build(), test_cluster(2, 1e6, 0),
+                    {{"input", {ms(0), ms(0)}}, {"a", {ms(0, 2), ms(0, 3)}}, {"b", {ms(0, 1), ms(0, 1)}}});
+  const Plan plan = hand_plan(world.graph, 2, 2, {{shard(0, 0, 2)}, {shard(0, 0, 1), shard(1, 1, 2)}, {shard(0, 0, 2)}});
+  TimingOptions options;
+  options.shard_overhead = Seconds::from_ms(0.5);
+  const StepTasks step = plan_step_tasks(plan, world.context(), options);
+
+  ASSERT_EQ(step.tasks.size(), 12u);
+  EXPECT_EQ(step.tasks[static_cast<size_t>(step.step_end)].kind, TaskKind::StepEnd);
+  const int32_t input_to_a = find_task(step, TaskWork::Message, 1, 0);
+  const int32_t a_to_b = find_task(step, TaskWork::Message, 2, 1);
+  const int32_t b_gradient = find_task(step, TaskWork::Message, 2, 0);
+  for (const int32_t message : {input_to_a, a_to_b, b_gradient}) {
+    EXPECT_NEAR(step.tasks[static_cast<size_t>(message)].duration_s, 1e-3, 1e-15);
+    EXPECT_EQ(step.tasks[static_cast<size_t>(message)].bytes, 1000);
+  }
+  const int32_t a_forward_r0 = find_task(step, TaskWork::Forward, 1, 0);
+  const int32_t a_forward_r1 = find_task(step, TaskWork::Forward, 1, 1);
+  const int32_t b_forward = find_task(step, TaskWork::Forward, 2, 0);
+  const int32_t b_backward = find_task(step, TaskWork::Backward, 2, 0);
+  const int32_t a_backward_r1 = find_task(step, TaskWork::Backward, 1, 1);
+  EXPECT_NEAR(step.tasks[static_cast<size_t>(a_forward_r1)].duration_s, 2.5e-3, 1e-15);  // 2 ms + overhead
+  EXPECT_NEAR(step.tasks[static_cast<size_t>(b_forward)].duration_s, 2.5e-3, 1e-15);     // 2 samples x 1 ms + overhead
+  EXPECT_EQ(dependencies(step, a_forward_r1), (std::set<int32_t>{input_to_a}));
+  EXPECT_EQ(dependencies(step, a_to_b), (std::set<int32_t>{a_forward_r1}));
+  EXPECT_EQ(dependencies(step, b_forward), (std::set<int32_t>{a_forward_r0, a_to_b}));
+  EXPECT_EQ(dependencies(step, b_gradient), (std::set<int32_t>{b_backward}));
+  EXPECT_EQ(dependencies(step, a_backward_r1), (std::set<int32_t>{a_forward_r1, b_gradient}));
+  EXPECT_EQ(dependencies(step, step.step_end),
+            (std::set<int32_t>{find_task(step, TaskWork::Backward, 0, 0), a_backward_r1, input_to_a, a_to_b, b_gradient}));
+  EXPECT_EQ(step.first_compute[0], find_task(step, TaskWork::Forward, 0, 0));
+  EXPECT_EQ(step.first_compute[1], a_forward_r1);
+}
+
+// Data parallelism on 2 ranks: input [4] -> l1 (linear 4 -> 4, 80 B of gradients) -> l2
+// (linear, 80 B); updates 1 ms each. Buckets of at most 80 B: l2's, then l1's. Each bucket's
+// all-reduce waits for both ranks' backward of its layer, l1's also for l2's (a rank's
+// collectives in program order); it holds no compute up: l1's backward follows l2's at once.
+// Each rank's UPDATE (1 + 1 ms, no shard overhead) waits for both all-reduces and its last
+// shard (the input's backward).
+TEST(StepTiming, BucketsChainAndGateTheUpdate) {
+  graph::GraphBuilder b("chain");
+  b.linear("l2", b.linear("l1", b.input("input", {4}), 4), 4);
+  const World world(std::move(b).build(), test_cluster(2, 80, 0),
+                    {{"input", {ms(0), ms(0)}}, {"l1", {ms(1), ms(2)}}, {"l2", {ms(1), ms(2)}}},
+                    {{"l1", Seconds::from_ms(1)}, {"l2", Seconds::from_ms(1)}});
+  TimingOptions options;
+  options.program.bucket_bytes = 80;
+  options.shard_overhead = Seconds::from_ms(0.5);
+  const StepTasks step = plan_step_tasks(plan_data_parallel(world.graph, 2, 2), world.context(), options);
+
+  const int32_t l2_bucket = find_task(step, TaskWork::Allreduce, 2, -1);
+  const int32_t l1_bucket = find_task(step, TaskWork::Allreduce, 1, -1);
+  EXPECT_EQ(step.groups, (std::vector<std::vector<int>>{{0, 1}}));
+  EXPECT_NEAR(step.tasks[static_cast<size_t>(l2_bucket)].duration_s, 1.0, 1e-12);  // 2 x 1/2 x 80 B / 80 B/s
+  EXPECT_EQ(dependencies(step, l2_bucket),
+            (std::set<int32_t>{find_task(step, TaskWork::Backward, 2, 0), find_task(step, TaskWork::Backward, 2, 1)}));
+  EXPECT_EQ(dependencies(step, l1_bucket), (std::set<int32_t>{find_task(step, TaskWork::Backward, 1, 0),
+                                                              find_task(step, TaskWork::Backward, 1, 1), l2_bucket}));
+  EXPECT_EQ(dependencies(step, find_task(step, TaskWork::Backward, 1, 0)),
+            (std::set<int32_t>{find_task(step, TaskWork::Backward, 2, 0)}));
+  for (const int rank : {0, 1}) {
+    const int32_t update = find_task(step, TaskWork::Update, -1, rank);
+    EXPECT_NEAR(step.tasks[static_cast<size_t>(update)].duration_s, 2e-3, 1e-15);
+    EXPECT_EQ(dependencies(step, update),
+              (std::set<int32_t>{find_task(step, TaskWork::Backward, 0, rank), l2_bucket, l1_bucket}));
+  }
+}
+
+}  // namespace
+}  // namespace burst::plan
