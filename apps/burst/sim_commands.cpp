@@ -191,12 +191,15 @@ void run_one(const SimOptionsText& options, const Inputs& inputs, const cost::Co
     write_text_file_atomically(options.trace, sim::chrome_trace_json(traced, inputs.graph,
                                                                       background ? &background->graph : nullptr, trace_ranks));
   }
+  plan::EvaluateOptions evaluate_options;  // the evaluator's view of the same step program
+  evaluate_options.bucket_bytes = sim_options.bucket_bytes;
+  evaluate_options.sync_batchnorm = batchnorm == sim::BatchNormMode::Sync;
   const SimReport report{inputs.graph.name(),
                          inputs.cluster,
                          plan,
                          source,
                          batchnorm,
-                         plan::evaluate_plan(plan, context).iteration_time,
+                         plan::evaluate_plan(plan, context, evaluate_options).iteration_time,
                          foreground,
                          background ? std::optional<BackgroundSpec>(background->spec) : std::nullopt,
                          multiplexed ? &*multiplexed : nullptr,

@@ -1,9 +1,11 @@
 #include "burst/plan/evaluate.h"
 
 #include <algorithm>
-#include <deque>
-#include <map>
+#include <cmath>
+#include <limits>
 
+#include "burst/plan/step_timing.h"
+#include "burst/program/step_program.h"
 #include "burst/util/error.h"
 
 namespace burst::plan {
@@ -21,30 +23,31 @@ const char* activity_kind_name(ActivityKind kind) {
 
 namespace {
 
-// Layer times by (layer, per-device batch), asked for once each. A layer's shards come in
-// very few sizes, so each layer keeps a short list.
-class LayerTimes {
- public:
-  explicit LayerTimes(const PlanContext& context)
-      : context_(context), cache_(context.graph.size()) {}
-
-  const cost::LayerTime& at(graph::LayerId id, int64_t batch) {
-    auto& known = cache_[static_cast<size_t>(id)];
-    for (const auto& [size, time] : known) {
-      if (size == batch) return time;
-    }
-    known.emplace_back(batch, context_.cost.require(context_.graph, id, batch).time);
-    return known.back().second;
+// When each task starts: as soon as its last dependency has ended (a longest-path pass in
+// a topological order, Kahn's: no resource is held, so nothing else delays a task); it ends
+// its duration later. Ready tasks are taken in the order they became ready, which follows
+// the lowering's layout (every rank's k-th op before any rank's next), so a step of millions
+// of tasks is read about in memory order.
+std::vector<double> start_times(const StepTasks& step) {
+  const size_t count = step.tasks.size();
+  std::vector<double> start(count, 0.0);
+  std::vector<int32_t> pending = step.dependency_count;
+  std::vector<int32_t> order;
+  order.reserve(count);
+  for (size_t t = 0; t < count; ++t) {
+    if (pending[t] == 0) order.push_back(static_cast<int32_t>(t));
   }
-
- private:
-  const PlanContext& context_;
-  std::vector<std::deque<std::pair<int64_t, cost::LayerTime>>> cache_;  // deque: stable references
-};
-
-bool same_placement(const LayerPlacement& a, const LayerPlacement& b) {
-  return std::equal(a.shards.begin(), a.shards.end(), b.shards.begin(), b.shards.end(),
-                    [](const cost::Shard& x, const cost::Shard& y) { return x.rank == y.rank && x.samples == y.samples; });
+  for (size_t next = 0; next < order.size(); ++next) {
+    const auto t = static_cast<size_t>(order[next]);
+    const double end = start[t] + step.tasks[t].duration_s;
+    for (int32_t k = step.successor_begin[t]; k < step.successor_begin[t + 1]; ++k) {
+      const auto after = static_cast<size_t>(step.successors[static_cast<size_t>(k)]);
+      start[after] = std::max(start[after], end);
+      if (--pending[after] == 0) order.push_back(static_cast<int32_t>(after));
+    }
+  }
+  BURST_ASSERT(order.size() == count, "the step's tasks have a cycle");
+  return start;
 }
 
 int64_t largest_shard(const LayerPlacement& placement) {
@@ -53,155 +56,136 @@ int64_t largest_shard(const LayerPlacement& placement) {
   return largest;
 }
 
-}  // namespace
-
-PlanEvaluation evaluate_plan(const Plan& plan, const PlanContext& context,
-                             const EvaluateOptions& options) {
+// What the plan and the cost model say of each layer before timing: its devices, largest
+// shard, update, and the one-device baseline. Returns each layer's time at the whole batch.
+std::vector<Seconds> fill_layer_facts(const Plan& plan, const PlanContext& context, PlanEvaluation& result) {
   const graph::Graph& graph = context.graph;
-  const auto layer_count = static_cast<graph::LayerId>(graph.size());
-  BURST_ASSERT(plan.layers.size() == graph.size(), "evaluate_plan needs a validated plan");
-  const int devices = context.network.cluster().size();
-  LayerTimes times(context);
-
-  PlanEvaluation result;
   result.layers.resize(graph.size());
-  if (options.timelines) result.timelines.resize(static_cast<size_t>(devices));
-  auto record = [&](int rank, double start, double end, ActivityKind kind, graph::LayerId id) {
-    if (options.timelines && end > start) {
-      result.timelines[static_cast<size_t>(rank)].push_back(Activity{start, end, kind, id});
-    }
-  };
-
-  // Static per-layer facts: shard times, input re-shard times, sync groups and times.
-  std::map<std::pair<graph::LayerId, graph::LayerId>, Seconds> edge_transfer;
-  std::vector<std::vector<int>> groups(graph.size());
-  std::map<std::pair<std::vector<int>, int64_t>, Seconds> allreduce_times;  // (group, params)
-  for (graph::LayerId id = 0; id < layer_count; ++id) {
+  std::vector<Seconds> whole(graph.size());
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
     const LayerPlacement& placement = plan.layers[static_cast<size_t>(id)];
     LayerTiming& timing = result.layers[static_cast<size_t>(id)];
     timing.devices = static_cast<int>(placement.shards.size());
     timing.per_device_batch = largest_shard(placement);
-    const cost::LayerTime& time = times.at(id, timing.per_device_batch);
-    timing.forward = time.forward;
-    timing.backward = time.backward;
     timing.update = context.cost.update_or_zero(graph, id);
-    const cost::LayerTime& whole = times.at(id, plan.global_batch);
-    result.one_device_compute += whole.total() + timing.update;
-    timing.amplification =
-        whole.total().s() > 0 ? timing.devices * time.total().s() / whole.total().s() : 1.0;
-    for (const graph::LayerId producer : graph.inputs(id)) {
-      Seconds transfer(0);
-      if (!same_placement(plan.layers[static_cast<size_t>(producer)], placement)) {
-        const Bytes bytes_per_sample(static_cast<double>(graph.info(producer).output_bytes));
-        transfer = context.network.reshard(activation_transfers(plan, producer, id), bytes_per_sample);
-      }
-      edge_transfer[{producer, id}] = transfer;
-      timing.transfer = std::max(timing.transfer, transfer);
-    }
-    std::vector<int>& group = groups[static_cast<size_t>(id)];
-    group = sync_group(plan, graph, id);
-    if (!group.empty()) {
-      const int64_t params = graph.info(id).params;
-      auto found = allreduce_times.find({group, params});
-      if (found == allreduce_times.end()) {
-        const Bytes gradients(static_cast<double>(params) * 4.0);  // fp32 gradients
-        found = allreduce_times.emplace(std::make_pair(group, params), context.network.allreduce(group, gradients)).first;
-      }
-      timing.sync = found->second;
-    }
+    whole[static_cast<size_t>(id)] = context.cost.require(graph, id, plan.global_batch).time.total();
+    result.one_device_compute += whole[static_cast<size_t>(id)] + timing.update;
+    timing.forward_start_s = timing.backward_start_s = std::numeric_limits<double>::infinity();
   }
+  return whole;
+}
 
-  std::vector<double> compute_free(static_cast<size_t>(devices), 0.0);
-  auto run_layer = [&](graph::LayerId id, double ready, bool forward) {
-    const LayerPlacement& placement = plan.layers[static_cast<size_t>(id)];
-    double start = ready;
-    for (const cost::Shard& shard : placement.shards) {
-      start = std::max(start, compute_free[static_cast<size_t>(shard.rank)]);
-    }
-    double end = start;
-    for (const cost::Shard& shard : placement.shards) {
-      const cost::LayerTime& time = times.at(id, shard.samples.size());
-      const double finish = start + (forward ? time.forward : time.backward).s();
-      compute_free[static_cast<size_t>(shard.rank)] = finish;
-      result.device_seconds += Seconds(finish - start);
-      record(shard.rank, start, finish, forward ? ActivityKind::Forward : ActivityKind::Backward, id);
-      end = std::max(end, finish);
-    }
-    return std::make_pair(start, end);
-  };
-  auto record_transfer = [&](graph::LayerId id, double from, double to) {
-    if (!options.timelines || to <= from) return;
-    for (const cost::Shard& shard : plan.layers[static_cast<size_t>(id)].shards) {
-      record(shard.rank, from, to, ActivityKind::Transfer, id);
-    }
-  };
+// A layer's compute tasks: the largest shard's times (every shard's time grows with its
+// size), the first start and the last end of its forward and of its backward.
+void add_compute(const Task& task, double start, double end, LayerTiming& timing) {
+  const bool forward = task.work == TaskWork::Forward;
+  Seconds& time = forward ? timing.forward : timing.backward;
+  time = std::max(time, Seconds(task.duration_s));
+  double& first = forward ? timing.forward_start_s : timing.backward_start_s;
+  double& last = forward ? timing.forward_end_s : timing.backward_end_s;
+  first = std::min(first, start);
+  last = std::max(last, end);
+}
 
-  // Forward, in graph order (a topological order).
-  double forward_done = 0;
-  for (graph::LayerId id = 0; id < layer_count; ++id) {
-    LayerTiming& timing = result.layers[static_cast<size_t>(id)];
-    double ready = 0, sent = 0;
-    for (const graph::LayerId producer : graph.inputs(id)) {
-      const double producer_end = result.layers[static_cast<size_t>(producer)].forward_end_s;
-      sent = std::max(sent, producer_end);
-      ready = std::max(ready, producer_end + edge_transfer[{producer, id}].s());
-    }
-    record_transfer(id, sent, ready);
-    std::tie(timing.forward_start_s, timing.forward_end_s) = run_layer(id, ready, true);
-    forward_done = std::max(forward_done, timing.forward_end_s);
+class Timelines {
+ public:
+  Timelines(bool wanted, int devices) : wanted_(wanted) {
+    if (wanted) timelines_.resize(static_cast<size_t>(devices));
   }
-
-  // Backward, in reverse graph order; all-reduces on per-rank communication queues.
-  std::vector<double> comm_free(static_cast<size_t>(devices), 0.0);
-  double iteration_end = forward_done;
-  for (graph::LayerId id = layer_count - 1; id >= 0; --id) {
-    LayerTiming& timing = result.layers[static_cast<size_t>(id)];
-    double ready = graph.consumers(id).empty() ? forward_done : 0, sent = ready;
-    for (const graph::LayerId consumer : graph.consumers(id)) {
-      const double consumer_end = result.layers[static_cast<size_t>(consumer)].backward_end_s;
-      sent = std::max(sent, consumer_end);
-      ready = std::max(ready, consumer_end + edge_transfer[{id, consumer}].s());
-    }
-    record_transfer(id, sent, ready);
-    std::tie(timing.backward_start_s, timing.backward_end_s) = run_layer(id, ready, false);
-    timing.sync_end_s = timing.backward_end_s;
-    const std::vector<int>& group = groups[static_cast<size_t>(id)];
-    if (!group.empty()) {
-      double start = timing.backward_end_s;
-      for (const int rank : group) start = std::max(start, comm_free[static_cast<size_t>(rank)]);
-      timing.sync_end_s = start + timing.sync.s();
-      for (const int rank : group) {
-        comm_free[static_cast<size_t>(rank)] = timing.sync_end_s;
-        record(rank, start, timing.sync_end_s, ActivityKind::Allreduce, id);
-      }
-    }
-    iteration_end = std::max({iteration_end, timing.backward_end_s, timing.sync_end_s});
+  void record(int rank, double start, double end, ActivityKind kind, graph::LayerId id) {
+    if (wanted_ && end > start) timelines_[static_cast<size_t>(rank)].push_back(Activity{start, end, kind, id});
   }
-
-  // The optimizer step: each rank updates its layers once its backward and all-reduces are done.
-  std::vector<double> rank_update(static_cast<size_t>(devices), 0.0);
-  for (graph::LayerId id = 0; id < layer_count; ++id) {
-    for (const cost::Shard& shard : plan.layers[static_cast<size_t>(id)].shards) {
-      rank_update[static_cast<size_t>(shard.rank)] += result.layers[static_cast<size_t>(id)].update.s();
-    }
-  }
-  for (int rank = 0; rank < devices; ++rank) {
-    const double update = rank_update[static_cast<size_t>(rank)];
-    if (update <= 0) continue;
-    const double start = std::max(compute_free[static_cast<size_t>(rank)], comm_free[static_cast<size_t>(rank)]);
-    result.device_seconds += Seconds(update);
-    record(rank, start, start + update, ActivityKind::Update, -1);
-    iteration_end = std::max(iteration_end, start + update);
-  }
-
-  result.iteration_time = Seconds(iteration_end);
-  result.idle_device_seconds = Seconds(devices * iteration_end) - result.device_seconds;
-  if (options.timelines) {
-    for (auto& timeline : result.timelines) {
+  std::vector<std::vector<Activity>> sorted() && {
+    for (auto& timeline : timelines_) {
       std::stable_sort(timeline.begin(), timeline.end(),
                        [](const Activity& a, const Activity& b) { return a.start_s < b.start_s; });
     }
+    return std::move(timelines_);
   }
+
+ private:
+  bool wanted_;
+  std::vector<std::vector<Activity>> timelines_;
+};
+
+ActivityKind compute_activity(TaskWork work) {
+  if (work == TaskWork::Forward) return ActivityKind::Forward;
+  return work == TaskWork::Backward ? ActivityKind::Backward : ActivityKind::Update;
+}
+
+// A collective's figures: a bucket's all-reduce time and end for each of its layers, and
+// the all-reduce on each of its ranks' timelines.
+void add_collective(const program::StepProgram& program, const StepTasks& step, const Task& task, double start,
+                    PlanEvaluation& result, Timelines& timelines) {
+  if (task.work == TaskWork::Allreduce) {
+    for (const graph::LayerId id : program.buckets[static_cast<size_t>(task.item)].layers) {
+      result.layers[static_cast<size_t>(id)].sync = Seconds(task.duration_s);
+      result.layers[static_cast<size_t>(id)].sync_end_s = start + task.duration_s;
+    }
+  }
+  for (const int rank : step.groups[static_cast<size_t>(task.group)]) {
+    timelines.record(rank, start, start + task.duration_s, ActivityKind::Allreduce, task.layer);
+  }
+}
+
+// Every figure of PlanEvaluation from the timed tasks.
+void fill_from_tasks(const program::StepProgram& program, const StepTasks& step, const std::vector<double>& start_s,
+                     PlanEvaluation& result, Timelines& timelines) {
+  for (LayerTiming& timing : result.layers) timing.sync_end_s = -1;  // no bucket yet
+  for (size_t t = 0; t < step.tasks.size(); ++t) {
+    const Task& task = step.tasks[t];
+    const double start = start_s[t], end = start + task.duration_s;
+    switch (task.kind) {
+      case TaskKind::Compute:
+        result.device_seconds += Seconds(task.duration_s);
+        if (task.layer >= 0) add_compute(task, start, end, result.layers[static_cast<size_t>(task.layer)]);
+        timelines.record(task.rank, start, end, compute_activity(task.work), task.layer);
+        break;
+      case TaskKind::Message: {
+        const program::Piece& piece = program.pieces[static_cast<size_t>(task.item)];
+        Seconds& transfer = result.layers[static_cast<size_t>(piece.consumer)].transfer;
+        if (!piece.gradient) transfer = std::max(transfer, Seconds(task.duration_s));
+        timelines.record(task.peer, start, end, ActivityKind::Transfer, piece.gradient ? piece.producer : piece.consumer);
+        break;
+      }
+      case TaskKind::Collective:
+        add_collective(program, step, task, start, result, timelines);
+        break;
+      case TaskKind::StepEnd:
+        result.iteration_time = Seconds(end);
+        break;
+    }
+  }
+  for (LayerTiming& timing : result.layers) {
+    if (std::isinf(timing.forward_start_s)) timing.forward_start_s = 0;  // never computed (not in a valid plan)
+    if (std::isinf(timing.backward_start_s)) timing.backward_start_s = 0;
+    if (timing.sync_end_s < 0) timing.sync_end_s = timing.backward_end_s;  // nothing to all-reduce
+  }
+}
+
+}  // namespace
+
+PlanEvaluation evaluate_plan(const Plan& plan, const PlanContext& context, const EvaluateOptions& options) {
+  BURST_ASSERT(plan.layers.size() == context.graph.size(), "evaluate_plan needs a validated plan");
+  TimingOptions timing;
+  timing.program.bucket_bytes = options.bucket_bytes;
+  timing.program.sync_batchnorm = options.sync_batchnorm;
+  timing.program.reduce_loss = false;  // not timed
+  const program::StepProgram program = build_step_program(context.graph, plan, timing.program);
+  const StepTasks step = lower_step_program(program, context, timing);
+  const std::vector<double> start_s = start_times(step);
+
+  const int devices = context.network.cluster().size();
+  PlanEvaluation result;
+  const std::vector<Seconds> whole = fill_layer_facts(plan, context, result);
+  Timelines timelines(options.timelines, devices);
+  fill_from_tasks(program, step, start_s, result, timelines);
+  for (size_t id = 0; id < result.layers.size(); ++id) {  // devices x (forward + backward) / one device's
+    LayerTiming& layer = result.layers[id];
+    layer.amplification = whole[id].s() > 0 ? (layer.forward + layer.backward) / whole[id] * layer.devices : 1.0;
+  }
+  result.idle_device_seconds = Seconds(devices * result.iteration_time.s()) - result.device_seconds;
+  if (options.timelines) result.timelines = std::move(timelines).sorted();
   return result;
 }
 

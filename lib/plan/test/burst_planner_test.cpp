@@ -106,8 +106,12 @@ TEST(BurstPlanner, AmplificationLimitBinds) {
 //   each branch rank first gets the other rank's input sample (0.5, both at once), computes
 //   (10), sends one sample back to j's other rank (0.5); backward moves the gradients the
 //   same way (0.5 + 0.5): 12 ms. With input on one rank instead, rank 1 needs 2 samples
-//   (1 ms) in and out: 10 + 4 = 14 ms. Nothing beats 12: each branch rank needs the other
-//   rank's sample, which costs at least 0.5 ms each way in both passes.
+//   (1 ms) in and out: 10 + 4 = 14 ms. Nothing beats 12 in the planner's model: each
+//   branch rank needs the other rank's sample, which costs at least 0.5 ms each way in
+//   both passes.
+// The evaluator times what the runtime runs, which sends no gradient back into the input
+// (the data needs none): 0.5 + 10 + 0.5 forward, 0.5 backward (j's gradient to each
+// branch's rank): 11.5 ms for the same plan.
 TEST(BurstPlanner, ConcurrentBranchesWin) {
   graph::GraphBuilder b("two_branches");
   const std::string x = b.input("input", {8});
@@ -122,7 +126,7 @@ TEST(BurstPlanner, ConcurrentBranchesWin) {
   ASSERT_EQ(devices_of(plan, world.graph, "b2"), 1);
   EXPECT_NE(plan.layers[1].shards[0].rank, plan.layers[2].shards[0].rank);
   EXPECT_NEAR(result.predicted.ms(), 12.0, 1e-9);
-  EXPECT_NEAR(evaluate_plan(plan, world.context()).iteration_time.ms(), 12.0, 1e-9);
+  EXPECT_NEAR(evaluate_plan(plan, world.context()).iteration_time.ms(), 11.5, 1e-9);
 
   BurstOptions sequential;
   sequential.concurrent_branches = false;
@@ -131,18 +135,27 @@ TEST(BurstPlanner, ConcurrentBranchesWin) {
 }
 
 // The evaluator's schedule on a 3-layer chain, with an all-reduce overlapping backward.
-// input [4] -> l1 (linear 4 -> 4: 20 params) -> l2 (linear 4 -> 4: 20 params); 2 ranks,
-// 80 B/s links (an all-reduce of 80 B on 2 ranks: 2 * 1/2 * 80 / 80 = 1 s), no latency.
-// Both layers on both ranks, batch 2 (one sample each). Forward 1 s each, backward 2 s each.
-//   forward: l1 [0, 1], l2 [1, 2];  backward: l2 [2, 4], l1 [4, 6];
-//   all-reduce of l2 [4, 5] (hidden behind l1's backward), of l1 [6, 7]. Iteration: 7 s.
+// input [4] -> l1 (linear 4 -> 4: 20 params, 80 B of gradients) -> l2 (linear 4 -> 4: 20
+// params); 2 ranks, 80 B/s links (an all-reduce of S bytes on 2 ranks: 2 * 1/2 * S / 80 s),
+// no latency. Both layers on both ranks, batch 2 (one sample each): one segment. Forward
+// 1 s each, backward 2 s each.
+//   forward: l1 [0, 1], l2 [1, 2];  backward: l2 [2, 4], l1 [4, 6].
+//   Buckets of at most 80 B: l2's gradients are a bucket of their own, all-reduced [4, 5]
+//   (hidden behind l1's backward), then l1's [6, 7]. Iteration: 7 s.
+//   The default buckets (25 MiB, the first 1 MiB): l2's and l1's 160 B are one bucket, closed
+//   by l1's backward: [6, 8]. Iteration: 8 s.
 TEST(EvaluatePlan, AllreduceOverlapsBackward) {
   graph::GraphBuilder b("chain3");
   b.linear("l2", b.linear("l1", b.input("input", {4}), 4), 4);
   const World world(std::move(b).build(), test_cluster(2, 80, 0),
                     {{"input", {ms(0), ms(0)}}, {"l1", {ms(1000), ms(2000)}}, {"l2", {ms(1000), ms(2000)}}});
-  const PlanEvaluation eval = evaluate_plan(plan_data_parallel(world.graph, 2, 2), world.context(), {true});
+  const Plan plan = plan_data_parallel(world.graph, 2, 2);
+  EvaluateOptions per_layer;
+  per_layer.timelines = true;
+  per_layer.bucket_bytes = 80;
+  const PlanEvaluation eval = evaluate_plan(plan, world.context(), per_layer);
   EXPECT_NEAR(eval.iteration_time.s(), 7.0, 1e-12);
+  EXPECT_NEAR(eval.layers[2].sync.s(), 1.0, 1e-12);
   EXPECT_NEAR(eval.layers[2].sync_end_s, 5.0, 1e-12);
   EXPECT_NEAR(eval.layers[1].backward_end_s, 6.0, 1e-12);
   EXPECT_NEAR(eval.layers[1].sync_end_s, 7.0, 1e-12);
@@ -153,6 +166,13 @@ TEST(EvaluatePlan, AllreduceOverlapsBackward) {
   // all-reduce l1.
   ASSERT_EQ(eval.timelines[0].size(), 6u);
   EXPECT_EQ(eval.timelines[0].back().kind, ActivityKind::Allreduce);
+
+  const PlanEvaluation one_bucket = evaluate_plan(plan, world.context(), {true});
+  EXPECT_NEAR(one_bucket.iteration_time.s(), 8.0, 1e-12);
+  EXPECT_NEAR(one_bucket.layers[2].sync.s(), 2.0, 1e-12);  // the bucket both layers are in
+  EXPECT_NEAR(one_bucket.layers[2].sync_end_s, 8.0, 1e-12);
+  EXPECT_NEAR(one_bucket.layers[1].sync_end_s, 8.0, 1e-12);
+  ASSERT_EQ(one_bucket.timelines[0].size(), 5u);  // the four shards, then the one all-reduce
   // The planner finds the same plan optimal here? One rank: 3 * 2 + 0 sync = 6 s, better.
   EXPECT_NEAR(plan_burst_with_prediction(world.context(), 2).predicted.s(), 6.0, 1e-12);
 }

@@ -5,9 +5,15 @@
 #include <cstdint>
 #include <vector>
 
-#include "step_tasks.h"
+#include "burst/plan/step_timing.h"
+#include "burst/sim/simulator.h"
 
 namespace burst::sim::detail {
+
+// The step's tasks: the step program lowered by lib/plan (step_timing.h).
+using plan::StepTasks;
+using plan::Task;
+using plan::TaskKind;
 
 // A background job as kernels: their durations in execution order (a forward pass, then the
 // backward pass), repeated forever, and the layer each one belongs to.

@@ -7,7 +7,6 @@
 
 #include "burst/util/error.h"
 #include "event_loop.h"
-#include "step_tasks.h"
 
 namespace burst::sim {
 
@@ -33,6 +32,32 @@ SimOptions options_with_background(const BackgroundJob& job) {
 }
 
 namespace {
+
+// What a trace calls a task.
+EventKind event_kind(plan::TaskWork work) {
+  switch (work) {
+    case plan::TaskWork::Forward: return EventKind::Forward;
+    case plan::TaskWork::Backward: return EventKind::Backward;
+    case plan::TaskWork::Update: return EventKind::Update;
+    case plan::TaskWork::Message: return EventKind::Message;
+    case plan::TaskWork::Allreduce: return EventKind::Allreduce;
+    case plan::TaskWork::BatchNormSync: return EventKind::BatchNormSync;
+    case plan::TaskWork::StepEnd: break;
+  }
+  BURST_ASSERT(false, "a step's end has no event");
+  return EventKind::Forward;
+}
+
+// The step program's tasks (built with the options' buckets and BatchNorm mode, lowered by
+// lib/plan: the schedule the evaluator times too).
+detail::StepTasks step_tasks(const plan::Plan& plan, const plan::PlanContext& context, const SimOptions& options) {
+  plan::TimingOptions timing;
+  timing.program.bucket_bytes = options.bucket_bytes;
+  timing.program.sync_batchnorm = options.batchnorm == BatchNormMode::Sync;
+  timing.shard_overhead = options.shard_overhead;
+  timing.co_located_cost = options.co_located_cost;
+  return plan::plan_step_tasks(plan, context, timing);
+}
 
 void check_options(const SimOptions& options) {
   if (options.iterations < 1) {
@@ -229,7 +254,7 @@ SimResult run_steps(const detail::StepTasks& step, const plan::Plan& plan, const
         const detail::Task& task = step.tasks[static_cast<size_t>(t)];
         if (task.kind == detail::TaskKind::StepEnd) continue;
         const auto instance = static_cast<size_t>(s * task_count + t);
-        SimEvent event{loop.start_s[instance], loop.end_s[instance], task.event, task.rank, task.peer,
+        SimEvent event{loop.start_s[instance], loop.end_s[instance], event_kind(task.work), task.rank, task.peer,
                        task.layer, s, task.bytes};
         if (task.kind != detail::TaskKind::Collective) {
           result.events.push_back(event);
@@ -267,7 +292,7 @@ std::vector<std::vector<Interval>> idle_gaps(const SimResult& alone) {
 
 SimResult simulate(const plan::Plan& plan, const plan::PlanContext& context, const SimOptions& options) {
   check_options(options);
-  const detail::StepTasks step = detail::build_step_tasks(plan, context, options);
+  const detail::StepTasks step = step_tasks(plan, context, options);
   if (!options.background) return run_steps(step, plan, context, options, nullptr);
   detail::BackgroundKernels kernels = background_kernels(*options.background, context.cost);
   if (options.background->policy == BackgroundPolicy::FitIdleGaps) {
@@ -297,7 +322,7 @@ MultiplexResult simulate_multiplexed(const plan::Plan& plan, const plan::PlanCon
   check_options(with);
   // One task graph and one run of the foreground alone serve both simulations (the alone
   // run's idle gaps are the ones FitIdleGaps fits kernels into).
-  const detail::StepTasks step = detail::build_step_tasks(plan, context, alone);
+  const detail::StepTasks step = step_tasks(plan, context, alone);
   const bool fit = job.policy == BackgroundPolicy::FitIdleGaps;
   SimOptions alone_run = alone;
   alone_run.record_idle_intervals = alone.record_idle_intervals || fit;

@@ -1,21 +1,26 @@
 #pragma once
-// Predicting one training iteration of a plan: the schedule the planner optimises and every
+// Predicting one training iteration of a plan: what the planner is judged by and every
 // report (`burst plan`, sweeps, pictures) prints. docs/planner.md explains the model; in
-// short:
-//  - forward runs layers in graph order, then backward in reverse graph order (the loss
-//    backward starts when the whole forward, every loss included, is done);
-//  - a layer starts when all its inputs have arrived and all its ranks are free; each rank
-//    computes its own shard (cost model at the shard's size); the layer is done when its
-//    largest shard is;
-//  - an input arrives a re-shard after its producer is done (NetworkModel::reshard of the
-//    derived transfers; gradients take the same path back, same size); transfers do not
-//    occupy compute;
-//  - a layer's weight-gradient all-reduce starts when its backward is done and every rank
-//    of its sync group has finished its earlier all-reduces (one communication queue per
-//    rank, running beside compute), so it overlaps the rest of backward;
+// short, it times the step program the runtime runs (lib/program), lowered to tasks by
+// step_timing.h, the same tasks the simulator (lib/sim) runs:
+//  - every rank runs its own op list: its layers' forward in graph order, then their
+//    backward in reverse graph order, one shard at a time (cost model at the shard's size);
+//    a shard starts when the rank's previous shard is done and its inputs have arrived at
+//    that rank (a rank that has its inputs goes ahead of the layer's other ranks);
+//  - every non-local piece of a re-shard is a message of the network's point-to-point time
+//    from the producer's rank once its shard is done; gradients go back the same way (not
+//    into the data). Messages do not contend: no ports (the simulator's refinement);
+//  - a segment (consecutive layers with one placement) runs its backward as one call: it
+//    starts once every gradient into the segment has arrived;
+//  - gradients are all-reduced in buckets (EvaluateOptions::bucket_bytes, DDP's buckets):
+//    a bucket's all-reduce starts when its last layer's backward is done on every rank of
+//    its group and each of them has finished its earlier collectives (a rank runs its
+//    collectives one at a time, in program order); it overlaps the rest of backward;
+//  - a BatchNorm with synchronised statistics on several ranks takes its split time and a
+//    blocking statistics all-reduce after its forward and after its backward;
 //  - each rank then updates the parameters of its layers (the optimizer step, cost model's
-//    update() per layer; 0 where it has no data), after its last backward and all-reduce;
-//  - the iteration ends when the last rank's update has.
+//    update() per layer; 0 where it has no data) once its buckets are all-reduced;
+//  - the iteration ends when every rank's compute, message and all-reduce is done.
 #include <vector>
 
 #include "burst/cost/cost_model.h"
@@ -51,13 +56,13 @@ struct LayerTiming {
   int64_t per_device_batch = 0;  // the largest shard
   Seconds forward;               // compute of the largest shard
   Seconds backward;
-  Seconds transfer;       // slowest input re-shard into this layer (forward; backward alike)
-  Seconds sync;           // the weight-gradient all-reduce (0 without a sync group)
+  Seconds transfer;       // the slowest message of an input re-shard into this layer (forward)
+  Seconds sync;           // the all-reduce of the bucket holding its gradients (0 without one)
   Seconds update;         // the optimizer's update of its parameters, on each of its ranks
   double amplification = 0;  // devices x (forward + backward) / one-device time at the batch
   double forward_start_s = 0, forward_end_s = 0;
   double backward_start_s = 0, backward_end_s = 0;
-  double sync_end_s = 0;  // when the all-reduce is done (backward_end_s without one)
+  double sync_end_s = 0;  // when its bucket's all-reduce is done (backward_end_s without one)
 };
 
 struct PlanEvaluation {
@@ -73,6 +78,8 @@ struct PlanEvaluation {
   Seconds one_device_compute;
   std::vector<LayerTiming> layers;  // by layer id
   // Per rank, in start order; filled only when asked for (it holds ranks x layers entries).
+  // Transfers are the messages a rank receives (layer: the one received into); BatchNorm
+  // statistics syncs show as all-reduces of their layer.
   std::vector<std::vector<Activity>> timelines;
 
   // device_seconds / one_device_compute: 1 means no work is wasted by splitting.
@@ -83,10 +90,13 @@ struct PlanEvaluation {
 
 struct EvaluateOptions {
   bool timelines = false;  // fill PlanEvaluation::timelines
+  double bucket_bytes = 25.0 * 1024 * 1024;  // gradient bucket cap in bytes (DDP's default)
+  bool sync_batchnorm = true;  // BatchNorm statistics synchronised over a layer's ranks (the runtime's default)
 };
 
 // Predicts one iteration of `plan`. The plan must be valid for the context (validate_plan);
-// throws UserError when the cost model has no time for a layer.
+// throws UserError when the cost model has no time for a layer, or for a bucket size that
+// is not a positive finite number.
 PlanEvaluation evaluate_plan(const Plan& plan, const PlanContext& context,
                              const EvaluateOptions& options = {});
 

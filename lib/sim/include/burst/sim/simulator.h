@@ -2,34 +2,40 @@
 // The cluster simulator: a discrete-event simulation of training iterations of a plan on a
 // cluster, with an optional background job on every device (docs/simulator.md).
 //
-// What it models, and how it differs from the planner's evaluator (plan/evaluate.h):
+// What it models, and how it differs from the planner's evaluator (plan/evaluate.h): both
+// time the same tasks, the step program the runtime runs (lib/program) lowered by
+// plan/step_timing.h, so they share one schedule:
 //  - every rank runs its own program, as the runtime does: the forward of its layers in
 //    graph order, then their backward in reverse graph order. A shard starts when the
 //    rank's previous shard is done and its inputs have arrived *at that rank* (no layer-wide
-//    start: a rank that has its inputs goes ahead);
+//    start: a rank that has its inputs goes ahead); a segment (consecutive layers with one
+//    placement) runs its backward as one call, once every gradient into it has arrived;
 //  - every non-local piece of a re-shard is its own message, from the producer's rank once
 //    that rank's shard is done, to the consumer's rank; backward, the gradient goes back
 //    the same way (not into Input layers: the data needs no gradient);
-//  - network ports: each device has one send port and one receive port (full duplex, the
-//    cluster model's per-device bandwidth). A message holds its sender's send port and its
-//    receiver's receive port for latency + bytes / bandwidth; ports serve messages one at a
-//    time in the order they became ready (serialisation and contention). A collective
-//    (all-reduce) takes the network model's all-reduce time; each rank runs its collectives
-//    one at a time, in the order they became ready, on a channel of their own beside the
-//    messages (as NCCL communicators and Gloo groups do). SimOptions::collectives_hold_ports
-//    makes them hold the message ports too: the pessimistic bound, where a message waits for
-//    a whole all-reduce rather than sharing the link with it;
-//  - a layer's weight-gradient all-reduce starts when all its ranks have finished its
-//    backward, and overlaps the rest of backward;
-//  - BatchNorm on several ranks, with BatchNormMode::Sync (what burst's runtime does):
-//    after each forward and each backward shard, a blocking all-reduce of the statistics
-//    (2 x channels float64 values) among the layer's ranks before those ranks go on;
-//  - the step ends when every rank's compute, messages and all-reduces are done; the next
-//    step starts on all ranks together (the runtime's loss all-reduce; its few latencies
-//    are not charged). Before that, each rank updates its layers' parameters (the optimizer
-//    step: the cost model's update() of each of its layers, one compute task per rank), once
-//    its compute, its messages sent and its collectives are done, as the runtime does. Data
-//    loading is not modelled.
+//  - what only the simulator adds, network ports: each device has one send port and one
+//    receive port (full duplex, the cluster model's per-device bandwidth). A message holds
+//    its sender's send port and its receiver's receive port for latency + bytes /
+//    bandwidth; ports serve messages one at a time in the order they became ready
+//    (serialisation and contention). A collective (all-reduce) takes the network model's
+//    all-reduce time; each rank runs its collectives one at a time, in program order, on a
+//    channel of their own beside the messages (as NCCL communicators and Gloo groups do).
+//    SimOptions::collectives_hold_ports makes them hold the message ports too: the
+//    pessimistic bound, where a message waits for a whole all-reduce rather than sharing
+//    the link with it. Without contention the simulator's step is the evaluator's;
+//  - gradients are all-reduced in buckets (SimOptions::bucket_bytes, as DDP): a bucket's
+//    all-reduce starts when all its ranks have finished the backward of the layer that
+//    closes it, and overlaps the rest of backward;
+//  - BatchNorm on several ranks, with BatchNormMode::Sync (what burst's runtime does): the
+//    split implementation's times, and after each forward and each backward shard a
+//    blocking all-reduce of the statistics (2 x channels float64 values) among the layer's
+//    ranks before those ranks go on;
+//  - each rank updates its layers' parameters (the optimizer step: the cost model's
+//    update() of each of its layers, one compute task per rank) once its buckets are
+//    all-reduced, then waits for its sends; the step ends when every rank's compute,
+//    messages and all-reduces are done, and the next step starts on all ranks together
+//    (the runtime's loss all-reduce, on logged steps only, is not charged). Data loading is
+//    not modelled.
 //  - background job (optional): every device trains its own copy of a model at its own
 //    per-device batch, one kernel (a layer's forward or backward, or its whole update) at a
 //    time, whenever the
@@ -78,6 +84,9 @@ struct BackgroundJob {
 
 struct SimOptions {
   BatchNormMode batchnorm = BatchNormMode::Sync;
+  // Gradient buckets close at this many bytes (or with their group's last layer), as
+  // DDP's bucket_cap_mb: 25 MiB by default. A positive finite number.
+  double bucket_bytes = 25.0 * 1024 * 1024;
   bool collectives_hold_ports = false;
   // Added to every foreground forward and backward shard: a runtime's fixed cost per layer
   // call beyond the operation a profile times (autograd bookkeeping, slicing, gradient
@@ -160,7 +169,7 @@ struct SimResult {
 
 // Simulates `plan` (valid for the context: validate_plan). Throws UserError when the cost
 // model has no time for a foreground or background layer, or for bad options (iterations
-// < 1, warm-up not below iterations, background batch < 1).
+// < 1, warm-up not below iterations, background batch < 1, bucket size not positive).
 SimResult simulate(const plan::Plan& plan, const plan::PlanContext& context, const SimOptions& options);
 
 // The foreground alone and with a background job, and what multiplexing changes.
