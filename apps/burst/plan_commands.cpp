@@ -32,6 +32,7 @@ namespace {
 struct PlanOptions : InputOptions {
   std::string strategy = "burst";
   std::string amplification;  // empty: the burst planner's default
+  std::string exempt_ms;      // --amplification-exempt-ms; empty: the planner's default
   std::string output;         // -o: write the plan file
   std::string svg;            // write pictures
   bool json = false;
@@ -42,10 +43,13 @@ struct PlanOptions : InputOptions {
 // Refuses combinations that have no meaning, before any file is read.
 void check_combinations(const PlanOptions& options, bool strategy_given) {
   const bool loaded = !options.plan_file.empty();
-  if (loaded && (strategy_given || !options.amplification.empty() || options.sweep)) {
-    throw UserError("--plan FILE evaluates a given plan: it takes no --strategy, --amplification or --sweep");
+  if (loaded && (strategy_given || !options.amplification.empty() || !options.exempt_ms.empty() || options.sweep)) {
+    throw UserError(
+        "--plan FILE evaluates a given plan: it takes no --strategy, --amplification, --amplification-exempt-ms or "
+        "--sweep");
   }
-  if (options.strategy == "dp" && (!options.amplification.empty() || options.strict_amplification)) {
+  if (options.strategy == "dp" &&
+      (!options.amplification.empty() || !options.exempt_ms.empty() || options.strict_amplification)) {
     throw UserError("--amplification limits the burst planner; --strategy dp has no limit");
   }
   if (loaded && options.strict_amplification) {
@@ -66,6 +70,17 @@ void check_combinations(const PlanOptions& options, bool strategy_given) {
     throw UserError("burst plan needs --device KIND [--profile FILE] or --cluster FILE");
   }
 }
+
+// The burst planner's options from the command line: limit, strictness, exemption.
+plan::BurstOptions planner_options(const PlanOptions& options, const std::optional<double>& limit) {
+  plan::BurstOptions burst = burst_options(limit, options.strict_amplification);
+  if (!options.exempt_ms.empty()) {
+    burst.amplification_exempt_below =
+        Seconds::from_ms(parse_finite(options.exempt_ms, "--amplification-exempt-ms", 0, "a time >= 0 in ms"));
+  }
+  return burst;
+}
+
 
 
 void run_sweep(const PlanOptions& options, const graph::Graph& graph, const std::string& kind, int devices,
@@ -121,7 +136,7 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const cost::CostM
     plan = plan::plan_data_parallel(graph, devices, global_batch);
   } else {
     plan::BurstPlanResult result =
-        plan::plan_burst_with_prediction(context, global_batch, burst_options(limit, options.strict_amplification));
+        plan::plan_burst_with_prediction(context, global_batch, planner_options(options, limit));
     plan = std::move(result.plan);
     limit_used = limit_of(result.amplification_limit);
     planner_prediction = result.predicted;
@@ -148,7 +163,9 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const cost::CostM
                           data_parallel,
                           one_device,
                           limit_used,
-                          planner_prediction};
+                          planner_prediction,
+                          burst_planned ? std::optional<Seconds>(planner_options(options, limit).amplification_exempt_below)
+                                        : std::nullopt};
   if (options.json) {
     std::cout << plan_report_json(report).dump(2) << '\n';
     return;
@@ -168,7 +185,7 @@ void run_plan(const PlanOptions& options, bool strategy_given) {
   const auto cost_model = cost::make_cost_model(inputs.device);
   if (options.sweep) {
     run_sweep(options, inputs.graph, inputs.cluster.device(), inputs.cluster.size(), inputs.global_batch,
-              *cost_model, burst_options(limit, options.strict_amplification));
+              *cost_model, planner_options(options, limit));
   } else {
     run_one(options, inputs, *cost_model, limit);
   }
@@ -200,6 +217,9 @@ void add_plan_commands(CLI::App& app) {
                           "Cluster file (docs/cluster-format.md); names the device kind"),
       command->add_option("--amplification", options->amplification,
                           "Burst planner's amplification limit: a number >= 1, or inf for none (default 2)"),
+      command->add_option("--amplification-exempt-ms", options->exempt_ms,
+                          "Layers whose one-device time at the global batch is under this many ms may use any "
+                          "device count (default 0.3, as DeepPool; 0: the limit applies to every layer)"),
       command->add_option("--plan", options->plan_file,
                           "Evaluate this plan file (e.g. a hand plan) instead of planning"),
       command->add_option("-o,--output", options->output, "Write the plan file (docs/plan-format.md)"),

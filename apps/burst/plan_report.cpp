@@ -36,6 +36,25 @@ std::string strategy_text(const PlanReport& report) {
   return report.plan.strategy + " plan";
 }
 
+// Whether the burst planner exempted `id` from the amplification limit: its one-device time
+// at the global batch is under the threshold.
+bool exempt(const PlanReport& report, graph::LayerId id) {
+  if (!report.amplification_exempt_below) return false;
+  const plan::LayerTiming& whole = report.one_device.layers[static_cast<size_t>(id)];
+  return (whole.forward + whole.backward) < *report.amplification_exempt_below;
+}
+
+// The largest amplification of any layer, and of the layers the limit applied to.
+std::pair<double, double> max_amplifications(const PlanReport& report) {
+  double all = 0, limited = 0;
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(report.graph.size()); ++id) {
+    const double amplification = report.evaluation.layers[static_cast<size_t>(id)].amplification;
+    all = std::max(all, amplification);
+    if (!exempt(report, id)) limited = std::max(limited, amplification);
+  }
+  return {all, limited};
+}
+
 }  // namespace
 
 std::string amplification_text(const std::optional<double>& limit) {
@@ -54,9 +73,10 @@ void print_plan_report(const PlanReport& report, std::ostream& out) {
   out << fmt::format("{} for {}: global batch {} on {} ({} {} device{})\n", strategy_text(report),
                      report.graph.name(), report.plan.global_batch, report.cluster.name(), devices,
                      report.cluster.device(), devices == 1 ? "" : "s");
-  out << "Times in ms. per-dev: the largest shard; transfer: the slowest input re-shard into the "
-         "layer; sync: its weight-gradient all-reduce;\n"
-         "ampl: devices x (fwd + bwd) / one device's time at the whole batch; fwd end, bwd end: "
+  out << "Times in ms. per-dev: the largest shard; transfer: the slowest input message into the "
+         "layer; sync: the all-reduce of its gradient bucket;\n"
+         "ampl: devices x (fwd + bwd) / one device's time at the whole batch (*: exempt from the "
+         "limit); fwd end, bwd end: "
          "when the layer's forward, backward finish,\n"
          "counted from the start of the iteration (backward runs last layer first, so bwd end "
          "falls down the table).\n\n";
@@ -78,7 +98,8 @@ void print_plan_report(const PlanReport& report, std::ostream& out) {
                    graph::op_name(report.graph.layer(id).op()), std::to_string(layer.devices),
                    std::to_string(layer.per_device_batch), fmt::format("{:.4f}", layer.forward.ms()),
                    fmt::format("{:.4f}", layer.backward.ms()), fmt::format("{:.4f}", layer.transfer.ms()),
-                   fmt::format("{:.4f}", layer.sync.ms()), fmt::format("{:.2f}", layer.amplification),
+                   fmt::format("{:.4f}", layer.sync.ms()),
+                   fmt::format("{:.2f}{}", layer.amplification, exempt(report, id) ? "*" : ""),
                    fmt::format("{:.3f}", layer.forward_end_s * 1e3),
                    fmt::format("{:.3f}", layer.backward_end_s * 1e3)});
   }
@@ -99,6 +120,12 @@ void print_plan_report(const PlanReport& report, std::ostream& out) {
        fmt::format("{:.6f} s of compute (one device at the whole batch: {:.6f} s)",
                    evaluation.device_seconds.s(), evaluation.one_device_compute.s())},
       {"mean amplification", fmt::format("{:.3f}", evaluation.mean_amplification())},
+      {"largest amplification",
+       report.amplification_exempt_below
+           ? fmt::format("{:.2f} of the layers under the limit, {:.2f} of all (* exempt: one-device time under {:.3f} ms)",
+                         max_amplifications(report).second, max_amplifications(report).first,
+                         report.amplification_exempt_below->ms())
+           : "-"},
       {"idle device-seconds per iteration",
        fmt::format("{:.6f} s ({:.1f}% of {} devices x {:.3f} ms): free for a background job",
                    evaluation.idle_device_seconds.s(),
@@ -132,6 +159,7 @@ json plan_report_json(const PlanReport& report) {
                       {"transfer_ms", layer.transfer.ms()},
                       {"sync_ms", layer.sync.ms()},
                       {"amplification", layer.amplification},
+                      {"exempt", exempt(report, id)},
                       {"forward_start_ms", layer.forward_start_s * 1e3},
                       {"forward_end_ms", layer.forward_end_s * 1e3},
                       {"backward_start_ms", layer.backward_start_s * 1e3},
@@ -149,6 +177,10 @@ json plan_report_json(const PlanReport& report) {
           {"amplification_limit_used", limit_json(report.amplification_limit_used)},
           {"planner_predicted_ms",
            report.planner_prediction ? json(report.planner_prediction->ms()) : json(nullptr)},
+          {"amplification_exempt_below_ms",
+           report.amplification_exempt_below ? json(report.amplification_exempt_below->ms()) : json(nullptr)},
+          {"max_amplification", max_amplifications(report).first},
+          {"max_amplification_limited", max_amplifications(report).second},
           {"plan_file", report.plan_file.empty() ? json(nullptr) : json(report.plan_file)},
           {"iteration_time_ms", iteration.ms()},
           {"device_seconds", evaluation.device_seconds.s()},

@@ -32,6 +32,9 @@ struct PlanReport {
   // nullopt: none) and its own prediction (an estimate where branches run concurrently).
   std::optional<double> amplification_limit_used = std::nullopt;
   std::optional<Seconds> planner_prediction = std::nullopt;
+  // Layers whose one-device time at the global batch is under this were exempt from the
+  // limit (the burst planner's threshold; nullopt for other plans).
+  std::optional<Seconds> amplification_exempt_below = std::nullopt;
 };
 
 // The layer that runs on the most devices sets how many devices the plan uses.
@@ -43,11 +46,12 @@ void print_plan_report(const PlanReport& report, std::ostream& out);
 
 // {"model", "devices", "device", "cluster", "global_batch", "strategy", "amplification_limit"
 //  (null: none), "amplification_limit_used" (null: none), "planner_predicted_ms" (null: not
-//  planned here by burst), "plan_file" (null: planned here), "iteration_time_ms", "device_seconds",
+//  planned here by burst), "amplification_exempt_below_ms" (null: not planned here by burst),
+//  "max_amplification" and "max_amplification_limited" (of layers the limit applied to), "plan_file" (null: planned here), "iteration_time_ms", "device_seconds",
 //  "idle_device_seconds", "mean_amplification", "devices_used", "data_parallel_ms",
 //  "one_device_ms", "speedup_vs_dp", "speedup_vs_one_device", "layers": [{id, name, op,
 //  devices, first_rank, per_device_batch, forward_ms, backward_ms, transfer_ms, sync_ms,
-//  amplification, forward_start_ms, forward_end_ms, backward_start_ms, backward_end_ms,
+//  amplification, exempt (from the amplification limit), forward_start_ms, forward_end_ms, backward_start_ms, backward_end_ms,
 //  sync_end_ms}]}; times of day in ms from the start of the iteration.
 nlohmann::json plan_report_json(const PlanReport& report);
 

@@ -69,10 +69,26 @@ class Planner {
       predicted = Seconds(best.transform.beta);
       assign(root_, 0, 0, static_cast<int32_t>(&best - cell.options().data()));
     }
-    return BurstPlanResult{make_plan(), predicted};
+    Plan plan = make_plan();
+    predicted += slowest_rank_update(plan);
+    return BurstPlanResult{std::move(plan), predicted};
   }
 
  private:
+  // The optimizer step comes after a rank's backward and all-reduces; the DP's estimate ends
+  // there. Under prefix placements rank 0 holds every layer and finishes last, so the
+  // slowest rank's update is exactly what the step adds (concurrent branches: an estimate).
+  Seconds slowest_rank_update(const Plan& plan) const {
+    std::vector<Seconds> update(static_cast<size_t>(costs_.devices()), Seconds(0));
+    for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(context_.graph.size()); ++id) {
+      const Seconds layer = context_.cost.update_or_zero(context_.graph, id);
+      for (const cost::Shard& shard : plan.layers[static_cast<size_t>(id)].shards) {
+        update[static_cast<size_t>(shard.rank)] += layer;
+      }
+    }
+    return *std::max_element(update.begin(), update.end());
+  }
+
   // ---- candidates ---------------------------------------------------------------------
 
   // Layers on the top-level chain get up to max_candidates counts; layers in or at the
@@ -477,6 +493,7 @@ std::vector<double> amplification_levels(const PlanContext& context, int64_t bat
   for (const int count : costs.base_counts(std::max(2, options.max_branch_candidates))) counts.push_back(count);
   std::vector<double> levels;
   for (graph::LayerId layer = 0; layer < static_cast<graph::LayerId>(context.graph.size()); ++layer) {
+    if (costs.exempt(layer)) continue;  // any count is allowed already
     for (const int count : counts) {
       const double level = costs.amplification(layer, count);
       if (level > above) levels.push_back(level);
@@ -494,6 +511,10 @@ BurstPlanResult plan_burst_with_prediction(const PlanContext& context, int64_t g
   if (global_batch < 1) throw UserError(fmt::format("global batch must be at least 1, got {}", global_batch));
   if (!(options.amplification >= 1)) {
     throw UserError(fmt::format("amplification limit must be at least 1 (or inf), got {}", options.amplification));
+  }
+  if (!(options.amplification_exempt_below.s() >= 0) || std::isinf(options.amplification_exempt_below.s())) {
+    throw UserError(fmt::format("amplification exemption threshold must be a finite time >= 0, got {} ms",
+                                options.amplification_exempt_below.ms()));
   }
   auto plan_under = [&](double limit) {
     BurstOptions limited = options;
@@ -513,8 +534,9 @@ BurstPlanResult plan_burst_with_prediction(const PlanContext& context, int64_t g
   };
   if (fast_enough(result)) return result;
   // The plan can only change where some (layer, count) becomes allowed: search those
-  // amplification levels for the lowest one that is fast enough (an unlimited plan is at
-  // least as fast as data parallelism on chains, whose plans are exact).
+  // amplification levels for the lowest one that is fast enough (in the planner's model an
+  // unlimited plan is at least as fast as data parallelism on chains; the evaluator may
+  // still disagree, hence the fallback below).
   const std::vector<double> levels =
       detail::amplification_levels(context, global_batch, options, options.amplification);
   size_t low = 0, high = levels.size();  // levels[high] (or no limit) is fast enough

@@ -26,7 +26,9 @@ PlannerCosts::PlannerCosts(const PlanContext& context, int64_t global_batch,
       batch_(global_batch),
       devices_(context.network.cluster().size()),
       usable_(static_cast<int>(std::min<int64_t>(devices_, global_batch))),
-      amplification_(options.amplification) {}
+      amplification_(options.amplification),
+      exempt_below_(options.amplification_exempt_below.s()),
+      sync_batchnorm_(options.sync_batchnorm) {}
 
 std::vector<int> PlannerCosts::base_counts(int limit) const {
   BURST_ASSERT(limit >= 2, "a candidate limit below 2");
@@ -64,8 +66,12 @@ double PlannerCosts::compute_time(graph::LayerId layer, int64_t per_device_batch
   return (forward ? found->second.forward : found->second.backward).s();
 }
 
+bool PlannerCosts::exempt(graph::LayerId layer) {
+  return compute_time(layer, batch_, true) + compute_time(layer, batch_, false) < exempt_below_;
+}
+
 bool PlannerCosts::allowed(graph::LayerId layer, int count) {
-  if (count == 1 || std::isinf(amplification_)) return true;
+  if (count == 1 || std::isinf(amplification_) || exempt(layer)) return true;
   return amplification(layer, count) <= amplification_ * (1 + 1e-12);
 }
 
@@ -76,12 +82,37 @@ double PlannerCosts::amplification(graph::LayerId layer, int count) {
   return count * (compute_time(layer, shard, true) + compute_time(layer, shard, false)) / whole;
 }
 
+bool PlannerCosts::syncs_batchnorm(graph::LayerId layer, int count) const {
+  return sync_batchnorm_ && count > 1 && context_.graph.layer(layer).op() == graph::OpKind::BatchNorm2d;
+}
+
+// A synchronised BatchNorm's split time where the cost model has one (the runtime's split
+// implementation), plus its statistics all-reduce (2 x channels float64 sums, blocking) in
+// each direction.
+void PlannerCosts::add_batchnorm_sync(graph::LayerId layer, Placement placement, int64_t shard, LayerStep& step) {
+  const auto key = std::make_pair(layer, shard);
+  auto split = split_times_.find(key);
+  if (split == split_times_.end()) {
+    const auto estimate = context_.cost.estimate_split(context_.graph, layer, shard);
+    split = split_times_.emplace(key, estimate ? std::optional<cost::LayerTime>(estimate->time) : std::nullopt).first;
+  }
+  if (split->second) {
+    step.forward = split->second->forward.s();
+    step.backward = split->second->backward.s();
+  }
+  const double channels = static_cast<double>(context_.graph.info(layer).output_shape.at(0));
+  const double sync = context_.network.allreduce(rank_range(placement), Bytes(2 * channels * 8)).s();
+  step.forward += sync;
+  step.backward += sync;
+}
+
 LayerStep PlannerCosts::step(graph::LayerId layer, Placement placement) {
   LayerStep result;
   result.count = placement.count;
   const int64_t shard = (batch_ + placement.count - 1) / placement.count;
   result.forward = compute_time(layer, shard, true);
   result.backward = compute_time(layer, shard, false);
+  if (syncs_batchnorm(layer, placement.count)) add_batchnorm_sync(layer, placement, shard, result);
   const int64_t params = context_.graph.info(layer).params;
   if (params > 0 && placement.count > 1) {
     const auto key = std::make_pair(static_cast<int64_t>(placement.offset) * (int64_t{1} << 31) +

@@ -3,6 +3,7 @@
 // counts with their compute and all-reduce times, and re-shard times between placements.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -39,9 +40,11 @@ class PlannerCosts {
   // geometrically to at most `limit` (1 and usable() always kept).
   std::vector<int> base_counts(int limit) const;
 
-  // Whether `count` is within the amplification limit for `layer` (always for count 1 and
-  // for layers that take no time).
+  // Whether `count` is within the amplification limit for `layer` (always for count 1, for
+  // layers that take no time and for exempt ones).
   bool allowed(graph::LayerId layer, int count);
+  // Whether `layer`'s one-device time at the whole batch is under the exemption threshold.
+  bool exempt(graph::LayerId layer);
   // n x t(ceil(B/n)) / t(B) with t = forward + backward; 1 for layers that take no time.
   double amplification(graph::LayerId layer, int count);
 
@@ -60,12 +63,17 @@ class PlannerCosts {
   };
   const std::vector<RankLoad>& prefix_loads(int from_count, int to_count);
   double compute_time(graph::LayerId layer, int64_t per_device_batch, bool forward);
+  bool syncs_batchnorm(graph::LayerId layer, int count) const;
+  void add_batchnorm_sync(graph::LayerId layer, Placement placement, int64_t shard, LayerStep& step);
 
   const PlanContext& context_;
   int64_t batch_;
   int devices_;
   int usable_;
   double amplification_;
+  double exempt_below_;  // seconds
+  bool sync_batchnorm_;
+  std::map<std::pair<graph::LayerId, int64_t>, std::optional<cost::LayerTime>> split_times_;
   std::unordered_map<int64_t, std::vector<RankLoad>> prefix_loads_;  // key from*2^31+to
   std::map<std::pair<graph::LayerId, int64_t>, cost::LayerTime> times_;
   std::map<std::pair<int64_t, int64_t>, double> allreduce_;  // (count or group key, bytes)

@@ -63,6 +63,36 @@ TEST(BurstPlanner, TransferCostFlipsTheChoice) {
   }
 }
 
+// The exemption: input [250] (1000 B a sample) -> a -> r -> b (relus), batch 4 on 4 ranks,
+// links 1 MB/s (a sample moves in 1 ms). a and b: 1 ms per sample forward (they split
+// perfectly); r: 0.1 ms whatever the batch, so r on n ranks amplifies n-fold. No backward
+// time, no parameters. Under a strict limit of 2 without the exemption, r may use at most 2
+// ranks: a and b on 4 (1 ms each) then need re-shards around r, a sample each way and for
+// each gradient, over 2.1 ms in all. Exempt (r's one-device time 0.1 ms is under 0.3 ms),
+// every layer runs on 4: 1 + 0.1 + 1 = 2.1 ms, no messages.
+TEST(BurstPlanner, CheapLayersAreExemptFromTheLimit) {
+  graph::GraphBuilder b("exempt");
+  b.relu("b", b.relu("r", b.relu("a", b.input("input", {250}))));
+  const World world(std::move(b).build(), test_cluster(4, 1e6, 0),
+                    {{"input", {ms(0), ms(0)}}, {"a", {ms(0, 1), ms(0)}}, {"r", {ms(0.1), ms(0)}},
+                     {"b", {ms(0, 1), ms(0)}}});
+  BurstOptions strict;
+  strict.never_slower_than_dp = false;
+  strict.amplification_exempt_below = Seconds(0);
+  const BurstPlanResult limited = plan_burst_with_prediction(world.context(), 4, strict);
+  EXPECT_LE(devices_of(limited.plan, world.graph, "r"), 2);
+  EXPECT_GT(evaluate_plan(limited.plan, world.context()).iteration_time.ms(), 2.1 + 1e-9);
+
+  strict.amplification_exempt_below = BurstOptions{}.amplification_exempt_below;  // 0.3 ms
+  const BurstPlanResult exempt = plan_burst_with_prediction(world.context(), 4, strict);
+  EXPECT_EQ(devices_of(exempt.plan, world.graph, "r"), 4);
+  EXPECT_NEAR(exempt.predicted.ms(), 2.1, 1e-9);
+  EXPECT_NEAR(evaluate_plan(exempt.plan, world.context()).iteration_time.ms(), 2.1, 1e-9);
+
+  strict.amplification_exempt_below = Seconds(-1);
+  EXPECT_THROW(plan_burst_with_prediction(world.context(), 4, strict), UserError);
+}
+
 // input [8] -> c (relu). c: forward 2 ms + 1 ms per sample, no backward. Global batch 4,
 // 4 ranks, free links. Amplification n * t(ceil(4/n)) / t(4), with t(4) = 6:
 //   n = 2: 2 * 4 / 6 = 1.33;  n = 3: 3 * t(2) / 6 = 2.0;  n = 4: 4 * 3 / 6 = 2.0.

@@ -5,11 +5,16 @@
 //  - a layer on n devices runs on ranks 0..n-1 with the batch split evenly (prefix
 //    placement: groups up to a node's size stay inside one node);
 //  - n is limited by the amplification limit A: n x t(ceil(B/n)) <= A x t(B), with t the
-//    layer's forward + backward time; n = 1 is always allowed;
+//    layer's forward + backward time; n = 1 is always allowed, and so is any n for a layer
+//    whose t(B) is under BurstOptions::amplification_exempt_below (ReLU, pooling, flatten:
+//    as DeepPool, a layer that costs almost nothing should not force a slower plan);
 //  - the graph is decomposed into series and parallel parts. Series parts are solved by
 //    dynamic programming whose labels carry (compute time, communication-queue time) so
-//    all-reduces overlapping backward are priced exactly; on a chain the result is the
-//    optimum of evaluate_plan over prefix placements. Parallel branches are planned either
+//    all-reduces overlapping backward are priced; on a chain the result is the optimum,
+//    over prefix placements, of the planner's own model of a step (a layer starts on all its
+//    ranks together, one all-reduce per layer; lib/plan/test/planner_property_test.cpp
+//    restates it), which the step program the evaluator times can only beat: its ranks go
+//    ahead on their own and its buckets merge all-reduces. Parallel branches are planned either
 //    one after another on the whole cluster or concurrently on disjoint rank ranges,
 //    whichever is faster; regions that are not series-parallel get one device count for
 //    all their layers (a sound fallback).
@@ -24,6 +29,13 @@ namespace burst::plan {
 struct BurstOptions {
   // Amplification limit A >= 1; infinity lifts it. DeepPool's default is 2.
   double amplification = 2.0;
+  // Layers whose one-device time at the whole global batch (forward + backward) is under
+  // this are exempt from the limit (DeepPool exempts layers under 300 us). 0: none is.
+  Seconds amplification_exempt_below = Seconds(300e-6);
+  // BatchNorm on two or more devices synchronises its statistics (the runtime's default,
+  // `burst train --batchnorm sync`): price its split times and its two blocking
+  // all-reduces. False: local statistics, priced as any layer.
+  bool sync_batchnorm = true;
   // Never return a plan slower than data parallelism on the same cluster: when the limit
   // makes the plan slower (it can at small device counts, where data parallelism already
   // amplifies layers beyond A), raise it to the smallest amplification level at which the
@@ -44,8 +56,9 @@ struct BurstOptions {
 // for a layer.
 Plan plan_burst(const PlanContext& context, int64_t global_batch, const BurstOptions& options = {});
 
-// The planner's own prediction of the plan it returned (equal to evaluate_plan's on chains;
-// an estimate where branches run concurrently). For tests and diagnostics.
+// The planner's own prediction of the plan it returned, in its own model (plus the
+// optimizer step): an upper bound of evaluate_plan's on chains with one bucket per layer,
+// an estimate otherwise. For tests and diagnostics.
 struct BurstPlanResult {
   Plan plan;
   Seconds predicted;
