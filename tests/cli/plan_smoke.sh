@@ -146,6 +146,9 @@ fi
 
 # --- bad numbers and combinations ---------------------------------------------------------------
 refused "dp with --strict-amplification" "${vgg[@]}" --strategy dp --strict-amplification
+refused "a negative exemption threshold" "${vgg[@]}" --amplification-exempt-ms -1
+refused "a NaN exemption threshold" "${vgg[@]}" --amplification-exempt-ms nan
+refused "an exemption threshold with dp" "${vgg[@]}" --strategy dp --amplification-exempt-ms 0.3
 refused "global batch 0" "${vgg[@]:0:7}" --global-batch 0
 refused "global batch -3" "${vgg[@]:0:7}" --global-batch -3
 refused "global batch not a number" "${vgg[@]:0:7}" --global-batch many
