@@ -16,10 +16,12 @@
 #     - without BatchNorm (bench/fmnist_cnn_nobn.json), dp vs DDP            goal >= 1.0
 #     - burst --nproc 1 vs build/release/bench/plain_loop, 1 process         goal >= 1.0
 #   tests/runtime/resnet_like.json and vgg_like.json, at global batch 16:
-#     - burst --plan from `burst plan --profile P --cluster C`, P measured by `burst profile`
-#       and C by bench/measure_cpu_links.py in this run, --batchnorm local vs DDP
-#                                                       goal >= 1.2 (resnet_like), info (vgg_like)
-#     - the same plan with --batchnorm sync                                  reported beside
+#     - burst --plan from `burst plan --profile P --cluster C --batchnorm local`, P measured
+#       by `burst profile` and C by bench/measure_cpu_links.py in this run, --batchnorm local
+#       vs DDP                                          goal >= 1.2 (resnet_like), info (vgg_like)
+#     - the plan for --batchnorm sync, run with it                           reported beside
+#     (the script prints how many layers each plan puts on both workers: a plan that
+#     differs from data parallelism is what the goal is about)
 #     - burst's data-parallel plan, --batchnorm local, vs DDP                info
 # Metric: steady-state ms/iteration = the mean per-step time of steps WARMUP+1..STEPS. burst
 # logs every LOG steps, each line the mean of the steps since the previous one (steps 1,
@@ -88,11 +90,15 @@ if [[ $PLANNED == 1 ]]; then
   echo "measuring the link (bench/measure_cpu_links.py) and profiling resnet_like and vgg_like ..."
   "$PYTHON" "$ROOT/bench/measure_cpu_links.py" "$WORK/cluster.json" 2 | sed 's/^/  /'
   for name in resnet vgg; do
-    "$BURST" profile --model "${FILE[$name]}" --batch-sizes 1 2 4 8 16 --threads 1 -o "$WORK/$name.profile.json" >/dev/null
-    "$BURST" plan --model "${FILE[$name]}" --profile "$WORK/$name.profile.json" --cluster "$WORK/cluster.json" \
-      --devices 2 --global-batch 16 -o "$WORK/$name.plan.json" >"$WORK/$name.plan.txt"
-    echo "$name burst plan: $("$PYTHON" -c "import json,sys; p=json.load(open(sys.argv[1])); two=sum(len(l['shards'])>1 for l in p['layers']); print(f'{two} of {len(p[\"layers\"])} layers on both workers, the rest on one')" "$WORK/$name.plan.json");" \
-      "$(grep -E 'predicted iteration time|data parallel on' "$WORK/$name.plan.txt" | tr -s ' ' | tr '\n' ';')"
+    "$BURST" profile --model "${FILE[$name]}" --batch-sizes 1 2 4 8 16 --threads 1 -o "$WORK/$name.profile.json" \
+      >/dev/null 2>&1
+    # Planned for the BatchNorm each row runs: local (as DDP's) and sync.
+    for bn in local sync; do
+      "$BURST" plan --model "${FILE[$name]}" --profile "$WORK/$name.profile.json" --cluster "$WORK/cluster.json" \
+        --devices 2 --global-batch 16 --batchnorm $bn -o "$WORK/$name.$bn.plan.json" >"$WORK/$name.$bn.plan.txt"
+      echo "$name burst plan, --batchnorm $bn: $("$PYTHON" -c "import json,sys; p=json.load(open(sys.argv[1])); two=sum(len(l['shards'])>1 for l in p['layers']); print(f'{two} of {len(p[\"layers\"])} layers on both workers, the others on one')" "$WORK/$name.$bn.plan.json");" \
+        "$(grep -E 'predicted iteration time|data parallel on' "$WORK/$name.$bn.plan.txt" | tr -s ' ' | tr '\n' ';')"
+    done
   done
 fi
 
@@ -162,8 +168,8 @@ for ((r = 1; r <= REPEATS; r++)); do
   done
   if [[ $PLANNED == 1 ]]; then
     for name in resnet vgg; do
-      in_order "$r" "burst_run ${name}B $r 2 16 $name --plan $WORK/$name.plan.json --batchnorm local" \
-        "peer_run ${name}16 $r ddp 16 $name" "burst_run ${name}S $r 2 16 $name --plan $WORK/$name.plan.json" \
+      in_order "$r" "burst_run ${name}B $r 2 16 $name --plan $WORK/$name.local.plan.json --batchnorm local" \
+        "peer_run ${name}16 $r ddp 16 $name" "burst_run ${name}S $r 2 16 $name --plan $WORK/$name.sync.plan.json" \
         "burst_run ${name}D $r 2 16 $name --batchnorm local"
     done
   fi

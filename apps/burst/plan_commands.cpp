@@ -33,6 +33,7 @@ struct PlanOptions : InputOptions {
   std::string strategy = "burst";
   std::string amplification;  // empty: the burst planner's default
   std::string exempt_ms;      // --amplification-exempt-ms; empty: the planner's default
+  std::string batchnorm = "sync";  // the BatchNorm the step runs: sync or local
   std::string output;         // -o: write the plan file
   std::string svg;            // write pictures
   bool json = false;
@@ -74,6 +75,7 @@ void check_combinations(const PlanOptions& options, bool strategy_given) {
 // The burst planner's options from the command line: limit, strictness, exemption.
 plan::BurstOptions planner_options(const PlanOptions& options, const std::optional<double>& limit) {
   plan::BurstOptions burst = burst_options(limit, options.strict_amplification);
+  burst.sync_batchnorm = options.batchnorm == "sync";
   if (!options.exempt_ms.empty()) {
     burst.amplification_exempt_below =
         Seconds::from_ms(parse_finite(options.exempt_ms, "--amplification-exempt-ms", 0, "a time >= 0 in ms"));
@@ -91,9 +93,12 @@ void run_sweep(const PlanOptions& options, const graph::Graph& graph, const std:
     const plan::PlanContext context{graph, cost, network};
     SweepPoint point;
     point.devices = count;
-    point.data_parallel = plan::evaluate_plan(plan::plan_data_parallel(graph, count, global_batch), context);
+    plan::EvaluateOptions evaluate_options;
+    evaluate_options.sync_batchnorm = burst.sync_batchnorm;
+    point.data_parallel =
+        plan::evaluate_plan(plan::plan_data_parallel(graph, count, global_batch), context, evaluate_options);
     const plan::BurstPlanResult result = plan::plan_burst_with_prediction(context, global_batch, burst);
-    point.burst = plan::evaluate_plan(result.plan, context);
+    point.burst = plan::evaluate_plan(result.plan, context, evaluate_options);
     point.burst_devices_used = devices_used(result.plan);
     point.burst_limit_used = limit_of(result.amplification_limit);
     report.points.push_back(std::move(point));
@@ -142,12 +147,13 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const cost::CostM
     planner_prediction = result.predicted;
   }
   plan::EvaluateOptions evaluate_options;
+  evaluate_options.sync_batchnorm = options.batchnorm == "sync";
+  const plan::PlanEvaluation data_parallel =
+      plan::evaluate_plan(plan::plan_data_parallel(graph, devices, global_batch), context, evaluate_options);
+  const plan::PlanEvaluation one_device =
+      plan::evaluate_plan(plan::plan_single_device(graph, devices, global_batch), context, evaluate_options);
   evaluate_options.timelines = !options.svg.empty();
   const plan::PlanEvaluation evaluation = plan::evaluate_plan(plan, context, evaluate_options);
-  const plan::PlanEvaluation data_parallel =
-      plan::evaluate_plan(plan::plan_data_parallel(graph, devices, global_batch), context);
-  const plan::PlanEvaluation one_device =
-      plan::evaluate_plan(plan::plan_single_device(graph, devices, global_batch), context);
 
   if (!options.output.empty()) plan::save_plan_file(plan, options.output);
   if (!options.svg.empty()) {
@@ -227,6 +233,11 @@ void add_plan_commands(CLI::App& app) {
           "--svg", options->svg,
           "Write an SVG picture: devices per layer and a per-rank timeline (with --sweep: the "
           "scaling curve)")};
+  command->add_option("--batchnorm", options->batchnorm,
+                      "The BatchNorm the step runs (as burst train --batchnorm): sync prices the statistics "
+                      "all-reduces of split BatchNorm layers, local does not")
+      ->check(CLI::IsMember({"sync", "local"}))
+      ->capture_default_str();
   CLI::Option* strategy =
       command->add_option("--strategy", options->strategy, "burst (default) or dp (data parallel)")
           ->check(CLI::IsMember({"burst", "dp"}));

@@ -169,7 +169,9 @@ void run_one(const SimOptionsText& options, const Inputs& inputs, const cost::Co
     plan = plan::plan_data_parallel(inputs.graph, inputs.cluster.size(), inputs.global_batch);
     source = "data-parallel plan";
   } else {
-    const plan::BurstPlanResult result = plan::plan_burst_with_prediction(context, inputs.global_batch, burst_options(limit, false));
+    plan::BurstOptions burst = burst_options(limit, false);
+    burst.sync_batchnorm = batchnorm == sim::BatchNormMode::Sync;  // plan for the BatchNorm simulated
+    const plan::BurstPlanResult result = plan::plan_burst_with_prediction(context, inputs.global_batch, burst);
     plan = result.plan;
     source = fmt::format("burst plan (amplification limit {})", amplification_text(limit_of(result.amplification_limit)));
   }
@@ -235,7 +237,9 @@ void run_sim(const SimOptionsText& options, bool strategy_given) {
   const auto cost = cost::make_cost_model(inputs.device);
   const auto co_located = co_located_cost(options, inputs);
   if (options.sweep) {
-    run_sweep(options, inputs, *cost, co_located.get(), burst_options(limit, false), batchnorm, background);
+    plan::BurstOptions burst = burst_options(limit, false);
+    burst.sync_batchnorm = batchnorm == sim::BatchNormMode::Sync;
+    run_sweep(options, inputs, *cost, co_located.get(), burst, batchnorm, background);
   } else {
     run_one(options, inputs, *cost, co_located.get(), limit, batchnorm, background);
   }

@@ -197,14 +197,20 @@ std::string make_burst_plan(const TrainArgs& args, int world_size, const std::st
   const plan::PlanContext context{graph, *cost_model, network};
   plan::BurstOptions options;
   options.amplification = args.amplification;
+  options.sync_batchnorm = config.batchnorm == "sync";  // plan the step the workers will run
   const plan::BurstPlanResult result = plan::plan_burst_with_prediction(context, config.global_batch, options);
-  const double dp = plan::evaluate_plan(plan::plan_data_parallel(graph, world_size, config.global_batch), context)
-                        .iteration_time.ms();
+  plan::EvaluateOptions evaluation;
+  evaluation.sync_batchnorm = options.sync_batchnorm;
+  evaluation.bucket_bytes = config.bucket_mb * 1024 * 1024;
+  const double dp =
+      plan::evaluate_plan(plan::plan_data_parallel(graph, world_size, config.global_batch), context, evaluation)
+          .iteration_time.ms();
   std::vector<int> counts;
   for (const auto& layer : result.plan.layers) counts.push_back(static_cast<int>(layer.shards.size()));
   std::cerr << fmt::format("burst train: burst plan for {} workers predicts {:.3f} ms per iteration (data parallel "
                            "{:.3f} ms); devices per layer: {}\n",
-                           world_size, result.predicted.ms(), dp, fmt::join(counts, " "));
+                           world_size, plan::evaluate_plan(result.plan, context, evaluation).iteration_time.ms(), dp,
+                           fmt::join(counts, " "));
   const std::string path = directory + "/plan.json";
   plan::save_plan_file(result.plan, path);
   return path;

@@ -146,6 +146,7 @@ fi
 
 # --- bad numbers and combinations ---------------------------------------------------------------
 refused "dp with --strict-amplification" "${vgg[@]}" --strategy dp --strict-amplification
+refused "an unknown BatchNorm mode" "${vgg[@]}" --batchnorm other
 refused "a negative exemption threshold" "${vgg[@]}" --amplification-exempt-ms -1
 refused "a NaN exemption threshold" "${vgg[@]}" --amplification-exempt-ms nan
 refused "an exemption threshold with dp" "${vgg[@]}" --strategy dp --amplification-exempt-ms 0.3

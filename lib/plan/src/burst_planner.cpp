@@ -527,10 +527,12 @@ BurstPlanResult plan_burst_with_prediction(const PlanContext& context, int64_t g
   if (!options.never_slower_than_dp || std::isinf(options.amplification)) return result;
 
   const int devices = context.network.cluster().size();
+  EvaluateOptions evaluation;  // the step the plan will run
+  evaluation.sync_batchnorm = options.sync_batchnorm;
   const double data_parallel =
-      evaluate_plan(plan_data_parallel(context.graph, devices, global_batch), context).iteration_time.s();
+      evaluate_plan(plan_data_parallel(context.graph, devices, global_batch), context, evaluation).iteration_time.s();
   auto fast_enough = [&](const BurstPlanResult& candidate) {
-    return evaluate_plan(candidate.plan, context).iteration_time.s() <= data_parallel * (1 + 1e-12);
+    return evaluate_plan(candidate.plan, context, evaluation).iteration_time.s() <= data_parallel * (1 + 1e-12);
   };
   if (fast_enough(result)) return result;
   // The plan can only change where some (layer, count) becomes allowed: search those
