@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "burst/graph/builder.h"
+#include "hand_plan.h"
 #include "planner_test_support.h"
 
 namespace burst::plan {
@@ -17,19 +18,8 @@ using testing::ms;
 using testing::test_cluster;
 using testing::World;
 
-cost::Shard shard(int rank, int64_t begin, int64_t end) { return cost::Shard{rank, {begin, end}}; }
-
-Plan hand_plan(const graph::Graph& graph, int devices, int64_t batch, const std::vector<std::vector<cost::Shard>>& shards) {
-  Plan plan;
-  plan.model = graph.name();
-  plan.strategy = "hand";
-  plan.global_batch = batch;
-  plan.devices = devices;
-  for (size_t id = 0; id < graph.size(); ++id) {
-    plan.layers.push_back(LayerPlacement{graph.layer(static_cast<graph::LayerId>(id)).name, shards.at(id)});
-  }
-  return plan;
-}
+using testing::hand_plan;
+using testing::shard;
 
 // The index of the one task doing `work` for `layer` on `rank` (Message: `rank` is the sender).
 int32_t find_task(const StepTasks& step, TaskWork work, int32_t layer, int32_t rank) {

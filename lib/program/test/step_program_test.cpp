@@ -9,25 +9,13 @@
 
 #include "burst/graph/builder.h"
 #include "burst/util/error.h"
+#include "hand_plan.h"
 
 namespace burst::program {
 namespace {
 
-cost::Shard shard(int rank, int64_t begin, int64_t end) { return cost::Shard{rank, {begin, end}}; }
-
-// A plan from one placement per layer, in graph order.
-plan::Plan hand_plan(const graph::Graph& graph, int devices, int64_t batch,
-                     const std::vector<std::vector<cost::Shard>>& shards) {
-  plan::Plan plan;
-  plan.model = graph.name();
-  plan.strategy = "hand";
-  plan.global_batch = batch;
-  plan.devices = devices;
-  for (size_t id = 0; id < graph.size(); ++id) {
-    plan.layers.push_back(plan::LayerPlacement{graph.layer(static_cast<graph::LayerId>(id)).name, shards.at(id)});
-  }
-  return plan;
-}
+using plan::testing::hand_plan;
+using plan::testing::shard;
 
 std::vector<OpKind> kinds(const StepProgram& program, int rank) {
   std::vector<OpKind> result;

@@ -11,6 +11,7 @@
 #include "burst/plan/burst_planner.h"
 #include "burst/sim/chrome_trace.h"
 #include "burst/util/error.h"
+#include "hand_plan.h"
 #include "planner_test_support.h"
 
 namespace burst::sim {
@@ -22,21 +23,8 @@ using plan::testing::World;
 
 constexpr double kTolerance = 1e-12;  // seconds
 
-// A plan from {layer: [(rank, begin, end), ...]} in graph order.
-plan::Plan hand_plan(const graph::Graph& graph, int devices, int64_t batch,
-                     const std::vector<std::vector<cost::Shard>>& shards) {
-  plan::Plan plan;
-  plan.model = graph.name();
-  plan.strategy = "hand";
-  plan.global_batch = batch;
-  plan.devices = devices;
-  for (size_t id = 0; id < graph.size(); ++id) {
-    plan.layers.push_back(plan::LayerPlacement{graph.layer(static_cast<graph::LayerId>(id)).name, shards.at(id)});
-  }
-  return plan;
-}
-
-cost::Shard shard(int rank, int64_t begin, int64_t end) { return cost::Shard{rank, {begin, end}}; }
+using plan::testing::hand_plan;
+using plan::testing::shard;
 
 // The first event of `kind` for `layer` on `rank`.
 const SimEvent& find_event(const SimResult& result, EventKind kind, int32_t layer, int rank) {
