@@ -100,8 +100,15 @@ void PlannerCosts::add_batchnorm_sync(graph::LayerId layer, Placement placement,
     step.forward = split->second->forward.s();
     step.backward = split->second->backward.s();
   }
-  const double channels = static_cast<double>(context_.graph.info(layer).output_shape.at(0));
-  const double sync = context_.network.allreduce(rank_range(placement), Bytes(2 * channels * 8)).s();
+  const int64_t channels = context_.graph.info(layer).output_shape.at(0);
+  const auto sync_key = std::make_pair(static_cast<int64_t>(placement.offset) * (int64_t{1} << 31) + placement.count,
+                                       channels);
+  auto found = batchnorm_syncs_.find(sync_key);
+  if (found == batchnorm_syncs_.end()) {
+    const Bytes statistics(2.0 * static_cast<double>(channels) * 8);  // Σx and Σx² (or Σdy, Σdy·x̂), float64
+    found = batchnorm_syncs_.emplace(sync_key, context_.network.allreduce(rank_range(placement), statistics).s()).first;
+  }
+  const double sync = found->second;
   step.forward += sync;
   step.backward += sync;
 }

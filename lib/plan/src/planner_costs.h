@@ -74,6 +74,7 @@ class PlannerCosts {
   double exempt_below_;  // seconds
   bool sync_batchnorm_;
   std::map<std::pair<graph::LayerId, int64_t>, std::optional<cost::LayerTime>> split_times_;
+  std::map<std::pair<int64_t, int64_t>, double> batchnorm_syncs_;  // (placement key, channels)
   std::unordered_map<int64_t, std::vector<RankLoad>> prefix_loads_;  // key from*2^31+to
   std::map<std::pair<graph::LayerId, int64_t>, cost::LayerTime> times_;
   std::map<std::pair<int64_t, int64_t>, double> allreduce_;  // (count or group key, bytes)
