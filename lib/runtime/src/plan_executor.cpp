@@ -113,10 +113,11 @@ StepResult PlanExecutor::step(const BatchSource& batch, bool report_loss) {
   result.times.idle_ms = s.idle_ms;
   result.times.compute_ms = std::max(0.0, result.times.total_ms - s.communication_ms - s.idle_ms);
   if (s.trace.recording()) {
+    // The loss only where this step reduced it.
+    const std::string loss = report_loss ? fmt::format("\"loss\": {:.6g}, ", result.loss) : std::string();
     s.trace.add(trace::Lane::step, start, end, fmt::format("step {}", s.trace.current_step()),
-                fmt::format("\"loss\": {:.6g}, \"compute_ms\": {:.3f}, \"communication_ms\": {:.3f}, \"idle_ms\": {:.3f}",
-                            report_loss ? result.loss : 0.0, result.times.compute_ms, result.times.communication_ms,
-                            result.times.idle_ms));
+                fmt::format("{}\"compute_ms\": {:.3f}, \"communication_ms\": {:.3f}, \"idle_ms\": {:.3f}", loss,
+                            result.times.compute_ms, result.times.communication_ms, result.times.idle_ms));
   }
   s.trace.end_step();
   return result;
