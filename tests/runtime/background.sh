@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Background jobs (docs/runtime.md, "Background jobs"), DESIGN.md invariant 4: a background
+# Background jobs (docs/runtime.md, "Background jobs"), docs/architecture.md, invariant 4: a background
 # job never changes the foreground's results.
 #  - resnet_like on 2 workers, 12 steps, with and without fmnist_cnn:8 behind every worker:
 #    every parameter and buffer bitwise equal; the log reports background samples/s;

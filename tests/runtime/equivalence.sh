@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# DESIGN.md invariant 1: a plan run across worker processes computes the parameters of a
+# docs/architecture.md, invariant 1: a plan run across worker processes computes the parameters of a
 # one-process run (same seed, same global batch) within 1e-5 relative in fp32.
 #
 # usage: equivalence.sh BURST PYTHON_WITH_TORCH MODEL_FILE [LEARNING_RATE (0.01)] [STEPS (20)]

@@ -433,7 +433,7 @@ TEST(Simulator, BackgroundFitsIdleGapsWithoutSlowingTheForeground) {
   EXPECT_NEAR(multiplexed.idle_time_efficiency, 250.0 / 300.0, 1e-9);
 }
 
-// The same inputs give the same timeline, event for event (DESIGN.md invariant 5).
+// The same inputs give the same timeline, event for event (docs/architecture.md, invariant 5).
 TEST(Simulator, IsDeterministic) {
   const graph::Graph graph = graph::load_model("inception_v3");
   const cost::DeviceModel device = cost::resolve_device("a100", std::nullopt);

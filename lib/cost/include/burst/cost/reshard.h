@@ -4,7 +4,7 @@
 //
 // A pure function of the two placements, evaluated identically on every rank, so all ranks
 // derive the same transfers in the same order without talking to each other (the runtime
-// relies on that order to match sends with receives; see DESIGN.md invariant 3).
+// relies on that order to match sends with receives; see docs/architecture.md, invariant 3).
 #include <cstdint>
 #include <vector>
 

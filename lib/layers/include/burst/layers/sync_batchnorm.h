@@ -1,7 +1,7 @@
 #pragma once
 // BatchNorm2d whose batch statistics cover the layer's whole share of the global batch,
 // across all the ranks that run it, so a split layer normalises exactly as one device
-// would (DESIGN.md invariant 1). Includes libtorch.
+// would (docs/architecture.md, invariant 1). Includes libtorch.
 //
 // Forward: one all-reduce of the per-channel sums of x and x^2 (float64), giving the mean
 // and the biased variance of the whole batch; y in one fused pass. Backward: one all-reduce of the per-channel

@@ -2,7 +2,7 @@
 // Background training jobs (docs/runtime.md, "Background jobs"): an independent model
 // trained on synthetic data at its own per-device batch, in its own process, at the lowest
 // CPU scheduling class (SCHED_IDLE), so it runs only when the foreground leaves a core
-// idle and never touches the foreground's memory, random numbers or results (DESIGN.md
+// idle and never touches the foreground's memory, random numbers or results (docs/architecture.md,
 // invariant 4). `burst background` runs one alone; `burst train --background` gives every
 // worker one. Includes no libtorch (the plugin boundary passes these plain structs).
 #include <atomic>

@@ -43,7 +43,7 @@
 //    gap the foreground leaves there: BackgroundPolicy). The foreground preempts at kernel
 //    granularity: a foreground shard that becomes ready while a background kernel runs
 //    starts when that kernel ends. Background kernels use no network.
-// Deterministic (DESIGN.md invariant 5): events at the same time are handled in a fixed
+// Deterministic (docs/architecture.md, invariant 5): events at the same time are handled in a fixed
 // order, so the same inputs give the same timeline.
 #include <cstdint>
 #include <optional>
