@@ -38,6 +38,7 @@ struct SimOptionsText : InputOptions {
   std::string trace_ranks = "64";
   std::string svg;
   std::string shard_overhead_ms = "0";
+  std::string bucket_mb = "25";  // gradient bucket cap, as burst train --bucket-mb
   std::string co_located_profile;
   bool json = false;
   bool sweep = false;
@@ -93,6 +94,9 @@ sim::SimOptions base_sim_options(const SimOptionsText& options, sim::BatchNormMo
   sim_options.collectives_hold_ports = options.collectives_hold_ports;
   sim_options.shard_overhead = shard_overhead(options);
   sim_options.co_located_cost = co_located;
+  const double bucket_mb = parse_finite(options.bucket_mb, "--bucket-mb", 0, "a positive number of MiB");
+  if (!(bucket_mb > 0)) throw UserError(fmt::format("--bucket-mb must be a positive number of MiB, got '{}'", options.bucket_mb));
+  sim_options.bucket_bytes = bucket_mb * 1024 * 1024;
   return sim_options;
 }
 
@@ -274,6 +278,8 @@ void add_sim_commands(CLI::App& app) {
       command->add_option("--shard-overhead-ms", options->shard_overhead_ms,
                           "Added to every forward and backward shard: a runtime's fixed cost per layer call "
                           "(default 0; see docs/simulator.md)"),
+      command->add_option("--bucket-mb", options->bucket_mb,
+                          "Gradient bucket cap in MiB, as burst train --bucket-mb (default 25)"),
       command->add_option("--co-located-profile", options->co_located_profile,
                           "Profile for layers split over devices of one node, which compute them at once "
                           "(burst profile --co-located N)")};

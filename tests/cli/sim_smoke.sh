@@ -158,6 +158,9 @@ refused "a co-located profile of another device" "${vgg[@]}" --co-located-profil
 refused "a missing co-located profile" "${vgg[@]}" --co-located-profile "$work/no-such-profile.json"
 
 # --- bad input --------------------------------------------------------------------------------
+refused "a bucket of 0 MiB" "${vgg[@]}" --bucket-mb 0
+refused "a negative bucket" "${vgg[@]}" --bucket-mb -1
+refused "a NaN bucket" "${vgg[@]}" --bucket-mb nan
 refused "global batch 0" "${vgg[@]/32/0}"
 refused "devices 0" sim --model vgg16 --device a100 --devices 0 --global-batch 32
 refused "background batch 0" "${vgg[@]}" --background vgg16:0
