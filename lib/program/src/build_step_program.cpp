@@ -109,6 +109,7 @@ class ProgramBuilder {
   void make_pieces() {
     activation_pieces_.resize(graph_.size());
     gradient_pieces_.resize(graph_.size());
+    uses_.resize(graph_.size());
     for (graph::LayerId consumer = 0; consumer < layer_count_; ++consumer) {
       const auto& producers = graph_.inputs(consumer);
       activation_pieces_[static_cast<size_t>(consumer)].resize(producers.size());
@@ -116,6 +117,7 @@ class ProgramBuilder {
       for (size_t k = 0; k < producers.size(); ++k) {
         const graph::LayerId producer = producers[k];
         if (internal(producer, consumer)) continue;
+        uses_[static_cast<size_t>(producer)].emplace_back(consumer, k);
         std::vector<cost::Transfer> transfers = plan::activation_transfers(plan_, producer, consumer);
         std::stable_sort(transfers.begin(), transfers.end(), [](const cost::Transfer& a, const cost::Transfer& b) {
           return a.samples.begin < b.samples.begin;
@@ -237,12 +239,9 @@ class ProgramBuilder {
         emit_pieces(pieces, OpKind::RecvActivation, OpKind::SendActivation, true);
       }
       emit_compute(segment, id, false);
-      for (const graph::LayerId consumer : graph_.consumers(id)) {
-        for (size_t k = 0; k < graph_.inputs(consumer).size(); ++k) {
-          if (graph_.inputs(consumer)[k] != id) continue;
-          emit_pieces(activation_pieces_[static_cast<size_t>(consumer)][k], OpKind::RecvActivation,
-                      OpKind::SendActivation, false);
-        }
+      for (const auto& [consumer, k] : uses_[static_cast<size_t>(id)]) {
+        emit_pieces(activation_pieces_[static_cast<size_t>(consumer)][k], OpKind::RecvActivation,
+                    OpKind::SendActivation, false);
       }
     }
   }
@@ -250,12 +249,9 @@ class ProgramBuilder {
   void add_segment_backward(int32_t segment) {
     const std::vector<graph::LayerId>& layers = program_.segments[static_cast<size_t>(segment)].layers;
     for (auto id = layers.rbegin(); id != layers.rend(); ++id) {
-      for (const graph::LayerId consumer : graph_.consumers(*id)) {
-        for (size_t k = 0; k < graph_.inputs(consumer).size(); ++k) {
-          if (graph_.inputs(consumer)[k] != *id) continue;
-          emit_pieces(gradient_pieces_[static_cast<size_t>(consumer)][k], OpKind::RecvGradient,
-                      OpKind::SendGradient, true);
-        }
+      for (const auto& [consumer, k] : uses_[static_cast<size_t>(*id)]) {
+        emit_pieces(gradient_pieces_[static_cast<size_t>(consumer)][k], OpKind::RecvGradient, OpKind::SendGradient,
+                    true);
       }
     }
     for (auto id = layers.rbegin(); id != layers.rend(); ++id) {
@@ -309,6 +305,10 @@ class ProgramBuilder {
   // Piece indices by [consumer][input position], ascending samples.
   std::vector<std::vector<std::vector<int32_t>>> activation_pieces_;
   std::vector<std::vector<std::vector<int32_t>>> gradient_pieces_;
+  // By producer: each (consumer, input position) in another segment that reads it, in
+  // graph order; a consumer reading it twice appears twice. Built once, so emitting a
+  // layer's sends and gradient receives does not search every consumer's inputs.
+  std::vector<std::vector<std::pair<graph::LayerId, size_t>>> uses_;
   std::vector<int32_t> closes_;  // by layer: the bucket its backward completes, or -1
   std::vector<Bucket> pending_buckets_;
   uint32_t next_tag_ = 0;

@@ -247,6 +247,25 @@ TEST(StepProgram, ConcatOfAHundredInputsHasUniqueTags) {
   EXPECT_EQ(program.segments.size(), 101u);
 }
 
+// A layer reading one producer twice: sum = add(a, a), a on r0 [0,2), sum split r0 [0,1),
+// r1 [1,2). Each input position is its own use: sample 1 of a goes to r1 twice (tags 0 and
+// 1), and its gradient comes back twice (tags 2 and 3), each received once.
+TEST(StepProgram, AProducerReadTwiceIsSentOncePerInput) {
+  graph::GraphBuilder b("twice");
+  const std::string a = b.relu("a", b.input("input", {4}));
+  b.add_("sum", {a, a});
+  const graph::Graph graph = std::move(b).build();
+  const plan::Plan plan = hand_plan(graph, 2, 2, {{shard(0, 0, 2)}, {shard(0, 0, 2)}, {shard(0, 0, 1), shard(1, 1, 2)}});
+  const StepProgram program = build_step_program(graph, plan);
+  check_step_program(program, graph, plan);
+  int sends = 0, receives = 0;
+  for (const Op& op : program.ops[0]) sends += op.kind == OpKind::SendActivation || op.kind == OpKind::SendGradient;
+  for (const Op& op : program.ops[1]) receives += op.kind == OpKind::RecvActivation || op.kind == OpKind::RecvGradient;
+  EXPECT_EQ(sends, 2);     // activations [1,2) for inputs 0 and 1
+  EXPECT_EQ(receives, 2);  // the same two on r1
+  EXPECT_EQ(program.pieces.size(), 8u);  // 2 inputs x (2 activation + 2 gradient pieces)
+}
+
 TEST(StepProgram, CheckFindsAPieceReceivedTwice) {
   graph::GraphBuilder b("chain");
   b.relu("b", b.relu("a", b.input("input", {1})));

@@ -1,11 +1,9 @@
 #include "burst/runtime/plan_executor.h"
 
 #include <chrono>
-#include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
-#include <torch/autograd.h>
 
 #include "executor_state.h"
 #include "step_interpreter.h"
@@ -92,8 +90,6 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
 }
 
 PlanExecutor::~PlanExecutor() = default;
-
-const program::StepProgram& PlanExecutor::program() const { return state_->reporting; }
 
 StepResult PlanExecutor::step(const BatchSource& batch, bool report_loss) {
   detail::ExecutorState& s = *state_;

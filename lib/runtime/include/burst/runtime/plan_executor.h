@@ -23,7 +23,6 @@
 #include "burst/checkpoint/checkpoint_file.h"
 #include "burst/graph/graph.h"
 #include "burst/plan/plan.h"
-#include "burst/program/step_program.h"
 #include "burst/runtime/communicator.h"
 
 namespace burst::runtime {
@@ -101,8 +100,6 @@ class PlanExecutor {
   // all-reduce of the loss (every rank passes the same value for the same step).
   StepResult step(const BatchSource& batch, bool report_loss);
 
-  // The program this rank runs (with the loss reduction).
-  const program::StepProgram& program() const;
 
   // The parameters this rank holds, by qualified name ("<layer>.<param>").
   std::vector<std::pair<std::string, torch::Tensor>> local_parameters() const;
