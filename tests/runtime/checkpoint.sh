@@ -3,10 +3,12 @@
 # and SGD momentum buffers are part of the state):
 #  - bitwise resume: 12 steps on 2 workers in one go, against 6 steps, a checkpoint, and a
 #    resumed run to 12 on the same 2 workers: every parameter and buffer identical; the
-#    same with Adam (8 steps, resumed after 4), and with dropout (its random draws resume);
-#  - elastic resume: a checkpoint written by 4 workers, resumed on 3 (data parallel), and one
-#    written under a burst plan, resumed with data parallelism: within 1e-5 of the
-#    uninterrupted run (the global batch is fixed, so the steps compute the same training);
+#    same with Adam (8 steps, resumed after 4), and with dropout (its masks are keyed by the
+#    step and the global sample, so nothing random needs restoring);
+#  - elastic resume: a checkpoint written by 4 workers, resumed on 3 (data parallel), the same
+#    with dropout, and one written under a burst plan, resumed with data parallelism: within
+#    1e-5 of the uninterrupted run (the global batch is fixed, so the steps compute the same
+#    training, dropout masks included);
 #  - damaged or foreign checkpoints are refused before any worker starts, exit 2 and one
 #    line with the reason: truncated, a flipped bit, another model, another training
 #    (learning rate), no checkpoint at all.
@@ -101,7 +103,7 @@ bitwise_case() {  # NAME ARGS (model, optimizer, learning rate)...
 }
 # Adam: its step count and both moment estimates are restored.
 bitwise_case adam --model "$model" --optimizer adam --lr 0.001
-# Dropout: each rank's random generator is part of the checkpoint.
+# Dropout: the resumed steps draw the masks the uninterrupted run drew.
 bitwise_case dropout --model "$models/dropout_like.json" --lr 0.05
 
 # Elastic runs change the layout, so their sums run in another order: 8 steps, not 12. Over 12
@@ -114,6 +116,15 @@ train reference8 --nproc 2 --steps 8 --save-params "$work/reference8.pt"
 train four --nproc 4 --steps 4 --checkpoint-dir "$work/elastic"
 train three --nproc 3 --steps 8 --checkpoint-dir "$work/elastic" --resume --save-params "$work/elastic.pt"
 compare "4 workers, resumed on 3" "$work/elastic.pt" 1e-5 "$work/reference8.pt"
+
+# Elastic with dropout: 4 workers -> 3, against one process.
+run_with=(--model "$models/dropout_like.json" --lr 0.05 "${settings[@]}")
+train dropout_reference8 --nproc 1 --steps 8 --save-params "$work/dropout_reference8.pt"
+train dropout_four --nproc 4 --steps 4 --checkpoint-dir "$work/dropout_elastic"
+train dropout_three --nproc 3 --steps 8 --checkpoint-dir "$work/dropout_elastic" --resume \
+  --save-params "$work/dropout_elastic.pt"
+run_with=()
+compare "dropout, 4 workers, resumed on 3" "$work/dropout_elastic.pt" 1e-5 "$work/dropout_reference8.pt"
 
 # Elastic: a burst plan (V100 cost model, 4 devices) -> data parallelism on 2.
 "$burst" plan --model "$model" --device v100 --devices 4 --global-batch 16 --amplification inf \

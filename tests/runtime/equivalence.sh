@@ -2,11 +2,14 @@
 # docs/architecture.md, invariant 1: a plan run across worker processes computes the parameters of a
 # one-process run (same seed, same global batch) within 1e-5 relative in fp32.
 #
-# usage: equivalence.sh BURST PYTHON_WITH_TORCH MODEL_FILE [LEARNING_RATE (0.01)] [STEPS (20)]
-# Runs 20 (STEPS) SGD steps (momentum 0.9, so errors would compound) of MODEL_FILE at global batch 16
-# on synthetic data: once on one process, then with data-parallel plans on 2, 3 and 4
-# workers, a hand-written uneven plan (3 ranks holding 5/5/6 samples), a plan with one
-# layer on 1 rank between layers on 4, and burst plans for 2, 3 and 4 devices.
+# usage: equivalence.sh BURST PYTHON_WITH_TORCH MODEL [LEARNING_RATE (0.01)] [STEPS (20)]
+#                       [DATASET (synthetic)] [GLOBAL_BATCH (16)]
+# Runs 20 (STEPS) SGD steps (momentum 0.9, so errors would compound) of MODEL (a file or a
+# zoo name) at global batch 16 on synthetic data: once on one process, then with
+# data-parallel plans on 2, 3 and 4 workers, a hand-written uneven plan (3 ranks holding
+# 5/5/6 samples of 16), a plan with one layer on 1 rank between layers on 4, and burst plans
+# for 2, 3 and 4 devices. Models with dropout pass too: masks are drawn per global sample
+# (docs/runtime.md, "Randomness"), so they do not depend on the plan.
 #
 # The learning rate matters: where training is chaotic, rounding differences grow. For
 # vgg_like at lr 0.05, one process with 1 or 2 intra-op threads (nothing but summation
@@ -20,12 +23,14 @@ python=$2
 model=$3
 learning_rate=${4:-0.01}
 steps=${5:-20}
+dataset=${6:-synthetic}
+global_batch=${7:-16}
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-common=(--model "$model" --global-batch 16 --steps "$steps" --seed 7 --lr "$learning_rate" --momentum 0.9
-        --dataset synthetic --log-every 20)
+common=(--model "$model" --global-batch "$global_batch" --steps "$steps" --seed 7 --lr "$learning_rate"
+        --momentum 0.9 --dataset "$dataset" --log-every 20)
 failures=0
 compare() {  # NAME FILE
   if "$python" "$here/compare_params.py" "$work/reference.pt" "$2" 1e-5 > "$work/compare.out"; then
@@ -57,29 +62,31 @@ for workers in 2 3 4; do run "dp-$workers" --nproc "$workers"; done
 
 # Hand-written plans from the model's layer names.
 "$burst" model show "$model" --json > "$work/model.json"
-python3 - "$work" <<'PY'
+python3 - "$work" "$global_batch" <<'PY'
 import json, sys
-work = sys.argv[1]
+work, batch = sys.argv[1], int(sys.argv[2])
 model = json.load(open(f"{work}/model.json"))
 names = [layer["name"] for layer in model["layers"]]
 def plan(devices, placement, strategy="hand"):
     return {"format": "burst.plan", "version": 1, "model": model["name"], "strategy": strategy,
-            "global_batch": 16, "devices": devices,
+            "global_batch": batch, "devices": devices,
             "layers": [{"layer": n, "shards": placement(n)} for n in names]}
-uneven = [[0, 0, 5], [1, 5, 10], [2, 10, 16]]
+third = (batch - 1) // 3  # 5/5/6 of 16, 7/7/10 of 24
+uneven = [[0, 0, third], [1, third, 2 * third], [2, 2 * third, batch]]
 json.dump(plan(3, lambda n: uneven), open(f"{work}/uneven.json", "w"))
-four = [[0, 0, 4], [1, 4, 8], [2, 8, 12], [3, 12, 16]]
+four = [[r, r * batch // 4, (r + 1) * batch // 4] for r in range(4)]
 middle = names[len(names) // 2]  # one layer on rank 2 alone, its neighbours on all 4
-json.dump(plan(4, lambda n: [[2, 0, 16]] if n == middle else four), open(f"{work}/one_in_four.json", "w"))
+json.dump(plan(4, lambda n: [[2, 0, batch]] if n == middle else four), open(f"{work}/one_in_four.json", "w"))
 PY
-run "uneven-5-5-6" --nproc 3 --plan "$work/uneven.json"
+third=$(((global_batch - 1) / 3))
+run "uneven-$third-$third-$((global_batch - 2 * third))" --nproc 3 --plan "$work/uneven.json"
 run "one-rank-between-four" --nproc 4 --plan "$work/one_in_four.json"
 
 # Burst plans from the V100 cost model for 2, 3 and 4 workers (for vgg_like on 4: the
 # convolutions on 4 devices, the fully connected layers on 1; for resnet_like on 4: the
 # downsample branch on rank 2 beside the main path on ranks 0-1).
 for workers in 2 3 4; do
-  "$burst" plan --model "$model" --device v100 --devices "$workers" --global-batch 16 --amplification inf \
+  "$burst" plan --model "$model" --device v100 --devices "$workers" --global-batch "$global_batch" --amplification inf \
     -o "$work/burst$workers.json" > /dev/null
   run "burst-plan-$workers" --nproc "$workers" --plan "$work/burst$workers.json"
 done

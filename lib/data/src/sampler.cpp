@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "burst/data/splitmix.h"
+#include "burst/util/splitmix.h"
 #include "burst/util/checked_math.h"
 #include "burst/util/error.h"
 
@@ -53,7 +53,7 @@ EpochOrder EpochSampler::epoch_order(int64_t epoch) const {
   std::vector<int64_t> permutation(static_cast<size_t>(dataset_size_));
   std::iota(permutation.begin(), permutation.end(), int64_t{0});
   // Fisher-Yates (Durstenfeld): for i = n-1 .. 1 swap element i with a uniform j in [0, i].
-  SplitMix64 random(derive_seed(seed_ ^ kShuffleStream, static_cast<uint64_t>(epoch)));
+  util::SplitMix64 random(util::derive_seed(seed_ ^ kShuffleStream, static_cast<uint64_t>(epoch)));
   for (int64_t i = dataset_size_ - 1; i >= 1; --i) {
     const int64_t j = static_cast<int64_t>(random.below(static_cast<uint64_t>(i) + 1));
     std::swap(permutation[i], permutation[j]);

@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 
 #include "burst/data/dataset.h"
-#include "burst/data/splitmix.h"
+#include "burst/util/splitmix.h"
 #include "burst/util/checked_math.h"
 #include "burst/util/error.h"
 
@@ -58,7 +58,7 @@ Dataset synthetic_dataset(const SyntheticSpec& spec) {
 
   std::vector<float> prototypes(static_cast<size_t>(elements * spec.num_classes));
   for (int64_t label = 0; label < spec.num_classes; ++label) {
-    SplitMix64 random(derive_seed(spec.seed ^ kPrototypeStream, static_cast<uint64_t>(label)));
+    util::SplitMix64 random(util::derive_seed(spec.seed ^ kPrototypeStream, static_cast<uint64_t>(label)));
     for (int64_t element = 0; element < elements; ++element) {
       prototypes[label * elements + element] = random.unit_float();
     }
@@ -67,7 +67,7 @@ Dataset synthetic_dataset(const SyntheticSpec& spec) {
   std::vector<float> features(static_cast<size_t>(total));
   std::vector<int64_t> labels(static_cast<size_t>(spec.num_samples));
   for (int64_t sample = 0; sample < spec.num_samples; ++sample) {
-    SplitMix64 random(derive_seed(spec.seed ^ kSampleStream, static_cast<uint64_t>(sample)));
+    util::SplitMix64 random(util::derive_seed(spec.seed ^ kSampleStream, static_cast<uint64_t>(sample)));
     const int64_t label =
         static_cast<int64_t>(random.below(static_cast<uint64_t>(spec.num_classes)));
     labels[sample] = label;

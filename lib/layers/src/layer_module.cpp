@@ -20,10 +20,10 @@ LayerModule::LayerModule(std::shared_ptr<torch::nn::Module> module, size_t arity
                          std::vector<torch::Tensor> extra_weights)
     : module_(std::move(module)), arity_(arity), extra_weights_(std::move(extra_weights)) {}
 
-torch::Tensor LayerModule::forward(const std::vector<torch::Tensor>& inputs) {
+torch::Tensor LayerModule::forward(const std::vector<torch::Tensor>& inputs, const RandomKey& key) {
   BURST_ASSERT(inputs.size() == arity_,
                fmt::format("layer module takes {} inputs, got {}", arity_, inputs.size()));
-  return run(inputs);
+  return run(inputs, key);
 }
 
 std::vector<torch::Tensor> LayerModule::weight_tensors() const {
@@ -43,10 +43,38 @@ class UnaryLayer final : public LayerModule {
       : LayerModule(holder.ptr(), 1, std::move(extra_weights)), holder_(std::move(holder)) {}
 
  private:
-  torch::Tensor run(const std::vector<torch::Tensor>& inputs) override {
+  torch::Tensor run(const std::vector<torch::Tensor>& inputs, const RandomKey&) override {
     return holder_->forward(inputs[0]);
   }
   Holder holder_;
+};
+
+// Dropout by the placement-invariant rule (sample_random.h); identity in eval mode.
+class DropoutLayer final : public LayerModule {
+ public:
+  DropoutLayer(double p, LayerId id) : LayerModule(std::make_shared<torch::nn::Module>(), 1), p_(p), id_(id) {}
+
+ private:
+  torch::Tensor run(const std::vector<torch::Tensor>& inputs, const RandomKey& key) override {
+    if (!module().is_training()) return inputs[0];
+    return sample_dropout(inputs[0], p_, key, id_);
+  }
+  double p_;
+  LayerId id_;
+};
+
+// Self-attention, whose attention-weight dropout draws by the same rule.
+class AttentionLayer final : public LayerModule {
+ public:
+  AttentionLayer(SelfAttention attention, LayerId id)
+      : LayerModule(attention.ptr(), 1), attention_(std::move(attention)), id_(id) {}
+
+ private:
+  torch::Tensor run(const std::vector<torch::Tensor>& inputs, const RandomKey& key) override {
+    return attention_->forward(inputs[0], key, id_);
+  }
+  SelfAttention attention_;
+  LayerId id_;
 };
 
 // A stateless layer: a function of its inputs, with an empty module (so train()/eval() and
@@ -58,7 +86,7 @@ class FunctionLayer final : public LayerModule {
       : LayerModule(std::make_shared<torch::nn::Module>(), arity), function_(std::move(function)) {}
 
  private:
-  torch::Tensor run(const std::vector<torch::Tensor>& inputs) override { return function_(inputs); }
+  torch::Tensor run(const std::vector<torch::Tensor>& inputs, const RandomKey&) override { return function_(inputs); }
   Function function_;
 };
 
@@ -69,7 +97,7 @@ class LossLayer final : public LayerModule {
       : LayerModule(loss.ptr(), 2), loss_(std::move(loss)) {}
 
  private:
-  torch::Tensor run(const std::vector<torch::Tensor>& inputs) override {
+  torch::Tensor run(const std::vector<torch::Tensor>& inputs, const RandomKey&) override {
     return loss_->forward(inputs[0], inputs[1]);
   }
   SoftmaxCrossEntropy loss_;
@@ -188,7 +216,7 @@ class Factory {
   }
 
   std::unique_ptr<LayerModule> operator()(const graph::DropoutAttrs& a) const {
-    return unary(torch::nn::Dropout(torch::nn::DropoutOptions(a.p)));  // identity in eval mode
+    return std::make_unique<DropoutLayer>(a.p, id_);
   }
 
   std::unique_ptr<LayerModule> operator()(const graph::AddAttrs&) const {
@@ -235,7 +263,7 @@ class Factory {
   }
 
   std::unique_ptr<LayerModule> operator()(const graph::SelfAttentionAttrs& a) const {
-    return unary(SelfAttention(in()[1], a.heads, a.causal, a.dropout));  // [B, T, D] -> same
+    return std::make_unique<AttentionLayer>(SelfAttention(in()[1], a.heads, a.causal, a.dropout), id_);  // [B, T, D]
   }
 
   std::unique_ptr<LayerModule> operator()(const graph::SoftmaxCrossEntropyAttrs& a) const {

@@ -55,7 +55,7 @@ SelfAttentionImpl::SelfAttentionImpl(int64_t dim, int64_t heads, bool causal, do
   out_proj->bias.zero_();
 }
 
-torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x) {
+torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const RandomKey& key, graph::LayerId layer) {
   const int64_t batch = x.size(0);
   const int64_t tokens = x.size(1);
   const int64_t dim = x.size(2);
@@ -79,7 +79,7 @@ torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x) {
   }
   torch::Tensor weights = torch::softmax(scores, -1);
   if (dropout_ > 0 && is_training()) {
-    weights = F::dropout(weights, F::DropoutFuncOptions().p(dropout_));
+    weights = sample_dropout(weights, dropout_, key, layer);  // [B, H, T, T]: per sample
   }
 
   // Weighted values, heads joined again: [B, H, T, D/H] -> [B, T, D].

@@ -9,6 +9,8 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
+#include "burst/layers/sample_random.h"
+
 namespace burst::layers {
 
 // Learned absolute positions: a table [max_positions, D]; forward adds its first T rows.
@@ -53,12 +55,12 @@ TORCH_MODULE(TiedLinear);
 // torch.nn.MultiheadAttention(D, heads, bias=True) — packed in_proj_weight [3D, D] (Xavier
 // uniform), in_proj_bias [3D] (zeros), out_proj Linear(D, D) (bias zeros) — but batch-first
 // and with an optional causal mask (GPT-2). Dropout applies to the attention weights in
-// training mode.
+// training mode, drawn per sample by `key` and `layer` (sample_random.h).
 class SelfAttentionImpl : public torch::nn::Module {
  public:
   SelfAttentionImpl(int64_t dim, int64_t heads, bool causal, double dropout);
   // x [B, T, D] -> [B, T, D].
-  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor forward(const torch::Tensor& x, const RandomKey& key, graph::LayerId layer);
 
   torch::Tensor in_proj_weight;  // [3D, D]: rows 0..D-1 make queries, then keys, then values
   torch::Tensor in_proj_bias;    // [3D]

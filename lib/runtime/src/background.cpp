@@ -46,7 +46,9 @@ struct Trainer {
   std::vector<std::unique_ptr<layers::LayerModule>> modules;
   std::unique_ptr<torch::optim::SGD> optimizer;
 
-  Trainer(const graph::Graph& g, uint64_t seed, double learning_rate) : graph(g) {
+  uint64_t seed;
+
+  Trainer(const graph::Graph& g, uint64_t run_seed, double learning_rate) : graph(g), seed(run_seed) {
     for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
       if (graph.layer(id).op() == graph::OpKind::Input && graph.info(id).output_dtype != graph::DType::Float32) {
         throw UserError(fmt::format("background jobs feed random float inputs; '{}' of {} takes integers",
@@ -68,8 +70,8 @@ struct Trainer {
   }
 
   // One step: forward through every layer (autograd across them), the losses, backward,
-  // update. Returns the loss.
-  double step(int64_t batch) {
+  // update. Dropout draws by (seed, step, layer, sample) as the foreground's. Returns the loss.
+  double step(int64_t batch, int64_t step_index) {
     // Gradients are dropped, not zeroed (as in the foreground's executor): backward then
     // hands its result to .grad instead of adding it to zeros. Plain SGD skips a parameter
     // without one, the same update as a zero gradient.
@@ -93,7 +95,7 @@ struct Trainer {
         const int64_t classes = graph.info(graph.inputs(id)[0]).output_shape.back();
         args.push_back(torch::randint(0, classes, {batch}, torch::kInt64));
       }
-      outputs[static_cast<size_t>(id)] = modules[static_cast<size_t>(id)]->forward(args);
+      outputs[static_cast<size_t>(id)] = modules[static_cast<size_t>(id)]->forward(args, layers::RandomKey{seed, step_index, 0});
       if (op == graph::OpKind::SoftmaxCrossEntropy) loss = loss + outputs[static_cast<size_t>(id)].sum() / batch;
     }
     if (loss.requires_grad()) loss.backward();
@@ -147,7 +149,7 @@ void run_background_job(const BackgroundJobConfig& config) {
   double loss = 0;
   for (int64_t step = 0; config.steps == 0 || step < config.steps; ++step) {
     const uint64_t begin = now_ns();
-    loss = trainer.step(config.batch);
+    loss = trainer.step(config.batch, step);
     if (progress != nullptr) {
       const uint64_t slot = progress->steps.load(std::memory_order_relaxed) % BackgroundProgress::kRing;
       progress->begin_ns[slot] = begin;

@@ -1,5 +1,5 @@
 // PlanExecutor's collectives outside the step: step times, traces, parameters, training
-// state (checkpoints) and generator states, gathered on rank 0.
+// state (checkpoints), gathered on rank 0.
 #include <cstring>
 #include <map>
 
@@ -13,7 +13,6 @@ namespace burst::runtime {
 
 using detail::Clock;
 using detail::gather_tag;
-using detail::kGeneratorTag;
 using detail::kTraceBytesTag;
 using detail::kTraceSizeTag;
 
@@ -188,22 +187,6 @@ void PlanExecutor::load_training_state(const std::vector<checkpoint::TensorBytes
     detail::load_layer_training_state(s.modules[static_cast<size_t>(id)]->module(), s.optimizer.get(),
                                       s.graph.layer(id).name + ".", by_name);
   }
-}
-
-std::vector<torch::Tensor> PlanExecutor::gather_generator_states() {
-  detail::ExecutorState& s = *state_;
-  torch::Tensor mine = at::detail::getDefaultCPUGenerator().get_state();
-  if (s.rank != 0) {
-    s.comm.send(mine, 0, kGeneratorTag)->wait();
-    return {};
-  }
-  std::vector<torch::Tensor> states{mine};
-  for (int rank = 1; rank < s.comm.size(); ++rank) {
-    torch::Tensor other = torch::empty_like(mine);
-    s.comm.receive(other, rank, kGeneratorTag)->wait();
-    states.push_back(other);
-  }
-  return states;
 }
 
 }  // namespace burst::runtime

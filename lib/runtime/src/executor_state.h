@@ -42,12 +42,11 @@ inline UserError communication_failure(const std::string& what, const std::excep
 // Tags of the runtime's own messages, above the step program's (program::kTagLimit = 2^29).
 // Parameter gathering: from 2^30, 64 a layer. Trace gathering: a range of its own above it
 // (parameter gathering stays below 3 x 2^29 for models under 2^23 layers); not 2^31 and up:
-// Gloo takes tags as a non-negative int. Generator states: the tag just below the traces'.
+// Gloo takes tags as a non-negative int.
 inline uint32_t gather_tag(graph::LayerId layer, size_t parameter) {
   return static_cast<uint32_t>((uint64_t{1} << 30) + static_cast<uint64_t>(layer) * 64 + parameter);
 }
 constexpr uint32_t kTraceTagBase = uint32_t{3} << 29;
-constexpr uint32_t kGeneratorTag = kTraceTagBase - 1;
 constexpr uint32_t kTraceSizeTag = kTraceTagBase;
 constexpr uint32_t kTraceBytesTag = kTraceTagBase + 1;
 
@@ -107,6 +106,7 @@ struct ExecutorState {
   plan::Plan plan;
   Communicator& comm;
   int rank = 0;
+  uint64_t seed = 0;  // the run's: layers' initial weights and random ops draw from it
   // The step programs: with the loss reduction (steps whose loss is reported) and without.
   program::StepProgram reporting;
   program::StepProgram quiet;

@@ -66,6 +66,7 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
     : state_(std::make_unique<detail::ExecutorState>(graph, std::move(plan), communicator)) {
   detail::ExecutorState& s = *state_;
   s.rank = communicator.rank();
+  s.seed = options.seed;
   program::ProgramOptions program_options;
   program_options.bucket_bytes = options.bucket_bytes;
   program_options.sync_batchnorm = options.sync_batchnorm;
@@ -91,14 +92,14 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
 
 PlanExecutor::~PlanExecutor() = default;
 
-StepResult PlanExecutor::step(const BatchSource& batch, bool report_loss) {
+StepResult PlanExecutor::step(const BatchSource& batch, int64_t step, bool report_loss) {
   detail::ExecutorState& s = *state_;
   const program::StepProgram& program = report_loss ? s.reporting : s.quiet;
   s.trace.begin_step();
   const auto start = detail::Clock::now();
   s.communication_ms = 0;
   s.idle_ms = 0;
-  const double loss_sum = detail::interpret_step(s, program, batch);
+  const double loss_sum = detail::interpret_step(s, program, batch, layers::RandomKey{s.seed, step, 0});
 
   StepResult result;
   const auto end = detail::Clock::now();

@@ -69,8 +69,10 @@ struct PendingSend {
 
 class StepInterpreter {
  public:
-  StepInterpreter(ExecutorState& s, const program::StepProgram& program, const BatchSource& batch)
+  StepInterpreter(ExecutorState& s, const program::StepProgram& program, const BatchSource& batch,
+                  const layers::RandomKey& step_key)
       : s_(s),
+        step_key_(step_key),
         graph_(s.graph),
         program_(program),
         batch_(batch),
@@ -197,7 +199,9 @@ class StepInterpreter {
       output = layers::sync_batchnorm_forward(args.at(0), s_.modules[static_cast<size_t>(id)]->module(), attrs.eps,
                                               attrs.momentum, *batchnorm);
     } else {
-      output = s_.modules[static_cast<size_t>(id)]->forward(args);
+      layers::RandomKey key = step_key_;
+      key.first_sample = s_.range(id).begin;  // row 0 of this rank's rows is that global sample
+      output = s_.modules[static_cast<size_t>(id)]->forward(args, key);
     }
     if (is_loss(graph_, id)) loss_sum_ += output.detach().sum().item<double>();
     outputs_[static_cast<size_t>(id)] = output;
@@ -297,6 +301,7 @@ class StepInterpreter {
   }
 
   ExecutorState& s_;
+  const layers::RandomKey step_key_;
   const graph::Graph& graph_;
   const program::StepProgram& program_;
   const BatchSource& batch_;
@@ -313,8 +318,9 @@ class StepInterpreter {
 
 }  // namespace
 
-double interpret_step(ExecutorState& s, const program::StepProgram& program, const BatchSource& batch) {
-  return StepInterpreter(s, program, batch).run();
+double interpret_step(ExecutorState& s, const program::StepProgram& program, const BatchSource& batch,
+                      const layers::RandomKey& step_key) {
+  return StepInterpreter(s, program, batch, step_key).run();
 }
 
 }  // namespace burst::runtime::detail

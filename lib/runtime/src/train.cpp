@@ -199,7 +199,7 @@ std::string format_rank_times(const std::vector<StepTimes>& times) {
                      spread(&StepTimes::idle_ms));
 }
 
-// The plan's placements as text: two runs with equal layouts draw the same random numbers.
+// The plan's placements as text, recorded in checkpoints as what wrote them.
 std::string plan_layout(const plan::Plan& plan) {
   std::string text = std::to_string(plan.devices);
   for (const plan::LayerPlacement& layer : plan.layers) {
@@ -346,24 +346,8 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
   if (const auto resumed = checkpoint_to_resume(config, graph, plan.global_batch, steps)) {
     executor.load_training_state(resumed->tensors);
     first_step = resumed->step;
-    // Dropout's draws continue exactly where they were only on the same plan; elsewhere
-    // each rank's generator starts afresh from (seed, step, rank).
-    const bool same_layout = resumed->state.value("written_by", nlohmann::json()).value("layout", "") == layout;
-    const std::string name = fmt::format("rng.rank{}", place.rank);
-    const auto found = std::find_if(resumed->tensors.begin(), resumed->tensors.end(),
-                                    [&](const checkpoint::TensorBytes& t) { return t.name == name; });
-    if (same_layout && found != resumed->tensors.end()) {
-      at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle to the global one
-      std::lock_guard<std::mutex> lock(generator.mutex());
-      generator.set_state(detail::tensor_from_bytes(*found));
-    } else {
-      torch::manual_seed(config.seed ^ (static_cast<uint64_t>(first_step) * 0x9E3779B97F4A7C15ULL) ^
-                         (static_cast<uint64_t>(place.rank) << 48));
-    }
-    if (logging) {
-      std::cout << fmt::format("resumed from step {} ({}{})\n", first_step, config.checkpoint_dir,
-                               same_layout ? "" : "; another plan or worker count: dropout draws start afresh");
-    }
+    // Nothing else to restore: dropout draws by (seed, step, layer, sample), on any layout.
+    if (logging) std::cout << fmt::format("resumed from step {} ({})\n", first_step, config.checkpoint_dir);
   }
   if (logging) {
     std::cout << fmt::format("burst train: {} on {} workers, plan '{}' ({}), global batch {}, {} steps, {} data\n",
@@ -380,11 +364,7 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
   auto save_checkpoint = [&](int64_t done) {
     doing(fmt::format("gathering the checkpoint of step {}", done));
     std::vector<checkpoint::TensorBytes> tensors = executor.gather_training_state();
-    const std::vector<torch::Tensor> generators = executor.gather_generator_states();
     if (place.rank != 0) return;
-    for (size_t rank = 0; rank < generators.size(); ++rank) {
-      tensors.push_back(detail::tensor_to_bytes(fmt::format("rng.rank{}", rank), generators[rank]));
-    }
     checkpoint::Checkpoint out;
     out.model = graph.name();
     out.model_fingerprint = checkpoint::model_fingerprint(graph);
@@ -418,7 +398,7 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
     // Every rank knows which steps are logged: those reduce the loss and gather step times.
     const bool logged = step % std::max(1, config.log_every) == 0 || step + 1 == steps;
     try {
-      result = executor.step(source, logged);
+      result = executor.step(source, step, logged);
     } catch (const UserError& error) {
       throw UserError(fmt::format("step {}: {}", step + 1, error.what()));
     }

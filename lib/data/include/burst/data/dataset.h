@@ -45,7 +45,7 @@ class Dataset {
 };
 
 // A deterministic synthetic classification dataset: the same spec gives the same bytes on
-// every platform (SplitMix64, see splitmix.h). Each class c has a fixed random prototype
+// every platform (SplitMix64, see burst/util/splitmix.h). Each class c has a fixed random prototype
 // p_c with elements in [0, 1); sample i draws its label uniformly, then each element is
 // (p_label + u) / 2 with u uniform in [0, 1). Values lie in [0, 1) and classes are
 // separable, so a model can learn it (loss falls), which makes smoke tests meaningful.

@@ -2,7 +2,7 @@
 // The deterministic shuffling sampler: which dataset samples form global batch `step` of
 // epoch `epoch`. Every rank evaluates it on its own and gets the same answer (no
 // communication), on every platform: each epoch's order is a Fisher-Yates shuffle driven
-// by SplitMix64 (splitmix.h), seeded from (seed, epoch) alone.
+// by SplitMix64 (burst/util/splitmix.h), seeded from (seed, epoch) alone.
 //
 // drop_last: an epoch has steps_per_epoch = dataset_size / global_batch steps (rounded
 // down). The dataset_size % global_batch samples at the end of an epoch's permutation are

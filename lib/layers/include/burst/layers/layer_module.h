@@ -21,6 +21,7 @@
 #include <torch/types.h>
 
 #include "burst/graph/graph.h"
+#include "burst/layers/sample_random.h"
 
 namespace burst::layers {
 
@@ -36,8 +37,10 @@ class LayerModule {
   //  - input: the batch itself ([B] + shape, float32 or int64 ids), returned unchanged.
   //  - softmax_cross_entropy: the labels as a last input, int64 [B] for logits [B, C] or
   //    [B, T] for logits [B, T, C].
+  // Random ops (dropout, attention dropout) draw by `key` and the layer id, per global
+  // sample (sample_random.h); the default key suits profiling and one-off runs.
   // Checks the input count (an internal invariant: BURST_ASSERT); torch checks the shapes.
-  torch::Tensor forward(const std::vector<torch::Tensor>& inputs);
+  torch::Tensor forward(const std::vector<torch::Tensor>& inputs, const RandomKey& key = {});
 
   // How many tensors forward() takes (graph inputs, plus one for an input layer's batch or
   // a loss's labels).
@@ -67,7 +70,7 @@ class LayerModule {
 
  private:
   // forward() after the input count check.
-  virtual torch::Tensor run(const std::vector<torch::Tensor>& inputs) = 0;
+  virtual torch::Tensor run(const std::vector<torch::Tensor>& inputs, const RandomKey& key) = 0;
 
   std::shared_ptr<torch::nn::Module> module_;
   size_t arity_;

@@ -8,6 +8,8 @@
 // Equivalence with one device (docs/architecture.md, invariant 1):
 //  - every layer is initialised from its own seed (the run's seed and the layer id), so a
 //    layer's weights do not depend on which rank builds it or what else that rank builds;
+//  - random ops (dropout) draw per global sample from (seed, step, layer, sample index),
+//    so a sample's mask does not depend on which rank computes it (sample_random.h);
 //  - the loss is the sum of every loss layer's per-sample losses divided by the global
 //    batch, so summing the gradients of a layer's ranks gives the one-device gradient;
 //  - every rank of a layer applies the same update to the same summed gradient.
@@ -96,9 +98,10 @@ class PlanExecutor {
   PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communicator& communicator, const ExecutorOptions& options);
   ~PlanExecutor();
 
-  // One training step: this rank's step program. `report_loss`: end with the world
-  // all-reduce of the loss (every rank passes the same value for the same step).
-  StepResult step(const BatchSource& batch, bool report_loss);
+  // Training step `step` (0-based, counted across resumes: random ops draw by it, see
+  // burst/layers/sample_random.h): this rank's step program. `report_loss`: end with the
+  // world all-reduce of the loss (every rank passes the same values for the same step).
+  StepResult step(const BatchSource& batch, int64_t step, bool report_loss);
 
 
   // The parameters this rank holds, by qualified name ("<layer>.<param>").
@@ -117,10 +120,6 @@ class PlanExecutor {
   // Sets the layers this rank holds from `state` (the whole model's, written under any
   // plan and world size). UserError for a missing tensor or one of another shape.
   void load_training_state(const std::vector<checkpoint::TensorBytes>& state);
-
-  // Every rank's torch CPU generator state (dropout draws from it), gathered on rank 0 by
-  // rank; other ranks get an empty list. Collective.
-  std::vector<torch::Tensor> gather_generator_states();
 
   // Every rank's step times, by rank, on every rank: one world all-reduce of 6 x world
   // doubles. Collective: every rank calls it for the same steps.

@@ -3,10 +3,11 @@
 // the reference code is Vigna's splitmix64.c). Everything the data library draws at random
 // (synthetic samples, epoch shuffles) comes from here rather than from <random>'s
 // distributions, whose algorithms differ between standard libraries: the same seed must
-// give the same samples and the same order on every rank and every platform.
+// give the same samples and the same order on every rank and every platform. Dropout's
+// Philox keys are derived with it too (burst/layers/sample_random.h).
 #include <cstdint>
 
-namespace burst::data {
+namespace burst::util {
 
 // SplitMix64's output function: a bijective 64-bit mix (also a good hash of a counter).
 inline uint64_t mix64(uint64_t value) {
@@ -48,4 +49,4 @@ class SplitMix64 {
   uint64_t state_;
 };
 
-}  // namespace burst::data
+}  // namespace burst::util

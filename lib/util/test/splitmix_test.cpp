@@ -1,9 +1,9 @@
 // SplitMix64 against the reference implementation's published outputs, and its helpers.
 #include <gtest/gtest.h>
 
-#include "burst/data/splitmix.h"
+#include "burst/util/splitmix.h"
 
-namespace burst::data {
+namespace burst::util {
 namespace {
 
 TEST(SplitMix64, MatchesTheReferenceSequence) {
@@ -47,4 +47,4 @@ TEST(SplitMix64, DerivedStreamsDiffer) {
 }
 
 }  // namespace
-}  // namespace burst::data
+}  // namespace burst::util
