@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <queue>
+#include <utility>
 
 #include "burst/plan/step_timing.h"
 #include "burst/program/step_program.h"
@@ -23,12 +26,12 @@ const char* activity_kind_name(ActivityKind kind) {
 
 namespace {
 
-// When each task starts: as soon as its last dependency has ended (a longest-path pass in
-// a topological order, Kahn's: no resource is held, so nothing else delays a task); it ends
-// its duration later. Ready tasks are taken in the order they became ready, which follows
-// the lowering's layout (every rank's k-th op before any rank's next), so a step of millions
-// of tasks is read about in memory order.
-std::vector<double> start_times(const StepTasks& step) {
+// When each task starts where no message waits for a port (ports_may_contend is false):
+// as soon as its last dependency has ended, a longest-path pass in a topological order
+// (Kahn's). Ready tasks are taken in the order they became ready, which follows the
+// lowering's layout (every rank's k-th op before any rank's next), so a step of millions of
+// tasks is read about in memory order.
+std::vector<double> longest_paths(const StepTasks& step) {
   const size_t count = step.tasks.size();
   std::vector<double> start(count, 0.0);
   std::vector<int32_t> pending = step.dependency_count;
@@ -49,6 +52,59 @@ std::vector<double> start_times(const StepTasks& step) {
   BURST_ASSERT(order.size() == count, "the step's tasks have a cycle");
   return start;
 }
+
+// When each task starts where messages may wait for ports: the simulator's schedule without
+// background work (step_timing.h's order rule). Tasks are handled as they end, in (end,
+// start order); a task whose last dependency ends is ready then and starts at once, a
+// message once its ports are free too (MessagePorts).
+class ListSchedule {
+ public:
+  explicit ListSchedule(const StepTasks& step)
+      : step_(step), pending_(step.dependency_count), start_(step.tasks.size(), 0.0),
+        ports_(static_cast<int>(step.first_compute.size())) {}
+
+  std::vector<double> run() && {
+    for (size_t t = 0; t < step_.tasks.size(); ++t) {
+      if (pending_[t] == 0) start(t, 0.0);
+    }
+    size_t handled = 0;
+    while (!ends_.empty()) {
+      const End end = ends_.top();
+      ends_.pop();
+      ++handled;
+      const auto t = static_cast<size_t>(end.task);
+      for (int32_t k = step_.successor_begin[t]; k < step_.successor_begin[t + 1]; ++k) {
+        const auto after = static_cast<size_t>(step_.successors[static_cast<size_t>(k)]);
+        if (--pending_[after] == 0) start(after, end.time_s);
+      }
+    }
+    BURST_ASSERT(handled == step_.tasks.size(), "the step's tasks have a cycle");
+    return std::move(start_);
+  }
+
+ private:
+  struct End {
+    double time_s;
+    uint64_t sequence;  // start order
+    int32_t task;
+    bool operator>(const End& other) const {
+      return time_s != other.time_s ? time_s > other.time_s : sequence > other.sequence;
+    }
+  };
+
+  void start(size_t t, double ready_s) {
+    const Task& task = step_.tasks[t];
+    start_[t] = task.kind == TaskKind::Message ? ports_.claim(task, ready_s) : ready_s;
+    ends_.push(End{start_[t] + task.duration_s, sequence_++, static_cast<int32_t>(t)});
+  }
+
+  const StepTasks& step_;
+  std::vector<int32_t> pending_;  // unmet dependencies per task
+  std::vector<double> start_;
+  MessagePorts ports_;
+  std::priority_queue<End, std::vector<End>, std::greater<End>> ends_;
+  uint64_t sequence_ = 0;
+};
 
 int64_t largest_shard(const LayerPlacement& placement) {
   int64_t largest = 0;
@@ -95,10 +151,15 @@ class Timelines {
   void record(int rank, double start, double end, ActivityKind kind, graph::LayerId id) {
     if (wanted_ && end > start) timelines_[static_cast<size_t>(rank)].push_back(Activity{start, end, kind, id});
   }
-  std::vector<std::vector<Activity>> sorted() && {
+  // Sorted by start; a rank that was not lowered gets its representative's timeline.
+  std::vector<std::vector<Activity>> sorted(const std::vector<int32_t>& representative) && {
     for (auto& timeline : timelines_) {
       std::stable_sort(timeline.begin(), timeline.end(),
                        [](const Activity& a, const Activity& b) { return a.start_s < b.start_s; });
+    }
+    for (size_t rank = 0; rank < timelines_.size(); ++rank) {
+      const int32_t stands_for = representative[rank];
+      if (stands_for >= 0 && static_cast<size_t>(stands_for) != rank) timelines_[rank] = timelines_[static_cast<size_t>(stands_for)];
     }
     return std::move(timelines_);
   }
@@ -123,7 +184,8 @@ void add_collective(const program::StepProgram& program, const StepTasks& step, 
       result.layers[static_cast<size_t>(id)].sync_end_s = start + task.duration_s;
     }
   }
-  for (const int rank : step.groups[static_cast<size_t>(task.group)]) {
+  for (const int rank : step.groups[static_cast<size_t>(task.group)]) {  // the lowered ones: the rest copy them
+    if (step.representative[static_cast<size_t>(rank)] != rank) continue;
     timelines.record(rank, start, start + task.duration_s, ActivityKind::Allreduce, task.layer);
   }
 }
@@ -136,8 +198,8 @@ void fill_from_tasks(const program::StepProgram& program, const StepTasks& step,
     const Task& task = step.tasks[t];
     const double start = start_s[t], end = start + task.duration_s;
     switch (task.kind) {
-      case TaskKind::Compute:
-        result.device_seconds += Seconds(task.duration_s);
+      case TaskKind::Compute:  // on every rank of its rank's class
+        result.device_seconds += Seconds(task.duration_s * step.class_size[static_cast<size_t>(task.rank)]);
         if (task.layer >= 0) add_compute(task, start, end, result.layers[static_cast<size_t>(task.layer)]);
         timelines.record(task.rank, start, end, compute_activity(task.work), task.layer);
         break;
@@ -172,8 +234,10 @@ PlanEvaluation evaluate_plan(const Plan& plan, const PlanContext& context, const
   timing.program.sync_batchnorm = options.sync_batchnorm;
   timing.program.reduce_loss = false;  // not timed
   const program::StepProgram program = build_step_program(context.graph, plan, timing.program);
+  const bool contention = ports_may_contend(program);
+  timing.one_rank_per_class = !contention && !options.time_each_rank;
   const StepTasks step = lower_step_program(program, context, timing);
-  const std::vector<double> start_s = start_times(step);
+  const std::vector<double> start_s = contention ? ListSchedule(step).run() : longest_paths(step);
 
   const int devices = context.network.cluster().size();
   PlanEvaluation result;
@@ -185,7 +249,7 @@ PlanEvaluation evaluate_plan(const Plan& plan, const PlanContext& context, const
     layer.amplification = whole[id].s() > 0 ? (layer.forward + layer.backward) / whole[id] * layer.devices : 1.0;
   }
   result.idle_device_seconds = Seconds(devices * result.iteration_time.s()) - result.device_seconds;
-  if (options.timelines) result.timelines = std::move(timelines).sorted();
+  if (options.timelines) result.timelines = std::move(timelines).sorted(step.representative);
   return result;
 }
 

@@ -112,8 +112,9 @@ class Lowering {
   }
 
   StepTasks run() && {
-    reserve();
     index_shards();
+    choose_representatives();
+    reserve();
     lower_ranks(rank_updates());
     add_step_end();
     link();
@@ -126,7 +127,9 @@ class Lowering {
   // data-parallel step on thousands of ranks hold millions of entries.
   void reserve() {
     size_t ops = 0;
-    for (const auto& rank_ops : program_.ops) ops += rank_ops.size();
+    for (size_t rank = 0; rank < program_.ops.size(); ++rank) {
+      if (lowered(static_cast<int>(rank))) ops += program_.ops[rank].size();
+    }
     step_.tasks.reserve(ops + 1);
     edges_.reserve(2 * ops + program_.ops.size());
   }
@@ -139,6 +142,32 @@ class Lowering {
       }
     }
   }
+
+  // Who stands for whom (TimingOptions::one_rank_per_class): a rank's class is its list of
+  // (segment, shard size); a rank that sends or receives a message is a class of its own.
+  // Representatives are the lowest ranks of their classes.
+  void choose_representatives() {
+    step_.representative.assign(static_cast<size_t>(devices_), -1);
+    step_.class_size.assign(static_cast<size_t>(devices_), 0);
+    std::vector<char> exchanges(static_cast<size_t>(devices_), 0);
+    for (const program::Piece& piece : program_.pieces) {
+      if (piece.local()) continue;
+      exchanges[static_cast<size_t>(piece.sender)] = exchanges[static_cast<size_t>(piece.receiver)] = 1;
+    }
+    std::map<std::vector<std::pair<int32_t, int64_t>>, int32_t> classes;
+    for (size_t rank = 0; rank < program_.ops.size(); ++rank) {
+      if (program_.ops[rank].empty()) continue;
+      BURST_ASSERT(static_cast<int>(rank) < devices_, "a step program with ranks outside the cluster");
+      auto representative = static_cast<int32_t>(rank);
+      if (options_.one_rank_per_class && !exchanges[rank]) {
+        representative = classes.emplace(shards_by_rank_[rank], representative).first->second;
+      }
+      step_.representative[rank] = representative;
+      ++step_.class_size[static_cast<size_t>(representative)];
+    }
+  }
+  bool lowered(int rank) const { return step_.representative[static_cast<size_t>(rank)] == rank; }
+
   // The rank's shard size in `segment`. Its F ops visit its segments in ascending order and
   // its B ops in descending order, so the cursor moves by a step or two, not a search.
   int64_t shard_size(int rank, int32_t segment, RankCursor& cursor) const {
@@ -172,9 +201,7 @@ class Lowering {
     constexpr size_t kOpsPerTurn = 8;
     std::vector<int> active;
     for (size_t rank = 0; rank < program_.ops.size(); ++rank) {
-      if (program_.ops[rank].empty()) continue;
-      BURST_ASSERT(static_cast<int>(rank) < devices_, "a step program with ranks outside the cluster");
-      active.push_back(static_cast<int>(rank));
+      if (!program_.ops[rank].empty() && lowered(static_cast<int>(rank))) active.push_back(static_cast<int>(rank));
     }
     std::vector<RankCursor> cursors(program_.ops.size());
     for (size_t begin = 0; !active.empty(); begin += kOpsPerTurn) {
@@ -378,6 +405,18 @@ class Lowering {
 };
 
 }  // namespace
+
+bool ports_may_contend(const program::StepProgram& program) {
+  std::vector<char> sends(static_cast<size_t>(program.ranks), 0), receives(static_cast<size_t>(program.ranks), 0);
+  for (const program::Piece& piece : program.pieces) {
+    if (piece.local()) continue;
+    char& send = sends[static_cast<size_t>(piece.sender)];
+    char& receive = receives[static_cast<size_t>(piece.receiver)];
+    if (send || receive) return true;
+    send = receive = 1;
+  }
+  return false;
+}
 
 StepTasks lower_step_program(const program::StepProgram& program, const PlanContext& context,
                              const TimingOptions& options) {

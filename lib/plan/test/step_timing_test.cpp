@@ -4,10 +4,16 @@
 
 #include <algorithm>
 #include <set>
+#include <string>
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include "burst/cluster/cluster.h"
+#include "burst/cost/device_models.h"
 #include "burst/graph/builder.h"
+#include "burst/graph/model_json.h"
 #include "hand_plan.h"
 #include "planner_test_support.h"
 
@@ -125,6 +131,101 @@ TEST(StepTiming, BucketsChainAndGateTheUpdate) {
     EXPECT_NEAR(step.tasks[static_cast<size_t>(update)].duration_s, 2e-3, 1e-15);
     EXPECT_EQ(dependencies(step, update),
               (std::set<int32_t>{find_task(step, TaskWork::Backward, 0, rank), l2_bucket, l1_bucket}));
+  }
+}
+
+// 4 ranks, batch 4: input [4] on r0 [0,2), r2 [2,3), r3 [3,4); l1 and l2 (linear 4 -> 4)
+// on every rank, one sample each. The one message is input -> l1, r0 -> r1 (no gradient
+// into the input), so no port carries two. r2 and r3 hold one sample in both segments and
+// exchange nothing: one class, lowered once (r2 stands for r3). r0 and r1 exchange the
+// message: each is lowered.
+World classes_world() {
+  graph::GraphBuilder b("classes");
+  b.linear("l2", b.linear("l1", b.input("input", {4}), 4), 4);
+  return World(std::move(b).build(), test_cluster(4, 1e6, 1e-5),
+               {{"input", {ms(0), ms(0)}}, {"l1", {ms(1, 1), ms(2, 1)}}, {"l2", {ms(1, 1), ms(2, 1)}}},
+               {{"l1", Seconds::from_ms(1)}, {"l2", Seconds::from_ms(1)}});
+}
+Plan classes_plan(const World& world) {
+  const std::vector<cost::Shard> each{shard(0, 0, 1), shard(1, 1, 2), shard(2, 2, 3), shard(3, 3, 4)};
+  return hand_plan(world.graph, 4, 4, {{shard(0, 0, 2), shard(2, 2, 3), shard(3, 3, 4)}, each, each});
+}
+
+TEST(StepTiming, RanksThatTimeTheSameAreLoweredOnce) {
+  const World world = classes_world();
+  const Plan plan = classes_plan(world);
+  TimingOptions options;
+  options.one_rank_per_class = true;
+  const StepTasks step = plan_step_tasks(plan, world.context(), options);
+  EXPECT_EQ(step.representative, (std::vector<int32_t>{0, 1, 2, 2}));
+  EXPECT_EQ(step.class_size, (std::vector<int32_t>{1, 1, 2, 0}));
+  EXPECT_EQ(step.first_compute[3], -1);
+  for (const Task& task : step.tasks) EXPECT_NE(task.rank, 3);
+
+  const StepTasks every = plan_step_tasks(plan, world.context(), TimingOptions{});
+  EXPECT_EQ(every.representative, (std::vector<int32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(every.class_size, (std::vector<int32_t>{1, 1, 1, 1}));
+  program::ProgramOptions program_options;
+  program_options.reduce_loss = false;
+  EXPECT_FALSE(ports_may_contend(program::build_step_program(world.graph, plan, program_options)));
+}
+
+void expect_same_evaluation(const PlanEvaluation& one_per_class, const PlanEvaluation& every_rank,
+                            const std::string& what) {
+  SCOPED_TRACE(what);
+  const double step = every_rank.iteration_time.s();
+  EXPECT_EQ(one_per_class.iteration_time.s(), step);
+  EXPECT_NEAR(one_per_class.device_seconds.s(), every_rank.device_seconds.s(), 1e-12 * every_rank.device_seconds.s());
+  EXPECT_NEAR(one_per_class.idle_device_seconds.s(), every_rank.idle_device_seconds.s(), 1e-12 * step);
+  ASSERT_EQ(one_per_class.layers.size(), every_rank.layers.size());
+  for (size_t id = 0; id < every_rank.layers.size(); ++id) {
+    const LayerTiming& a = one_per_class.layers[id];
+    const LayerTiming& b = every_rank.layers[id];
+    EXPECT_EQ(a.forward.s(), b.forward.s()) << id;
+    EXPECT_EQ(a.backward.s(), b.backward.s()) << id;
+    EXPECT_EQ(a.transfer.s(), b.transfer.s()) << id;
+    EXPECT_EQ(a.sync.s(), b.sync.s()) << id;
+    EXPECT_EQ(a.forward_end_s, b.forward_end_s) << id;
+    EXPECT_EQ(a.backward_start_s, b.backward_start_s) << id;
+    EXPECT_EQ(a.sync_end_s, b.sync_end_s) << id;
+  }
+  ASSERT_EQ(one_per_class.timelines.size(), every_rank.timelines.size());
+  for (size_t rank = 0; rank < every_rank.timelines.size(); ++rank) {
+    const auto& a = one_per_class.timelines[rank];
+    const auto& b = every_rank.timelines[rank];
+    ASSERT_EQ(a.size(), b.size()) << "rank " << rank;
+    for (size_t i = 0; i < b.size(); ++i) {
+      EXPECT_EQ(a[i].start_s, b[i].start_s) << "rank " << rank << " activity " << i;
+      EXPECT_EQ(a[i].end_s, b[i].end_s) << "rank " << rank << " activity " << i;
+      EXPECT_EQ(a[i].kind, b[i].kind) << "rank " << rank << " activity " << i;
+      EXPECT_EQ(a[i].layer, b[i].layer) << "rank " << rank << " activity " << i;
+    }
+  }
+}
+
+// Timing one rank per class gives exactly what timing every rank gives: on the hand-made
+// classes above, and on data parallelism with even and uneven splits, ranks without
+// samples, and synchronised BatchNorm (every rank in every statistics all-reduce).
+TEST(StepTiming, OneRankPerClassTimesAsEveryRank) {
+  auto both = [](const Plan& plan, const PlanContext& context, bool sync_batchnorm, const std::string& what) {
+    EvaluateOptions options;
+    options.timelines = true;
+    options.sync_batchnorm = sync_batchnorm;
+    const PlanEvaluation one_per_class = evaluate_plan(plan, context, options);
+    options.time_each_rank = true;
+    expect_same_evaluation(one_per_class, evaluate_plan(plan, context, options), what);
+  };
+  const World world = classes_world();
+  both(classes_plan(world), world.context(), true, "hand-made classes");
+
+  const auto cost = cost::make_cost_model(cost::resolve_device("a100", std::nullopt));
+  const graph::Graph resnet = graph::load_model("resnet50");
+  const cost::NetworkModel network(cluster::builtin_cluster("a100", 16));
+  const PlanContext context{resnet, *cost, network};
+  for (const int64_t batch : {64, 100, 12}) {  // 4 each; 7 on ranks 0-3 and 6 on the rest; 12 ranks of 16
+    for (const bool sync : {true, false}) {
+      both(plan_data_parallel(resnet, 16, batch), context, sync, fmt::format("resnet50 dp batch {} sync {}", batch, sync));
+    }
   }
 }
 

@@ -38,8 +38,7 @@ class EventLoop {
         task_count_(static_cast<int64_t>(step.tasks.size())),
         pending_(static_cast<size_t>(task_count_ * steps)),
         compute_free_(static_cast<size_t>(devices), 0.0),
-        send_free_(static_cast<size_t>(devices), 0.0),
-        receive_free_(static_cast<size_t>(devices), 0.0),
+        ports_(devices),
         collective_free_(static_cast<size_t>(devices), 0.0),
         next_kernel_(static_cast<size_t>(devices), 0) {
     result_.start_s.assign(pending_.size(), 0.0);
@@ -89,7 +88,8 @@ class EventLoop {
   const Task& task_of(int64_t instance) const { return step_.tasks[static_cast<size_t>(instance % task_count_)]; }
 
   // A ready task takes its resources at the earliest moment they are all free (each resource
-  // serves its tasks in the order they became ready) and holds them for its duration.
+  // serves its tasks in the order they became ready: step_timing.h's order rule) and holds
+  // them for its duration.
   void start(int64_t instance, double ready) {
     const Task& task = task_of(instance);
     double begin = ready;
@@ -99,23 +99,13 @@ class EventLoop {
         compute_free_[static_cast<size_t>(task.rank)] = begin + task.duration_s;
         break;
       case TaskKind::Message:
-        begin = std::max({begin, send_free_[static_cast<size_t>(task.rank)],
-                          receive_free_[static_cast<size_t>(task.peer)]});
-        send_free_[static_cast<size_t>(task.rank)] = begin + task.duration_s;
-        receive_free_[static_cast<size_t>(task.peer)] = begin + task.duration_s;
+        begin = ports_.claim(task, begin);
         break;
       case TaskKind::Collective: {
         const std::vector<int>& group = step_.groups[static_cast<size_t>(task.group)];
-        for (const int rank : group) {
-          const auto r = static_cast<size_t>(rank);
-          begin = std::max(begin, collective_free_[r]);
-          if (collectives_hold_ports_) begin = std::max({begin, send_free_[r], receive_free_[r]});
-        }
-        for (const int rank : group) {
-          const auto r = static_cast<size_t>(rank);
-          collective_free_[r] = begin + task.duration_s;
-          if (collectives_hold_ports_) send_free_[r] = receive_free_[r] = begin + task.duration_s;
-        }
+        for (const int rank : group) begin = std::max(begin, collective_free_[static_cast<size_t>(rank)]);
+        if (collectives_hold_ports_) begin = ports_.claim_all(group, begin, task.duration_s);
+        for (const int rank : group) collective_free_[static_cast<size_t>(rank)] = begin + task.duration_s;
         break;
       }
       case TaskKind::StepEnd:
@@ -192,8 +182,7 @@ class EventLoop {
   int64_t task_count_;
   std::vector<int32_t> pending_;  // unmet dependencies per task instance
   std::vector<double> compute_free_;
-  std::vector<double> send_free_;
-  std::vector<double> receive_free_;
+  plan::MessagePorts ports_;  // step_timing.h: the port rule the evaluator uses too
   std::vector<double> collective_free_;  // each rank runs its collectives one at a time
   std::vector<size_t> next_kernel_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> queue_;

@@ -9,7 +9,8 @@
 //    that rank (a rank that has its inputs goes ahead of the layer's other ranks);
 //  - every non-local piece of a re-shard is a message of the network's point-to-point time
 //    from the producer's rank once its shard is done; gradients go back the same way (not
-//    into the data). Messages do not contend: no ports (the simulator's refinement);
+//    into the data). Each device has a send port and a receive port that carry one message
+//    at a time, in the order messages become ready (as the simulator's);
 //  - a segment (consecutive layers with one placement) runs its backward as one call: it
 //    starts once every gradient into the segment has arrived;
 //  - gradients are all-reduced in buckets (EvaluateOptions::bucket_bytes, DDP's buckets):
@@ -92,6 +93,10 @@ struct EvaluateOptions {
   bool timelines = false;  // fill PlanEvaluation::timelines
   double bucket_bytes = 25.0 * 1024 * 1024;  // gradient bucket cap in bytes (DDP's default)
   bool sync_batchnorm = true;  // BatchNorm statistics synchronised over a layer's ranks (the runtime's default)
+  // Lower and time every rank. By default, where no port carries two messages, ranks that
+  // provably time the same (no messages, shards of the same sizes in the same segments:
+  // TimingOptions::one_rank_per_class) are timed once: the same result, faster. For tests.
+  bool time_each_rank = false;
 };
 
 // Predicts one iteration of `plan`. The plan must be valid for the context (validate_plan);

@@ -1,8 +1,8 @@
 #pragma once
 // One training step as a task graph: the step program (lib/program, what the runtime runs)
 // lowered to timed tasks with dependencies. The one schedule both timers use: the
-// evaluator (evaluate.h) takes each task's start as the latest end of its dependencies;
-// the simulator (lib/sim) runs the same tasks on compute and network ports.
+// evaluator (evaluate.h) and the simulator (lib/sim, which adds background jobs) run the
+// same tasks, holding messages on the same network ports in the same order (below).
 //
 // Lowering, per rank's op list in order (docs/step-program.md):
 //  - F, B: a Compute task at the rank's shard size (the cost model's forward or backward
@@ -22,6 +22,14 @@
 //  - WAIT_SENDS, and the step's end: a StepEnd task after every rank's last compute, every
 //    message and every collective. REDUCE_LOSS is not timed (the runtime reduces the loss
 //    on logged steps only; programs for timing are built without it).
+//
+// Both timers hold messages on network ports (MessagePorts below), in one order rule: a
+// task is ready when its last dependency ends, and starts then, except that a message also
+// waits for its sender's send port and its receiver's receive port. A port serves messages
+// one at a time, in the order they became ready; tasks ending at one moment make their
+// successors ready in the order those tasks started, and a task's successors in the order
+// the programs added them (a rank's sends in program order).
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -73,7 +81,51 @@ struct StepTasks {
   std::vector<std::vector<int>> groups;   // collectives' ranks, ascending (the program's groups)
   std::vector<int32_t> first_compute;     // per cluster rank: its first compute task, -1 if none
   int32_t step_end = -1;                  // the StepEnd task
+  // Per cluster rank: the rank whose tasks stand for its own (itself when its program was
+  // lowered; -1 when it has no program). See TimingOptions::one_rank_per_class.
+  std::vector<int32_t> representative;
+  // Per cluster rank: how many ranks it stands for (itself included; 0 for the others).
+  std::vector<int32_t> class_size;
 };
+
+// Each device's send port and receive port (full duplex): a message holds its sender's send
+// port and its receiver's receive port for its whole duration, and a port carries one
+// message at a time. Claims must come in the order rule above; both timers use this.
+class MessagePorts {
+ public:
+  explicit MessagePorts(int devices)
+      : send_free_(static_cast<size_t>(devices), 0.0), receive_free_(static_cast<size_t>(devices), 0.0) {}
+
+  // `message` (TaskKind::Message) is ready at `ready_s`: when it starts; both its ports are
+  // then held until it ends.
+  double claim(const Task& message, double ready_s) {
+    double& send = send_free_[static_cast<size_t>(message.rank)];
+    double& receive = receive_free_[static_cast<size_t>(message.peer)];
+    const double start = std::max({ready_s, send, receive});
+    send = receive = start + message.duration_s;
+    return start;
+  }
+  // Both ports of each of `ranks`, ready at `ready_s` and held for `duration_s` (the
+  // simulator's collectives_hold_ports): when the holding starts.
+  double claim_all(const std::vector<int>& ranks, double ready_s, double duration_s) {
+    double start = ready_s;
+    for (const int rank : ranks) {
+      start = std::max({start, send_free_[static_cast<size_t>(rank)], receive_free_[static_cast<size_t>(rank)]});
+    }
+    for (const int rank : ranks) {
+      send_free_[static_cast<size_t>(rank)] = receive_free_[static_cast<size_t>(rank)] = start + duration_s;
+    }
+    return start;
+  }
+
+ private:
+  std::vector<double> send_free_;     // per rank: when its send port is next free, seconds
+  std::vector<double> receive_free_;
+};
+
+// Whether some port carries two or more of the program's messages. When none does, no
+// message ever waits for a port and every task starts when its last dependency ends.
+bool ports_may_contend(const program::StepProgram& program);
 
 // What timing needs beyond the program.
 struct TimingOptions {
@@ -86,6 +138,15 @@ struct TimingOptions {
   // Times of shards whose layer has two or more ranks on one node (they compute in lockstep
   // and share the node); null, or no data for a layer: the context's cost model. Not owned.
   const cost::CostModel* co_located_cost = nullptr;
+  // Lower one rank per class of ranks that time the same: ranks that exchange no messages
+  // and hold shards of the same sizes in the same segments have the same op lists (up to
+  // copies, which take no time), the same groups and updates, and no port to contend for,
+  // so without port contention each of their tasks starts and ends when its
+  // representative's does (the lowest rank of the class). Ranks with messages are lowered
+  // each. For the evaluator where ports_may_contend is false (data parallelism on 4096
+  // ranks: one rank's tasks instead of 4 million); the simulator, which reports per rank and
+  // runs background work, lowers every rank.
+  bool one_rank_per_class = false;
 };
 
 // Lowers `program` (built for the context's graph, on ranks of its cluster). A shard's time

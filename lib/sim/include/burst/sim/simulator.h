@@ -13,16 +13,17 @@
 //  - every non-local piece of a re-shard is its own message, from the producer's rank once
 //    that rank's shard is done, to the consumer's rank; backward, the gradient goes back
 //    the same way (not into Input layers: the data needs no gradient);
-//  - what only the simulator adds, network ports: each device has one send port and one
-//    receive port (full duplex, the cluster model's per-device bandwidth). A message holds
-//    its sender's send port and its receiver's receive port for latency + bytes /
+//  - network ports (plan::MessagePorts, the evaluator's too): each device has one send port
+//    and one receive port (full duplex, the cluster model's per-device bandwidth). A message
+//    holds its sender's send port and its receiver's receive port for latency + bytes /
 //    bandwidth; ports serve messages one at a time in the order they became ready
 //    (serialisation and contention). A collective (all-reduce) takes the network model's
 //    all-reduce time; each rank runs its collectives one at a time, in program order, on a
 //    channel of their own beside the messages (as NCCL communicators and Gloo groups do).
 //    SimOptions::collectives_hold_ports makes them hold the message ports too: the
 //    pessimistic bound, where a message waits for a whole all-reduce rather than sharing
-//    the link with it. Without contention the simulator's step is the evaluator's;
+//    the link with it (only the simulator has it). Without a background job, and
+//    collectives on their own channel, the simulator's step is the evaluator's;
 //  - gradients are all-reduced in buckets (SimOptions::bucket_bytes, as DDP): a bucket's
 //    all-reduce starts when all its ranks have finished the backward of the layer that
 //    closes it, and overlaps the rest of backward;
