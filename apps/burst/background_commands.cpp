@@ -14,8 +14,7 @@ void run_background_command(const runtime::BackgroundJobConfig& config) {
   const auto command = reinterpret_cast<Command>(plugin_symbol("burst_background_job"));
   std::string message;
   const int code = command(&config, &message);
-  if (code == 2) throw UserError(message);
-  if (code != 0) throw std::runtime_error(message);
+  if (code != 0) throw_for_exit_code(code, message);
 }
 
 void add_background_commands(CLI::App& app) {

@@ -23,8 +23,9 @@
 
 namespace {
 
-constexpr int kExitBadInput = 2;
-constexpr int kExitInternal = 1;
+using burst::kExitBadInput;
+using burst::kExitInternal;
+using burst::kExitRunFailed;
 
 // Error messages may quote user strings: keep them on one line, whatever they hold.
 std::string one_line(const std::string& message) {
@@ -81,6 +82,8 @@ int main(int argc, char** argv) {
     return fail(kExitBadInput, std::string(error.what()) + " (see burst --help)");
   } catch (const burst::UserError& error) {
     return fail(kExitBadInput, error.what());
+  } catch (const burst::RunFailure& error) {
+    return fail(kExitRunFailed, error.what());
   } catch (const std::exception& error) {
     return fail(kExitInternal, std::string("internal error: ") + error.what());
   }

@@ -20,8 +20,7 @@ void run_profile_command(const ProfileCommandArgs& args) {
   const auto command = reinterpret_cast<Command>(plugin_symbol("burst_profile_command"));
   std::string message;
   const int code = command(&args, &message);
-  if (code == 2) throw UserError(message);
-  if (code != 0) throw std::runtime_error(message);
+  if (code != 0) throw_for_exit_code(code, message);
 }
 
 void add_profile_commands(CLI::App& app) {

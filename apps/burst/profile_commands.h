@@ -34,7 +34,6 @@ void run_profile_command(const ProfileCommandArgs& args);
 }  // namespace burst::cli
 
 // Exported by the plugin (profile_plugin.cpp): runs `burst profile`. Returns 0 on success,
-// 2 for bad input (a UserError) and 1 for an internal failure; on failure `*message` holds
-// the reason. Exceptions never cross the plugin boundary.
+// else the error's exit code (burst::exit_code_of); on failure `*message` holds the reason. Exceptions never cross the plugin boundary.
 extern "C" int burst_profile_command(const burst::cli::ProfileCommandArgs* args,
                                      std::string* message);

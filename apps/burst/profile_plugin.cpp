@@ -42,11 +42,8 @@ extern "C" __attribute__((visibility("default"))) int burst_profile_command(
   try {
     burst::cli::profile(*args);
     return 0;
-  } catch (const burst::UserError& error) {
-    *message = error.what();
-    return 2;
   } catch (const std::exception& error) {
-    *message = std::string("internal error: ") + error.what();
-    return 1;
+    *message = error.what();
+    return burst::exit_code_of(error);
   }
 }

@@ -40,7 +40,6 @@ namespace {
 struct TrainArgs {
   runtime::TrainConfig config;
   int nproc = -1;  // -1: not given
-  int master_port = 0;
   // --strategy burst: the plan is made here, before any worker starts.
   std::string strategy;        // "dp" or "burst"; empty: dp, or the --plan file
   std::string device;          // cost model: a device kind ...
@@ -54,7 +53,7 @@ struct TrainArgs {
 // Options the launcher consumes; workers get the plan file instead.
 bool launcher_option(const std::string& word) {
   for (const char* name :
-       {"--nproc", "--master-port", "--strategy", "--device", "--profile", "--amplification", "--max-restarts",
+       {"--nproc", "--strategy", "--device", "--profile", "--amplification", "--max-restarts",
         "--cluster"}) {
     if (word == name) return true;
   }
@@ -135,8 +134,7 @@ void run_worker(const runtime::TrainConfig& config, const runtime::WorkerPlace& 
   const auto worker = reinterpret_cast<Worker>(plugin_symbol("burst_train_worker"));
   std::string message;
   const int code = worker(&config, &place, &message);
-  if (code == 2) throw UserError(message);
-  if (code != 0) throw std::runtime_error(message);
+  if (code != 0) throw_for_exit_code(code, message);
 }
 
 // A directory removed with everything in it when the scope ends.
@@ -216,12 +214,11 @@ std::string make_burst_plan(const TrainArgs& args, int world_size, const std::st
   return path;
 }
 
-// One line about a failed launch: the first worker that failed, with what it said (or, for
+// One line about a failed launch: worker `rank` (-1: none failed), with what it said (or, for
 // one killed by a signal, what it was doing), e.g. "rank 1 was killed by SIGKILL in step 5
 // of 100; stopped the other 3 workers".
-std::string failure_report(const launch::SpawnResult& result, const std::string& status_directory) {
-  if (!result.first_failed_rank) return result.describe();
-  const int rank = *result.first_failed_rank;
+std::string failure_report(const launch::SpawnResult& result, int rank, const std::string& status_directory) {
+  if (rank < 0) return result.describe();
   const launch::WorkerExit& worker = result.workers[static_cast<size_t>(rank)];
   const std::optional<launch::RecordedStatus> status = launch::read_worker_status(status_directory, rank);
   std::string what;
@@ -244,20 +241,35 @@ std::string failure_report(const launch::SpawnResult& result, const std::string&
   return what;
 }
 
+// A worker that refused its input (exit code 2: input the launcher could not check before,
+// such as a checkpoint directory rank 0 cannot create), if any: the cause of the others'
+// failures, which then only lost their peer.
+std::optional<int> refused_input(const launch::SpawnResult& result) {
+  for (const launch::WorkerExit& worker : result.workers) {
+    if (!worker.signaled && !worker.stopped_by_launcher && worker.exit_code == kExitBadInput) return worker.rank;
+  }
+  return std::nullopt;
+}
+
 // Runs the workers; after a failure, with --max-restarts left, runs them all again from the
 // latest checkpoint (or from the start without one), as torchrun's elastic agent does.
 void run_workers(const TrainArgs& args, std::vector<std::string> argv, const std::string& scratch) {
-  const int port = args.master_port > 0 ? args.master_port : launch::pick_free_port();
   for (int attempt = 0;; ++attempt) {
     const std::string status_directory = fmt::format("{}/status-{}", scratch, attempt);
     std::filesystem::create_directories(status_directory);
     launch::SpawnOptions options;
     options.extra_environment[launch::kStatusDirectoryVariable] = status_directory;
-    const launch::SpawnResult result =
-        launch::spawn_workers(argv, args.nproc, attempt == 0 ? port : launch::pick_free_port(), options);
+    // A fresh store file per attempt: a crashed attempt's keys must not meet the next one.
+    options.extra_environment[launch::kRendezvousFileVariable] = fmt::format("{}/rendezvous-{}", scratch, attempt);
+    // The workers meet through the file; MASTER_PORT (a free one) is set only for torchrun's
+    // conventions.
+    const launch::SpawnResult result = launch::spawn_workers(argv, args.nproc, 0, options);
     if (result.succeeded()) return;
-    const std::string report = failure_report(result, status_directory);
-    if (attempt >= args.max_restarts || result.interrupted_by) throw UserError(fmt::format("burst train: {}", report));
+    const std::optional<int> refused = refused_input(result);
+    const std::string report = failure_report(result, refused.value_or(result.first_failed_rank.value_or(-1)),
+                                              status_directory);
+    if (refused) throw UserError(fmt::format("burst train: {}", report));  // a restart cannot help
+    if (attempt >= args.max_restarts || result.interrupted_by) throw RunFailure(fmt::format("burst train: {}", report));
     const bool resumable = !args.config.checkpoint_dir.empty() &&
                            checkpoint::latest_checkpoint(args.config.checkpoint_dir).has_value();
     if (resumable && std::find(argv.begin(), argv.end(), "--resume") == argv.end()) argv.push_back("--resume");
@@ -313,12 +325,11 @@ void run_train(TrainArgs& args) {
     place.world_size = identity->world_size;
     place.master_address = identity->master_addr;
     place.master_port = identity->master_port;
+    place.rendezvous_file = identity->rendezvous_file;
     // torchrun's agent hosts a store at MASTER_PORT and says so; its workers are clients.
     const auto agent_store = launch::process_environment()("TORCHELASTIC_USE_AGENT_STORE");
     place.host_store = !(agent_store && *agent_store == "True");
-  } else {
-    place.master_port = launch::pick_free_port();
-  }
+  }  // else one process alone: it meets only itself (an in-process store, no port)
   TemporaryDirectory scratch;
   if (args.strategy == "burst") {
     if (place.world_size > 1 && args.device.empty() && args.profile.empty()) {
@@ -340,12 +351,9 @@ void run_train(TrainArgs& args) {
   int code = 0;
   try {
     run_worker(args.config, place);
-  } catch (const UserError& error) {
-    status->failed(error.what());
-    code = 2;
   } catch (const std::exception& error) {
-    status->failed(std::string("internal error: ") + error.what());
-    code = 1;
+    code = exit_code_of(error);
+    status->failed((code == kExitInternal ? "internal error: " : "") + std::string(error.what()));
   }
   if (code != 0) {
     std::fflush(nullptr);
@@ -413,7 +421,6 @@ void add_train_commands(CLI::App& app) {
       ->check(CLI::IsMember({"sync", "local"}))
       ->capture_default_str();
   command->add_option("--nproc", args->nproc, "Spawn this many local workers (like torchrun --nproc-per-node)");
-  command->add_option("--master-port", args->master_port, "Rendezvous port with --nproc (default: a free one)");
   command->callback([args] { run_train(*args); });
 }
 

@@ -21,7 +21,7 @@ void add_train_commands(CLI::App& app);
 
 }  // namespace burst::cli
 
-// Exported by the plugin: runs one worker. Returns 0 on success, 2 for bad input (a
-// UserError) and 1 for an internal failure; on failure `*message` holds the reason.
+// Exported by the plugin: runs one worker. Returns 0 on success, else the error's exit
+// code (burst::exit_code_of); on failure `*message` holds the reason.
 extern "C" int burst_train_worker(const burst::runtime::TrainConfig* config,
                                   const burst::runtime::WorkerPlace* place, std::string* message);

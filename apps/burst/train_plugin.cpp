@@ -12,12 +12,9 @@ extern "C" __attribute__((visibility("default"))) int burst_train_worker(
   try {
     burst::runtime::run_training_worker(*config, *place);
     return 0;
-  } catch (const burst::UserError& error) {
-    *message = ("rank " + std::to_string(place->rank) + ": ") + error.what();
-    return 2;
   } catch (const std::exception& error) {
-    *message = ("rank " + std::to_string(place->rank) + ": ") + "internal error: " + error.what();
-    return 1;
+    *message = "rank " + std::to_string(place->rank) + ": " + error.what();
+    return burst::exit_code_of(error);
   }
 }
 
@@ -26,11 +23,8 @@ extern "C" __attribute__((visibility("default"))) int burst_background_job(
   try {
     burst::runtime::run_background_job(*config);
     return 0;
-  } catch (const burst::UserError& error) {
-    *message = error.what();
-    return 2;
   } catch (const std::exception& error) {
-    *message = std::string("internal error: ") + error.what();
-    return 1;
+    *message = error.what();
+    return burst::exit_code_of(error);
   }
 }

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Faults (docs/runtime.md, "Faults and restarts"), on resnet_like with 2 workers:
-#  - a worker killed with SIGKILL mid-training: the run ends within 60 s with exit code 2
-#    and one line naming the rank and the step it was in; no process is left; the last
+#  - a worker killed with SIGKILL mid-training: the run ends within 60 s with exit code 1
+#    (a failed run, docs/architecture.md, "Errors and exit codes") and one line naming the
+#    rank and the step it was in; no process is left; the last
 #    complete checkpoint still loads (a resumed run finishes from it);
 #  - a worker stopped with SIGSTOP (a hang): the other gives up after --timeout (10 s
-#    here), the run ends within 60 s with one line naming what it waited for and the rank
-#    that did not answer; no process is left;
+#    here), the run ends within 60 s with exit code 1 and one line naming what it waited
+#    for and the rank that did not answer; no process is left;
+#  - bad files still exit 2 (bad input), and so does a worker that finds its input bad after
+#    the launcher's checks;
 #  - with --max-restarts 1, a worker killed once: the launcher restarts both from the latest
 #    checkpoint, the run completes, and its parameters equal an uninterrupted run's within
 #    1e-5 (bitwise, in fact, on the same plan).
@@ -46,7 +49,7 @@ worker_pid() {  # RANK
     if tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -qx "RANK=$1"; then echo "$pid"; return; fi
   done
 }
-# Waits for the launcher; checks it ended within 60 s of `since`, with exit code 2, one line
+# Waits for the launcher; checks it ended within 60 s of `since`, with exit code 1, one line
 # on stderr containing each expected text, and no process of this run left.
 check_ended() {  # NAME SINCE TEXT...
   local name=$1 since=$2
@@ -55,7 +58,7 @@ check_ended() {  # NAME SINCE TEXT...
   local rc=$? elapsed=$((SECONDS - since))
   checks=$((checks + 1))
   local problems=()
-  [ "$rc" -eq 2 ] || problems+=("exit code $rc, expected 2")
+  [ "$rc" -eq 1 ] || problems+=("exit code $rc, expected 1")
   [ "$elapsed" -le 60 ] || problems+=("took $elapsed s after the fault, more than 60")
   [ "$(wc -l < "$work/$name.err")" -eq 1 ] || problems+=("$(wc -l < "$work/$name.err") lines on stderr, expected 1")
   local text
@@ -94,6 +97,28 @@ if wait_for_step stopped 5; then
 else
   fail "the SIGSTOP run never reached step 5: $(tail -n 2 "$work/stopped.err")"
 fi
+
+# --- Bad input still exits 2 ---------------------------------------------------------------
+bad_input() {  # NAME EXPECTED_TEXT ARGS...
+  local name=$1 expected=$2
+  shift 2
+  checks=$((checks + 1))
+  local rc=0
+  "$burst" train "${common[@]}" "$@" > "$work/bad.out" 2> "$work/bad.err" || rc=$?
+  if [ "$rc" -eq 2 ] && [ "$(wc -l < "$work/bad.err")" -eq 1 ] && grep -qF -- "$expected" "$work/bad.err"; then
+    echo "ok: $name: exit 2: $(cat "$work/bad.err")"
+  else
+    fail "$name: exit $rc (expected 2, one line with '$expected'): $(head -n 2 "$work/bad.err")"
+  fi
+}
+bad_input "a missing plan file" "cannot open" --steps 2 --plan "$work/no-such-plan.json"
+echo "not json" > "$work/garbage.json"
+bad_input "a plan file that is not JSON" "garbage.json" --steps 2 --plan "$work/garbage.json"
+# A worker's own refusal (the launcher checks the checkpoint directory's existence, not
+# whether rank 0 can create it): exit 2, not the failure code.
+touch "$work/a-file"
+bad_input "a checkpoint directory under a file" "--checkpoint-dir: cannot create" --steps 2 \
+  --checkpoint-dir "$work/a-file/ckpt"
 
 # --- --max-restarts 1 ----------------------------------------------------------------------
 "$burst" train "${common[@]}" --steps 24 --save-params "$work/reference.pt" > "$work/reference.out" 2>&1 ||

@@ -80,6 +80,7 @@ WorkerIdentity read_identity(const EnvironmentLookup& environment, const Launche
                                                    identity.world_size - 1, below_world)
                                    : identity.rank;
 
+  if (const std::optional<std::string> file = environment(kRendezvousFileVariable)) identity.rendezvous_file = *file;
   if (const std::optional<std::string> port = environment("MASTER_PORT")) {
     identity.master_port = parse_integer("MASTER_PORT", *port, 1, 65535, "1 to 65535");
   } else {

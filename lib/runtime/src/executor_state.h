@@ -27,16 +27,16 @@ namespace burst::runtime::detail {
 
 using Clock = std::chrono::steady_clock;
 
-// A communication failure (a peer that died, a timeout: Gloo throws either) as a UserError
+// A communication failure (a peer that died, a timeout: Gloo throws either) as a RunFailure
 // saying what was waited for: "<what>: <the error's first line, without backtrace>".
-inline UserError communication_failure(const std::string& what, const std::exception& error) {
+inline RunFailure communication_failure(const std::string& what, const std::exception& error) {
   const auto* torch_error = dynamic_cast<const c10::Error*>(&error);
   std::string text = torch_error != nullptr ? torch_error->what_without_backtrace() : error.what();
   text = text.substr(0, text.find('\n'));
   if (!text.empty() && text[0] == '[' && text.find("] ") != std::string::npos) {
     text = text.substr(text.find("] ") + 2);  // Gloo's "[file.cc:81] " source location
   }
-  return UserError(fmt::format("{}: {}", what, text));
+  return RunFailure(fmt::format("{}: {}", what, text));
 }
 
 // Tags of the runtime's own messages, above the step program's (program::kTagLimit = 2^29).
@@ -151,7 +151,7 @@ struct ExecutorState {
       trace.add(idle ? trace::Lane::idle : lane, begin, end, event_name, args);
     }
   }
-  // Waits for `work`, then note_wait; returns when it ended. A failure becomes a UserError
+  // Waits for `work`, then note_wait; returns when it ended. A failure becomes a RunFailure
   // naming what was waited for.
   template <typename Describe>
   Clock::time_point wait(PendingWork& work, trace::Lane lane, bool idle, Describe&& describe) {

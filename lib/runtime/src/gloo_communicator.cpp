@@ -4,6 +4,8 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -28,21 +30,33 @@ std::string group_key(const std::vector<int>& group) {
   return key;
 }
 
-class GlooCommunicator : public Communicator {
- public:
-  explicit GlooCommunicator(const GlooOptions& options) : options_(options) {
+// The rendezvous store (gloo_communicator.h says which).
+c10::intrusive_ptr<c10d::Store> make_store(const GlooOptions& options) {
+  if (options.world_size == 1) return c10::make_intrusive<c10d::HashStore>();
+  try {
+    if (!options.rendezvous_file.empty()) {
+      auto store = c10::make_intrusive<c10d::FileStore>(options.rendezvous_file, options.world_size);
+      store->setTimeout(options.timeout);
+      return store;
+    }
     c10d::TCPStoreOptions store_options;
     store_options.port = static_cast<std::uint16_t>(options.master_port);
     store_options.isServer = options.rank == 0 && options.host_store;
     store_options.numWorkers = static_cast<size_t>(options.world_size);
     store_options.waitWorkers = true;
     store_options.timeout = options.timeout;
-    try {
-      store_ = c10::make_intrusive<c10d::TCPStore>(options.master_address, store_options);
-    } catch (const std::exception& error) {
-      throw UserError(fmt::format("rendezvous at {}:{} failed: {}", options.master_address,
-                                  options.master_port, error.what()));
-    }
+    return c10::make_intrusive<c10d::TCPStore>(options.master_address, store_options);
+  } catch (const std::exception& error) {
+    const std::string where = options.rendezvous_file.empty()
+                                  ? fmt::format("{}:{}", options.master_address, options.master_port)
+                                  : options.rendezvous_file;
+    throw RunFailure(fmt::format("rendezvous at {} failed: {}", where, error.what()));
+  }
+}
+
+class GlooCommunicator : public Communicator {
+ public:
+  explicit GlooCommunicator(const GlooOptions& options) : options_(options), store_(make_store(options)) {
     world_ = make_group(c10::make_intrusive<c10d::PrefixStore>("world", store_), options.rank,
                         options.world_size);
   }

@@ -330,6 +330,7 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
   gloo.master_address = place.master_address;
   gloo.master_port = place.master_port;
   gloo.host_store = place.host_store;
+  gloo.rendezvous_file = place.rendezvous_file;
   const auto communicator = make_gloo_communicator(gloo);
   ExecutorOptions options;
   options.seed = config.seed;
@@ -399,8 +400,8 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
     const bool logged = step % std::max(1, config.log_every) == 0 || step + 1 == steps;
     try {
       result = executor.step(source, step, logged);
-    } catch (const UserError& error) {
-      throw UserError(fmt::format("step {}: {}", step + 1, error.what()));
+    } catch (const RunFailure& error) {
+      throw RunFailure(fmt::format("step {}: {}", step + 1, error.what()));
     }
     if (background) {
       result.times.background_samples = static_cast<double>(background->samples() - background_samples);

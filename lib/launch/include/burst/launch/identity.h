@@ -16,6 +16,9 @@ inline constexpr int kDefaultMasterPort = 29500;
 inline constexpr const char* kLoopbackAddress = "127.0.0.1";
 // Sanity limit: more ranks than this is a mistake (matches the cluster's device limit).
 inline constexpr int kMaxWorldSize = 1'000'000;
+// Set by burst's own local launcher (--nproc): the file of the rendezvous store, in a
+// directory only this user can enter, so a local run opens no TCP port for it.
+inline constexpr const char* kRendezvousFileVariable = "BURST_RENDEZVOUS_FILE";
 
 struct WorkerIdentity {
   int rank = 0;        // [0, world_size)
@@ -24,11 +27,15 @@ struct WorkerIdentity {
   std::string master_addr;  // host of rank 0's rendezvous store
   int master_port = 0;      // [1, 65535]
   std::string launcher;     // where it came from: "torchrun", "slurm" or "openmpi"
+  // Non-empty: meet through this store file (kRendezvousFileVariable) instead of a TCP
+  // store at master_addr:master_port.
+  std::string rendezvous_file;
 
   bool operator==(const WorkerIdentity& other) const {
     return rank == other.rank && world_size == other.world_size &&
            local_rank == other.local_rank && master_addr == other.master_addr &&
-           master_port == other.master_port && launcher == other.launcher;
+           master_port == other.master_port && launcher == other.launcher &&
+           rendezvous_file == other.rendezvous_file;
   }
 };
 
@@ -53,6 +60,7 @@ EnvironmentLookup environment_from_map(std::map<std::string, std::string> variab
 // (LOCAL_WORLD_SIZE == WORLD_SIZE; SLURM_NNODES == 1; OMPI_COMM_WORLD_LOCAL_SIZE ==
 // OMPI_COMM_WORLD_SIZE). Otherwise a missing MASTER_ADDR is an error, since each node
 // rendezvousing with itself would hang instead of failing.
+// kRendezvousFileVariable, when set and non-empty, becomes rendezvous_file.
 // Returns nullopt when no marker is set (a plain single process). Throws UserError naming
 // the variable and its value when one is malformed: not a decimal integer, negative,
 // rank >= world size, world size 0 or above kMaxWorldSize, port outside [1, 65535], an

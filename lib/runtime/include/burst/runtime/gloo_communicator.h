@@ -1,6 +1,13 @@
 #pragma once
-// Communicator over c10d's ProcessGroupGloo. Rank 0 hosts the TCPStore that every rank
-// meets at (MASTER_ADDR:MASTER_PORT, as torchrun sets them).
+// Communicator over c10d's ProcessGroupGloo. The ranks meet at a rendezvous store:
+//  - one process alone: an in-process HashStore (no file, no port);
+//  - burst's local launcher (--nproc): a FileStore in the launcher's private directory
+//    (mode 0700, removed at the end), so nothing listens on a network port for it;
+//  - otherwise (torchrun, Slurm, Open MPI): a TCPStore at MASTER_ADDR:MASTER_PORT, hosted
+//    by rank 0 or by torchrun's agent. libtorch 1.13's TCPStore listens on every interface
+//    (docs/runtime.md, "What a run exposes").
+// Gloo's own sockets bind 127.0.0.1 when the master address is loopback, else this host's
+// address.
 #include <chrono>
 #include <memory>
 #include <string>
@@ -17,6 +24,8 @@ struct GlooOptions {
   // Whether rank 0 hosts the TCPStore. False under torchrun, whose agent already hosts one
   // at MASTER_PORT (it sets TORCHELASTIC_USE_AGENT_STORE=True); every rank is then a client.
   bool host_store = true;
+  // Non-empty: meet through a c10d FileStore at this path instead of the TCPStore.
+  std::string rendezvous_file;
   // How long rendezvous and every operation may take before failing.
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
 };

@@ -49,6 +49,7 @@ struct WorkerPlace {
   std::string master_address = "127.0.0.1";
   int master_port = 29500;
   bool host_store = true;  // false: a launcher (torchrun's agent) hosts the rendezvous store
+  std::string rendezvous_file;  // non-empty: a FileStore there instead (GlooOptions)
 };
 
 // Trains; rank 0 prints one line per logged step and a summary (test accuracy for
