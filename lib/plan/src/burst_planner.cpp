@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "burst/program/step_program.h"
 #include "burst/util/error.h"
 #include "planner_costs.h"
 #include "sp_decomposition.h"
@@ -35,13 +36,21 @@ struct Table {
   const OptionSet& at(size_t entry, size_t exit) const { return cells[entry * exits + exit]; }
 };
 
+// Re-shard times of one edge of concurrent branches for each count of u (into a branch) or
+// of v (out of it): [branch][count index], seconds.
+struct EdgeTimes {
+  std::vector<std::vector<double>> forward;   // activations
+  std::vector<std::vector<double>> backward;  // gradients, the other way
+};
+
 // Concurrent branches: each branch's layers on one range of ranks.
 struct ConcurrentLayout {
   std::vector<Placement> branches;   // by child index
   std::vector<Transform> internal;   // each branch's layers, without its edges to u and v
-  // Re-shard times into each branch from u, by u's count index, and out of each branch to
-  // v, by v's count index: [branch][index].
-  std::vector<std::vector<double>> in_time, out_time;
+  std::vector<double> forward, backward;  // each branch's compute (largest shards), seconds
+  // Into each branch from u and out of each branch to v. Every branch's messages share the
+  // ports of u's ranks (and of v's), so they are priced together (price_edges).
+  EdgeTimes in, out;
 };
 
 class Planner {
@@ -131,8 +140,15 @@ class Planner {
     return costs_.transfer(producer, from, to);
   }
 
+  // No gradient goes back into a producer that takes none (the data): the step program
+  // sends none.
+  bool gradient_into(int32_t producer) const {
+    return sp_.is_layer(producer) && program::carries_gradient(context_.graph, producer);
+  }
+
   Transform edge(int32_t producer, int from_count, int32_t consumer, int to_count) {
-    return edge_transform(edge_time(producer, {0, from_count}, consumer, {0, to_count}));
+    const double transfer = edge_time(producer, {0, from_count}, consumer, {0, to_count});
+    return edge_transform(transfer, gradient_into(producer) ? transfer : 0);
   }
 
   // ---- series: dynamic programming over the cut layers, from the exit back --------------
@@ -280,10 +296,7 @@ class Planner {
     }
     const std::vector<ConcurrentLayout>& layouts = concurrent_layouts(segment);
     for (size_t index = 0; index < layouts.size(); ++index) {
-      Transform all = direct;
-      for (size_t branch = 0; branch < segment.children.size(); ++branch) {
-        all = together(all, concurrent_branch(branch, layouts[index], iu, iv));
-      }
+      const Transform all = together(direct, concurrent_branches(layouts[index], iu, iv));
       current.insert(Option{all, static_cast<int32_t>(index), kConcurrent, -1});
     }
     return current;
@@ -309,34 +322,87 @@ class Planner {
     }
   }
 
-  // The transform of one branch on its own ranks, with its re-shards from u and to v.
-  Transform concurrent_branch(size_t branch, const ConcurrentLayout& layout, size_t iu, size_t iv) const {
-    return then(then(edge_transform(layout.out_time[branch][iv]), layout.internal[branch]),
-                edge_transform(layout.in_time[branch][iu]));
+  // The branches run at once: v's forward waits for the slowest branch's forward (its
+  // input re-shard, compute and output re-shard), u's backward for the slowest branch's
+  // backward. Each branch's transform, with its re-shards from u and to v, is padded to
+  // those (a forward-only wait before v, a backward-only one before u), so their slowest
+  // gives the block's time.
+  Transform concurrent_branches(const ConcurrentLayout& layout, size_t iu, size_t iv) const {
+    const size_t branches = layout.branches.size();
+    std::vector<double> forward(branches), backward(branches);
+    for (size_t j = 0; j < branches; ++j) {
+      forward[j] = layout.in.forward[j][iu] + layout.forward[j] + layout.out.forward[j][iv];
+      backward[j] = layout.out.backward[j][iv] + layout.backward[j] + layout.in.backward[j][iu];
+    }
+    const double slowest_forward = *std::max_element(forward.begin(), forward.end());
+    const double slowest_backward = *std::max_element(backward.begin(), backward.end());
+    Transform all{};
+    for (size_t j = 0; j < branches; ++j) {
+      const Transform wait_before_v = layer_transform(slowest_forward - forward[j], 0, 0);
+      const Transform wait_before_u = layer_transform(0, slowest_backward - backward[j], 0);
+      const Transform own = then(then(edge_transform(layout.out.forward[j][iv], layout.out.backward[j][iv]),
+                                      layout.internal[j]),
+                                 edge_transform(layout.in.forward[j][iu], layout.in.backward[j][iu]));
+      all = together(all, then(then(wait_before_v, own), wait_before_u));
+    }
+    return all;
   }
 
-  // Fills layout.in_time and layout.out_time for every count of u and v.
+  // The re-shards between `end` (u or v) and the branches for every count of `end`:
+  // uses[j] lists branch j's layers that read u (into: true) or feed v. Their messages share
+  // the ports of `end`'s ranks, so they are priced together: out of u (and, backward, out
+  // of v) all at once, when u's forward (v's backward) is done; into v (backward: into u)
+  // from each branch once its compute is done, counted from the branch's start (its other
+  // re-shard, which depends on the other end's count, is left out of that moment). Each
+  // time is what the branch spends past its compute.
+  EdgeTimes price_end(int32_t end, bool into, const ConcurrentLayout& layout,
+                      const std::vector<std::vector<int32_t>>& uses) {
+    const size_t branches = layout.branches.size();
+    EdgeTimes times;
+    times.forward.assign(branches, std::vector<double>(counts(end).size(), 0.0));
+    times.backward = times.forward;
+    if (!sp_.is_layer(end)) return times;  // a virtual terminal: nothing moves
+    std::vector<std::pair<int32_t, size_t>> in_graph_order;  // (layer, branch)
+    for (size_t j = 0; j < branches; ++j) {
+      for (const int32_t node : uses[j]) in_graph_order.emplace_back(node, j);
+    }
+    std::sort(in_graph_order.begin(), in_graph_order.end());
+    for (size_t index = 0; index < counts(end).size(); ++index) {
+      const Placement at_end{0, counts(end)[index]};
+      std::vector<PlannerCosts::Reshard> reshards;
+      for (const auto& [node, j] : in_graph_order) {
+        // Into v forward and into u backward, a branch's messages wait for its compute.
+        reshards.push_back(into ? PlannerCosts::Reshard{end, at_end, layout.branches[j], 0, layout.backward[j]}
+                                : PlannerCosts::Reshard{node, layout.branches[j], at_end, layout.forward[j], 0});
+      }
+      const PlannerCosts::SharedTimes ends = costs_.shared_transfers(reshards);
+      for (size_t k = 0; k < reshards.size(); ++k) {
+        const size_t j = in_graph_order[k].second;
+        times.forward[j][index] = std::max(times.forward[j][index], ends.forward[k] - reshards[k].forward_ready_s);
+        times.backward[j][index] = std::max(times.backward[j][index], ends.backward[k] - reshards[k].backward_ready_s);
+      }
+    }
+    return times;
+  }
+
+  // Fills layout.in and layout.out for every count of u and v.
   void price_edges(const Segment& segment, ConcurrentLayout& layout) {
     const size_t branches = segment.children.size();
-    layout.in_time.assign(branches, std::vector<double>(counts(segment.entry).size(), 0.0));
-    layout.out_time.assign(branches, std::vector<double>(counts(segment.exit).size(), 0.0));
+    std::vector<std::vector<int32_t>> reads_u(branches), feeds_v(branches);
     for (size_t branch = 0; branch < branches; ++branch) {
-      const Placement own = layout.branches[branch];
       for (const int32_t node : segment.children[branch].interior) {
-        for (const int32_t producer : sp_.producers[static_cast<size_t>(node)]) {
-          if (producer != segment.entry) continue;
-          for (size_t iu = 0; iu < counts(producer).size(); ++iu) {
-            layout.in_time[branch][iu] += edge_time(producer, {0, counts(producer)[iu]}, node, own);
-          }
+        const auto& producers = sp_.producers[static_cast<size_t>(node)];
+        const auto& consumers = sp_.consumers[static_cast<size_t>(node)];
+        if (std::find(producers.begin(), producers.end(), segment.entry) != producers.end()) {
+          reads_u[branch].push_back(node);
         }
-        for (const int32_t consumer : sp_.consumers[static_cast<size_t>(node)]) {
-          if (consumer != segment.exit) continue;
-          for (size_t iv = 0; iv < counts(consumer).size(); ++iv) {
-            layout.out_time[branch][iv] += edge_time(node, own, consumer, {0, counts(consumer)[iv]});
-          }
+        if (std::find(consumers.begin(), consumers.end(), segment.exit) != consumers.end()) {
+          feeds_v[branch].push_back(node);
         }
       }
     }
+    layout.in = price_end(segment.entry, true, layout, reads_u);
+    layout.out = price_end(segment.exit, false, layout, feeds_v);
   }
 
   // All of a branch's layers on `placement`, one after another (edges inside cost nothing).
@@ -426,7 +492,16 @@ class Planner {
       if (cursor <= costs_.devices()) break;
     }
     for (size_t j = 0; j < branches; ++j) {
-      layout.internal.push_back(uniform_interior(segment.children[j].interior, layout.branches[j]));
+      const std::vector<int32_t>& interior = segment.children[j].interior;
+      layout.internal.push_back(uniform_interior(interior, layout.branches[j]));
+      double forward = 0, backward = 0;
+      for (const int32_t node : interior) {
+        const LayerStep step = costs_.step(node, layout.branches[j]);
+        forward += step.forward;
+        backward += step.backward;
+      }
+      layout.forward.push_back(forward);
+      layout.backward.push_back(backward);
     }
     return layout;
   }
@@ -448,8 +523,8 @@ class Planner {
           if (consumer == segment.exit) out += edge_time(node, {0, count}, consumer, {0, v_count});
         }
       }
-      const Transform all =
-          then(then(edge_transform(out), uniform_interior(segment.interior, {0, count})), edge_transform(in));
+      const Transform all = then(then(edge_transform(out), uniform_interior(segment.interior, {0, count})),
+                                 edge_transform(in, gradient_into(segment.entry) ? in : 0));
       cell.insert(Option{all, count, -1, -1});
     }
     return cell;

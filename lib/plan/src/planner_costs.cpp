@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "burst/plan/step_timing.h"
+#include "burst/program/step_program.h"
 #include "burst/util/error.h"
 
 namespace burst::plan::detail {
@@ -189,6 +191,98 @@ const std::vector<PlannerCosts::RankLoad>& PlannerCosts::prefix_loads(int from_c
     begin = end;
   }
   return prefix_loads_.emplace(key, std::move(busiest)).first->second;
+}
+
+namespace {
+
+// One non-local piece of an even-split re-shard: from the source shard's rank to the
+// destination's, taking `seconds` either way (a link's time is the same both ways).
+struct Piece {
+  int src = 0, dst = 0;
+  double seconds = 0;
+};
+
+// The pieces of `reshard` in sample order, walking both even splits (what
+// cost::reshard_transfers lists for them, without building the shards): along the walk both
+// the source and the destination rank only grow.
+std::vector<Piece> even_reshard_pieces(const PlannerCosts::Reshard& reshard, int64_t batch,
+                                       const cost::NetworkModel& network, Bytes per_sample) {
+  auto shard_end = [batch](Placement placement, int index) {  // end of shard `index`
+    const int64_t base = batch / placement.count, extra = batch % placement.count;
+    return (index + 1) * base + std::min<int64_t>(index + 1, extra);
+  };
+  std::vector<Piece> pieces;
+  int src = 0, dst = 0;
+  int64_t begin = 0;
+  while (begin < batch) {
+    const int64_t src_end = shard_end(reshard.from, src), dst_end = shard_end(reshard.to, dst);
+    const int64_t end = std::min(src_end, dst_end);
+    const int src_rank = reshard.from.offset + src, dst_rank = reshard.to.offset + dst;
+    if (src_rank != dst_rank && end > begin) {
+      const Bytes bytes = per_sample * static_cast<double>(end - begin);
+      pieces.push_back(Piece{src_rank, dst_rank, network.point_to_point(src_rank, dst_rank, bytes).s()});
+    }
+    if (end == src_end) ++src;
+    if (end == dst_end) ++dst;
+    begin = end;
+  }
+  return pieces;
+}
+
+// The ports' schedule of one direction: `pieces[k]` of reshard k (each list ascending in its
+// senders), ready `ready[k]` after the common moment; `backward` sends from dst to src.
+// Returns each reshard's last end (its ready time when it sends nothing).
+std::vector<double> serve_in_order(const std::vector<std::vector<Piece>>& pieces, const std::vector<double>& ready,
+                                   bool backward) {
+  const size_t count = pieces.size();
+  auto sender = [backward](const Piece& piece) { return backward ? piece.dst : piece.src; };
+  int span = 0;
+  for (const auto& list : pieces) {
+    for (const Piece& piece : list) span = std::max({span, piece.src + 1, piece.dst + 1});
+  }
+  MessagePorts ports(span);
+  std::vector<double> ends(ready);
+  std::vector<size_t> order(count), next(count, 0);
+  for (size_t k = 0; k < count; ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ready[a] < ready[b]; });
+  for (size_t group = 0; group < count;) {  // reshards ready at one moment, merged by sender
+    size_t group_end = group;
+    while (group_end < count && ready[order[group_end]] == ready[order[group]]) ++group_end;
+    while (true) {
+      size_t pick = count;  // the reshard whose next piece has the lowest sender (first in order on ties)
+      for (size_t g = group; g < group_end; ++g) {
+        const size_t k = order[g];
+        if (next[k] == pieces[k].size()) continue;
+        if (pick == count || sender(pieces[k][next[k]]) < sender(pieces[pick][next[pick]])) pick = k;
+      }
+      if (pick == count) break;
+      const Piece& piece = pieces[pick][next[pick]++];
+      Task message;
+      message.kind = TaskKind::Message;
+      message.rank = sender(piece);
+      message.peer = backward ? piece.src : piece.dst;
+      message.duration_s = piece.seconds;
+      ends[pick] = std::max(ends[pick], ports.claim(message, ready[pick]) + piece.seconds);
+    }
+    group = group_end;
+  }
+  return ends;
+}
+
+}  // namespace
+
+PlannerCosts::SharedTimes PlannerCosts::shared_transfers(const std::vector<Reshard>& reshards) {
+  std::vector<std::vector<Piece>> forward(reshards.size()), backward(reshards.size());
+  std::vector<double> forward_ready, backward_ready;
+  for (size_t k = 0; k < reshards.size(); ++k) {
+    const Reshard& reshard = reshards[k];
+    const Bytes per_sample(static_cast<double>(context_.graph.info(reshard.producer).output_bytes));
+    forward[k] = even_reshard_pieces(reshard, batch_, context_.network, per_sample);
+    if (program::carries_gradient(context_.graph, reshard.producer)) backward[k] = forward[k];
+    forward_ready.push_back(reshard.forward_ready_s);
+    backward_ready.push_back(reshard.backward_ready_s);
+  }
+  return SharedTimes{serve_in_order(forward, forward_ready, false), serve_in_order(backward, backward_ready, true)};
 }
 
 double PlannerCosts::transfer(graph::LayerId producer, Placement from, Placement to) {

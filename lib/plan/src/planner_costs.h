@@ -55,6 +55,26 @@ class PlannerCosts {
   // virtual terminal, i.e. producer < 0, or when nothing crosses ranks).
   double transfer(graph::LayerId producer, Placement from, Placement to);
 
+  // One of several re-shards whose messages share ports (a producer's output to every
+  // concurrent branch; every branch's output to their consumer). Its activations are ready
+  // `forward_ready_s` after a common moment, its gradients `backward_ready_s` after another.
+  struct Reshard {
+    graph::LayerId producer = 0;
+    Placement from, to;
+    double forward_ready_s = 0;
+    double backward_ready_s = 0;
+  };
+  // When each re-shard's last message ends, seconds from that moment, forward and backward
+  // (the gradients: the same pieces the other way; none for a producer that takes no
+  // gradient, as the data), with the ports the step holds (plan::MessagePorts): one message
+  // at a time per port, in the order they are ready, then senders by rank, a sender's
+  // messages in the order of `reshards` (the program's: consumers in graph order), then
+  // samples.
+  struct SharedTimes {
+    std::vector<double> forward, backward;
+  };
+  SharedTimes shared_transfers(const std::vector<Reshard>& reshards);
+
  private:
   // Per-rank message counts and samples for one pair of prefix placements, reduced to the
   // ranks that can be the busiest (no other rank has at least as much of everything).

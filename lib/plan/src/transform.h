@@ -39,8 +39,13 @@ inline Transform layer_transform(double forward, double backward, double sync) {
   return {forward + backward, forward + backward + sync, forward + sync};
 }
 
-// A re-shard of x seconds each way (activations forward, gradients backward).
-inline Transform edge_transform(double transfer) { return {2 * transfer, 2 * transfer, transfer}; }
+// A re-shard: activations forward in `forward` seconds, gradients back in `backward` (0
+// when none go back, as into the data).
+inline Transform edge_transform(double forward, double backward) {
+  return {forward + backward, forward + backward, forward};
+}
+// The same time each way.
+inline Transform edge_transform(double transfer) { return edge_transform(transfer, transfer); }
 
 // `first` (nearer the loss) then `second` (nearer the input).
 inline Transform then(const Transform& first, const Transform& second) {

@@ -9,6 +9,7 @@
 
 #include "burst/graph/builder.h"
 #include "burst/util/error.h"
+#include "planner_costs.h"
 #include "planner_test_support.h"
 
 namespace burst::plan {
@@ -134,14 +135,12 @@ TEST(BurstPlanner, AmplificationLimitBinds) {
 //   One after another (any device counts): 10 + 10 = 20 ms.
 //   At the same time, b1 on rank 0 and b2 on rank 1, input and j split 1 + 1 over both:
 //   each branch rank first gets the other rank's input sample (0.5, both at once), computes
-//   (10), sends one sample back to j's other rank (0.5); backward moves the gradients the
-//   same way (0.5 + 0.5): 12 ms. With input on one rank instead, rank 1 needs 2 samples
-//   (1 ms) in and out: 10 + 4 = 14 ms. Nothing beats 12 in the planner's model: each
-//   branch rank needs the other rank's sample, which costs at least 0.5 ms each way in
-//   both passes.
-// The evaluator times what the runtime runs, which sends no gradient back into the input
-// (the data needs none): 0.5 + 10 + 0.5 forward, 0.5 backward (j's gradient to each
-// branch's rank): 11.5 ms for the same plan.
+//   (10), sends one sample back to j's other rank (0.5); backward, j's gradient goes to each
+//   branch's rank (0.5) and none into the input (the data needs none, the runtime sends
+//   none): 11.5 ms. With input on one rank instead, rank 1 first needs 2 samples (1 ms):
+//   12 ms. Nothing beats 11.5 in the planner's model: each branch rank needs the other
+//   rank's sample, which costs at least 0.5 ms into the branch and out of it, and 0.5 ms
+//   for the gradient back. The evaluator times the same plan alike.
 TEST(BurstPlanner, ConcurrentBranchesWin) {
   graph::GraphBuilder b("two_branches");
   const std::string x = b.input("input", {8});
@@ -155,13 +154,52 @@ TEST(BurstPlanner, ConcurrentBranchesWin) {
   ASSERT_EQ(devices_of(plan, world.graph, "b1"), 1);
   ASSERT_EQ(devices_of(plan, world.graph, "b2"), 1);
   EXPECT_NE(plan.layers[1].shards[0].rank, plan.layers[2].shards[0].rank);
-  EXPECT_NEAR(result.predicted.ms(), 12.0, 1e-9);
+  EXPECT_NEAR(result.predicted.ms(), 11.5, 1e-9);
   EXPECT_NEAR(evaluate_plan(plan, world.context()).iteration_time.ms(), 11.5, 1e-9);
 
   BurstOptions sequential;
   sequential.concurrent_branches = false;
   EXPECT_NEAR(evaluate_plan(plan_burst(world.context(), 2, sequential), world.context()).iteration_time.ms(),
               20.0, 1e-9);
+}
+
+// Concurrent branches' re-shards share the ports of their ends' ranks, served as the step
+// serves them (PlannerCosts::shared_transfers). input [250] -> u (relu) -> b1, b2 (relu
+// each); 3 ranks, 1 MB/s, no latency: one sample (1000 B) moves in 1 ms. Global batch 2.
+//   u on r0 (both samples), b1 on r1, b2 on r2: r0's send port carries both re-shards, in
+//   graph order: u -> b1 [0, 2], u -> b2 [2, 4]. Backward, the gradients go the other way,
+//   each on its own sender's port into r0's receive port: ready together, by sender rank
+//   (b1's [0, 2], b2's [2, 4]); b1's ready at 3 and b2's at 0, first come first served
+//   (b2's [0, 2], b1's [3, 5]).
+//   From the input (the data) instead, no gradient goes back: each re-shard's backward ends
+//   when it is ready.
+TEST(PlannerCosts, ConcurrentReshardsShareTheirPorts) {
+  graph::GraphBuilder b("fan_out");
+  const std::string u = b.relu("u", b.input("input", {250}));
+  b.relu("b1", u);
+  b.relu("b2", u);
+  const World world(std::move(b).build(), test_cluster(3, 1e6, 0),
+                    {{"input", {ms(0), ms(0)}}, {"u", {ms(0), ms(0)}}, {"b1", {ms(0), ms(0)}},
+                     {"b2", {ms(0), ms(0)}}});
+  const PlanContext context = world.context();  // PlannerCosts keeps a reference
+  detail::PlannerCosts costs(context, 2, BurstOptions{});
+  const graph::LayerId u_id = *world.graph.find("u"), input_id = *world.graph.find("input");
+  using Reshard = detail::PlannerCosts::Reshard;
+  auto ms_of = [](const std::vector<double>& seconds) {
+    std::vector<double> result;
+    for (const double s : seconds) result.push_back(std::round(s * 1e6) / 1e3);
+    return result;
+  };
+  const auto together = costs.shared_transfers({Reshard{u_id, {0, 1}, {1, 1}}, Reshard{u_id, {0, 1}, {2, 1}}});
+  EXPECT_EQ(ms_of(together.forward), (std::vector<double>{2, 4}));
+  EXPECT_EQ(ms_of(together.backward), (std::vector<double>{2, 4}));
+  const auto staggered = costs.shared_transfers(
+      {Reshard{u_id, {0, 1}, {1, 1}, 0, 3e-3}, Reshard{u_id, {0, 1}, {2, 1}, 0, 0}});
+  EXPECT_EQ(ms_of(staggered.backward), (std::vector<double>{5, 2}));
+  const auto from_data = costs.shared_transfers(
+      {Reshard{input_id, {0, 1}, {1, 1}, 0, 3e-3}, Reshard{input_id, {0, 1}, {2, 1}, 0, 0}});
+  EXPECT_EQ(ms_of(from_data.forward), (std::vector<double>{2, 4}));
+  EXPECT_EQ(ms_of(from_data.backward), (std::vector<double>{3, 0}));
 }
 
 // The evaluator's schedule on a 3-layer chain, with an all-reduce overlapping backward.

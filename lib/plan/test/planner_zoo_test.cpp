@@ -2,6 +2,7 @@
 // decomposition of their graphs.
 #include <limits>
 #include <memory>
+#include <utility>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -53,6 +54,27 @@ TEST(BurstPlannerA100, Resnet50SearchReachesDataParallel) {
     const double burst = evaluate_plan(plan_burst(context, 128, search_only), context).iteration_time.s();
     const double dp = evaluate_plan(plan_data_parallel(graph, devices, 128), context).iteration_time.s();
     EXPECT_LE(burst, dp * (1 + 1e-12)) << devices << " devices";
+  }
+}
+
+// The planner chooses plans on its own model; that model should predict what the
+// evaluator times. At global batch 32 on 8, 16 and 32 A100s (synchronised BatchNorm), its
+// estimate is within 1% for vgg16 and resnet50 (measured 0.995-1.002), and within 3.5% for
+// inception_v3 (measured 1.032: its concurrent branches' re-shards are priced as if each
+// end's ranks were ready at once, where in the step ranks go ahead and contend less).
+TEST(BurstPlannerA100, EstimateIsCloseToTheEvaluator) {
+  const std::unique_ptr<cost::CostModel> cost = cost::make_cost_model(cost::resolve_device("a100", std::nullopt));
+  for (const auto& [model, tolerance] : {std::pair<const char*, double>{"vgg16", 0.01}, {"resnet50", 0.01},
+                                         {"inception_v3", 0.035}}) {
+    const graph::Graph graph = graph::build_zoo_model(model);
+    for (const int devices : {8, 16, 32}) {
+      const cost::NetworkModel network(cluster::builtin_cluster("a100", devices));
+      const PlanContext context{graph, *cost, network};
+      const BurstPlanResult result = plan_burst_with_prediction(context, 32);
+      const double evaluated = evaluate_plan(result.plan, context).iteration_time.s();
+      EXPECT_NEAR(result.predicted.s() / evaluated, 1.0, tolerance)
+          << model << " on " << devices << ": " << result.predicted.ms() << " against " << evaluated * 1e3 << " ms";
+    }
   }
 }
 

@@ -12,12 +12,15 @@
 //    dynamic programming whose labels carry (compute time, communication-queue time) so
 //    all-reduces overlapping backward are priced; on a chain the result is the optimum,
 //    over prefix placements, of the planner's own model of a step (a layer starts on all its
-//    ranks together, one all-reduce per layer; lib/plan/test/planner_property_test.cpp
-//    restates it), which the step program the evaluator times can only beat: its ranks go
-//    ahead on their own and its buckets merge all-reduces. Parallel branches are planned either
-//    one after another on the whole cluster or concurrently on disjoint rank ranges,
-//    whichever is faster; regions that are not series-parallel get one device count for
-//    all their layers (a sound fallback).
+//    ranks together, a re-shard takes its busiest port's messages one after another, one
+//    all-reduce per layer, no gradient into the data; lib/plan/test/planner_property_test.cpp
+//    restates it). The step program the evaluator times lets ranks go ahead on their own
+//    and merges all-reduces into buckets; with one bucket per layer it was never slower on
+//    the property test's chains. Parallel branches are planned either one after another on
+//    the whole cluster or concurrently on disjoint rank ranges, whichever is faster (there
+//    the re-shards into and out of all branches share the ports of the ends' ranks, and
+//    each end waits for the slowest branch); regions that are not series-parallel get one
+//    device count for all their layers (a sound fallback).
 #include <cstdint>
 #include <limits>
 
