@@ -106,6 +106,14 @@ class ListSchedule {
   uint64_t sequence_ = 0;
 };
 
+// Whether some rank's ops stand for another's (ProgramOptions::one_rank_per_class).
+bool stands_for_others(const program::StepProgram& program) {
+  for (size_t rank = 0; rank < program.representative.size(); ++rank) {
+    if (program.representative[rank] >= 0 && static_cast<size_t>(program.representative[rank]) != rank) return true;
+  }
+  return false;
+}
+
 int64_t largest_shard(const LayerPlacement& placement) {
   int64_t largest = 0;
   for (const cost::Shard& shard : placement.shards) largest = std::max(largest, shard.samples.size());
@@ -233,9 +241,13 @@ PlanEvaluation evaluate_plan(const Plan& plan, const PlanContext& context, const
   timing.program.bucket_bytes = options.bucket_bytes;
   timing.program.sync_batchnorm = options.sync_batchnorm;
   timing.program.reduce_loss = false;  // not timed
-  const program::StepProgram program = build_step_program(context.graph, plan, timing.program);
+  timing.program.one_rank_per_class = !options.time_each_rank;
+  program::StepProgram program = build_step_program(context.graph, plan, timing.program);
   const bool contention = ports_may_contend(program);
-  timing.one_rank_per_class = !contention && !options.time_each_rank;
+  if (contention && stands_for_others(program)) {  // classes time alike only without contention
+    timing.program.one_rank_per_class = false;
+    program = build_step_program(context.graph, plan, timing.program);
+  }
   const StepTasks step = lower_step_program(program, context, timing);
   const std::vector<double> start_s = contention ? ListSchedule(step).run() : longest_paths(step);
 

@@ -143,25 +143,16 @@ class Lowering {
     }
   }
 
-  // Who stands for whom (TimingOptions::one_rank_per_class): a rank's class is its list of
-  // (segment, shard size); a rank that sends or receives a message is a class of its own.
-  // Representatives are the lowest ranks of their classes.
+  // Who stands for whom: the program's (ProgramOptions::one_rank_per_class), and how many
+  // ranks each representative stands for.
   void choose_representatives() {
+    BURST_ASSERT(program_.representative.size() == program_.ops.size(), "a step program without representatives");
     step_.representative.assign(static_cast<size_t>(devices_), -1);
     step_.class_size.assign(static_cast<size_t>(devices_), 0);
-    std::vector<char> exchanges(static_cast<size_t>(devices_), 0);
-    for (const program::Piece& piece : program_.pieces) {
-      if (piece.local()) continue;
-      exchanges[static_cast<size_t>(piece.sender)] = exchanges[static_cast<size_t>(piece.receiver)] = 1;
-    }
-    std::map<std::vector<std::pair<int32_t, int64_t>>, int32_t> classes;
-    for (size_t rank = 0; rank < program_.ops.size(); ++rank) {
-      if (program_.ops[rank].empty()) continue;
+    for (size_t rank = 0; rank < program_.representative.size(); ++rank) {
+      const int32_t representative = program_.representative[rank];
+      if (representative < 0) continue;
       BURST_ASSERT(static_cast<int>(rank) < devices_, "a step program with ranks outside the cluster");
-      auto representative = static_cast<int32_t>(rank);
-      if (options_.one_rank_per_class && !exchanges[rank]) {
-        representative = classes.emplace(shards_by_rank_[rank], representative).first->second;
-      }
       step_.representative[rank] = representative;
       ++step_.class_size[static_cast<size_t>(representative)];
     }

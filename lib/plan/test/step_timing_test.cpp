@@ -155,7 +155,7 @@ TEST(StepTiming, RanksThatTimeTheSameAreLoweredOnce) {
   const World world = classes_world();
   const Plan plan = classes_plan(world);
   TimingOptions options;
-  options.one_rank_per_class = true;
+  options.program.one_rank_per_class = true;
   const StepTasks step = plan_step_tasks(plan, world.context(), options);
   EXPECT_EQ(step.representative, (std::vector<int32_t>{0, 1, 2, 2}));
   EXPECT_EQ(step.class_size, (std::vector<int32_t>{1, 1, 2, 0}));

@@ -44,6 +44,7 @@ class ProgramBuilder {
     make_segments();
     make_groups();
     make_pieces();
+    choose_representatives();
     make_buckets();
     for (int32_t s = 0; s < static_cast<int32_t>(program_.segments.size()); ++s) add_segment_forward(s);
     for (auto s = static_cast<int32_t>(program_.segments.size()) - 1; s >= 0; --s) add_segment_backward(s);
@@ -56,7 +57,10 @@ class ProgramBuilder {
   bool internal(graph::LayerId producer, graph::LayerId consumer) const {
     return program_.segment_of[static_cast<size_t>(producer)] == program_.segment_of[static_cast<size_t>(consumer)];
   }
-  void emit(int rank, const Op& op) { program_.ops[static_cast<size_t>(rank)].push_back(op); }
+  bool built(int rank) const { return program_.representative[static_cast<size_t>(rank)] == rank; }
+  void emit(int rank, const Op& op) {
+    if (built(rank)) program_.ops[static_cast<size_t>(rank)].push_back(op);
+  }
 
   void make_segments() {
     program_.segment_of.assign(graph_.size(), -1);
@@ -146,6 +150,34 @@ class ProgramBuilder {
     if (next_tag_ > kTagLimit) {
       throw UserError(fmt::format("the plan needs {} messages per step; the runtime's tags allow {}", next_tag_,
                                   kTagLimit));
+    }
+  }
+
+  // Who stands for whom (ProgramOptions::one_rank_per_class). A rank's class is its list
+  // of (segment, shard size); a rank that sends or receives a message is a class of its
+  // own. Segments, and so groups, buckets and updates, follow from that list; the pieces
+  // of a rank without messages are copies, whichever its samples.
+  void choose_representatives() {
+    const auto ranks = static_cast<size_t>(program_.ranks);
+    std::vector<std::vector<std::pair<int32_t, int64_t>>> shards_of(ranks);
+    for (size_t s = 0; s < program_.segments.size(); ++s) {
+      for (const cost::Shard& shard : program_.segments[s].shards) {
+        shards_of[static_cast<size_t>(shard.rank)].emplace_back(static_cast<int32_t>(s), shard.samples.size());
+      }
+    }
+    std::vector<char> exchanges(ranks, 0);
+    for (const Piece& piece : program_.pieces) {
+      if (!piece.local()) exchanges[static_cast<size_t>(piece.sender)] = exchanges[static_cast<size_t>(piece.receiver)] = 1;
+    }
+    program_.representative.assign(ranks, -1);
+    std::map<std::vector<std::pair<int32_t, int64_t>>, int32_t> classes;
+    for (size_t rank = 0; rank < ranks; ++rank) {
+      if (shards_of[rank].empty()) continue;
+      auto representative = static_cast<int32_t>(rank);
+      if (options_.one_rank_per_class && !exchanges[rank]) {
+        representative = classes.emplace(std::move(shards_of[rank]), representative).first->second;
+      }
+      program_.representative[rank] = representative;
     }
   }
 
@@ -279,6 +311,7 @@ class ProgramBuilder {
       for (const cost::Shard& shard : placement(id).shards) updates[static_cast<size_t>(shard.rank)] = 1;
     }
     for (int rank = 0; rank < program_.ranks; ++rank) {
+      if (options_.one_rank_per_class && !built(rank)) continue;  // stands for none, or stood for
       std::vector<Op>& ops = program_.ops[static_cast<size_t>(rank)];
       bool sends = false;
       std::vector<Op> waits;

@@ -122,6 +122,11 @@ void check_compute_and_buckets(const StepProgram& program, const graph::Graph& g
 }  // namespace
 
 void check_step_program(const StepProgram& program, const graph::Graph& graph, const plan::Plan& plan) {
+  for (size_t rank = 0; rank < program.representative.size(); ++rank) {
+    const int32_t representative = program.representative[rank];
+    BURST_ASSERT(representative < 0 || static_cast<size_t>(representative) == rank,
+                 "check_step_program needs every rank's ops (a program built without one_rank_per_class)");
+  }
   check_coverage(program, graph, plan);
   check_messages(program);
   check_compute_and_buckets(program, graph);

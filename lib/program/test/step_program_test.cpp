@@ -220,6 +220,34 @@ TEST(StepProgram, OneLayerOnOneRankAmongFour) {
   EXPECT_EQ(receives, 3);
 }
 
+// One program per class (ProgramOptions::one_rank_per_class). Data parallelism of three
+// linear layers at batch 7 on 5 ranks: r0 and r1 hold 2 samples, r2-r4 one; no messages.
+// Two classes, r0 for r1 and r2 for r3 and r4: their ops as in the full build, the others
+// empty. On 8 ranks at batch 2, r2-r7 hold no shard (-1). The plan above, where fc2 gathers
+// on r2 from r0, r1 and r3, has every rank exchanging messages: each its own.
+TEST(StepProgram, OneRankPerClassBuildsOneProgramPerClass) {
+  graph::GraphBuilder b("three");
+  b.linear("fc3", b.linear("fc2", b.linear("fc1", b.input("input", {4}), 4), 4), 4);
+  const graph::Graph graph = std::move(b).build();
+  ProgramOptions per_class;
+  per_class.one_rank_per_class = true;
+  const plan::Plan uneven = plan::plan_data_parallel(graph, 5, 7);
+  const StepProgram every = build_step_program(graph, uneven);
+  const StepProgram classes = build_step_program(graph, uneven, per_class);
+  EXPECT_EQ(every.representative, (std::vector<int32_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(classes.representative, (std::vector<int32_t>{0, 0, 2, 2, 2}));
+  for (const int rank : {0, 2}) EXPECT_EQ(kinds(classes, rank), kinds(every, rank)) << rank;
+  for (const int rank : {1, 3, 4}) EXPECT_TRUE(classes.ops[static_cast<size_t>(rank)].empty()) << rank;
+  EXPECT_EQ(classes.buckets.size(), every.buckets.size());
+
+  const StepProgram idle = build_step_program(graph, plan::plan_data_parallel(graph, 8, 2), per_class);
+  EXPECT_EQ(idle.representative, (std::vector<int32_t>{0, 0, -1, -1, -1, -1, -1, -1}));
+
+  const auto all = plan::even_split({0, 1, 2, 3}, 8);
+  const plan::Plan gather = hand_plan(graph, 4, 8, {all, all, {shard(2, 0, 8)}, all});
+  EXPECT_EQ(build_step_program(graph, gather, per_class).representative, (std::vector<int32_t>{0, 1, 2, 3}));
+}
+
 // A concat of 100 inputs (beyond the old 64-inputs-per-layer tag scheme): relu i on rank
 // i % 2 with the whole batch 4, concat split r0 [0,2), r1 [2,4). Each relu sends one half
 // and keeps the other: 100 activation and 100 gradient messages, tags 0..199, all distinct.

@@ -95,7 +95,8 @@ struct EvaluateOptions {
   bool sync_batchnorm = true;  // BatchNorm statistics synchronised over a layer's ranks (the runtime's default)
   // Lower and time every rank. By default, where no port carries two messages, ranks that
   // provably time the same (no messages, shards of the same sizes in the same segments:
-  // TimingOptions::one_rank_per_class) are timed once: the same result, faster. For tests.
+  // ProgramOptions::one_rank_per_class) are built and timed once: the same result, faster.
+  // For tests.
   bool time_each_rank = false;
 };
 

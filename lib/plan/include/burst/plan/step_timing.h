@@ -82,7 +82,7 @@ struct StepTasks {
   std::vector<int32_t> first_compute;     // per cluster rank: its first compute task, -1 if none
   int32_t step_end = -1;                  // the StepEnd task
   // Per cluster rank: the rank whose tasks stand for its own (itself when its program was
-  // lowered; -1 when it has no program). See TimingOptions::one_rank_per_class.
+  // lowered; -1 when it holds no shard): the program's (ProgramOptions::one_rank_per_class).
   std::vector<int32_t> representative;
   // Per cluster rank: how many ranks it stands for (itself included; 0 for the others).
   std::vector<int32_t> class_size;
@@ -131,6 +131,13 @@ bool ports_may_contend(const program::StepProgram& program);
 struct TimingOptions {
   // What the program is (or was) built with: bucket_bytes, and sync_batchnorm, which also
   // selects the split BatchNorm times below. reduce_loss is ignored (not timed).
+  // With one_rank_per_class only the representatives' ops exist, and only they are
+  // lowered: ranks that exchange no messages and hold shards of the same sizes in the same
+  // segments have the same op lists (up to copies, which take no time), groups and updates,
+  // so where no port carries two messages at all (ports_may_contend is false) each of
+  // their tasks starts and ends when its representative's does. The evaluator builds such
+  // programs there; the simulator, which reports per rank and runs background work, builds
+  // every rank's.
   program::ProgramOptions program;
   // Added to every forward and backward shard: a runtime's fixed cost per layer call beyond
   // what a profile times.
@@ -138,15 +145,6 @@ struct TimingOptions {
   // Times of shards whose layer has two or more ranks on one node (they compute in lockstep
   // and share the node); null, or no data for a layer: the context's cost model. Not owned.
   const cost::CostModel* co_located_cost = nullptr;
-  // Lower one rank per class of ranks that time the same: ranks that exchange no messages
-  // and hold shards of the same sizes in the same segments have the same op lists (up to
-  // copies, which take no time), the same groups and updates, and no port to contend for,
-  // so without port contention each of their tasks starts and ends when its
-  // representative's does (the lowest rank of the class). Ranks with messages are lowered
-  // each. For the evaluator where ports_may_contend is false (data parallelism on 4096
-  // ranks: one rank's tasks instead of 4 million); the simulator, which reports per rank and
-  // runs background work, lowers every rank.
-  bool one_rank_per_class = false;
 };
 
 // Lowers `program` (built for the context's graph, on ranks of its cluster). A shard's time

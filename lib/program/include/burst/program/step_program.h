@@ -104,6 +104,13 @@ struct ProgramOptions {
   double first_bucket_bytes = 1024.0 * 1024;
   bool sync_batchnorm = true;  // false: BatchNorm normalises with each rank's own samples
   bool reduce_loss = true;     // end with a world all-reduce of the loss
+  // Build the ops of one rank per class of ranks whose programs are the same but for their
+  // samples and copies: ranks that exchange no messages and hold shards of the same sizes
+  // in the same segments (so the same groups, buckets and update). The others' op lists
+  // stay empty, and StepProgram::representative says which rank stands for them (the
+  // lowest of the class). For timing (lib/plan's evaluator: data parallelism on 4096 ranks
+  // is one rank's ops); the runtime and check_step_program need every rank's ops.
+  bool one_rank_per_class = false;
 };
 
 struct StepProgram {
@@ -117,6 +124,9 @@ struct StepProgram {
   // ranks, distinct, sorted: the order every rank creates them in.
   std::vector<std::vector<int>> groups;
   std::vector<std::vector<Op>> ops;         // by rank
+  // By rank: the rank whose ops stand for its own (itself, without
+  // ProgramOptions::one_rank_per_class); -1 for a rank that holds no shard.
+  std::vector<int32_t> representative;
 };
 
 // Builds the program of every rank. The plan must be valid for the graph (validate_plan);
