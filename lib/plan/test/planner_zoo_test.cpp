@@ -59,7 +59,7 @@ TEST(BurstPlannerA100, Resnet50SearchReachesDataParallel) {
 
 // The planner chooses plans on its own model; that model should predict what the
 // evaluator times. At global batch 32 on 8, 16 and 32 A100s (synchronised BatchNorm), its
-// estimate is within 1% for vgg16 and resnet50 (measured 0.995-1.002), and within 3.5% for
+// estimate is within 1% for vgg16 and resnet50 (measured 0.995-1.001), and within 3.5% for
 // inception_v3 (measured 1.032: its concurrent branches' re-shards are priced as if each
 // end's ranks were ready at once, where in the step ranks go ahead and contend less).
 TEST(BurstPlannerA100, EstimateIsCloseToTheEvaluator) {
