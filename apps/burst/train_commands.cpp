@@ -420,6 +420,11 @@ void add_train_commands(CLI::App& app) {
                       "local: each rank's own samples (what DDP and DeepPool do)")
       ->check(CLI::IsMember({"sync", "local"}))
       ->capture_default_str();
+  command->add_option("--dtype", c.dtype,
+                      "float32, or float64: parameters, activations, gradients and collectives in double "
+                      "(the float32 initial weights, widened), for debugging numerics")
+      ->check(CLI::IsMember({"float32", "float64"}))
+      ->capture_default_str();
   command->add_option("--nproc", args->nproc, "Spawn this many local workers (like torchrun --nproc-per-node)");
   command->callback([args] { run_train(*args); });
 }

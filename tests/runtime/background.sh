@@ -16,7 +16,7 @@ model="$3/resnet_like.json"
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-common=(--model "$model" --global-batch 16 --seed 7 --lr 0.005 --momentum 0.9 --dataset synthetic --nproc 2
+common=(--model "$model" --global-batch 16 --seed 7 --lr 0.005 --momentum 0.9 --dataset synthetic --dtype float64 --nproc 2
         --steps 12 --log-every 4)
 failures=0
 checks=0

@@ -313,6 +313,16 @@ std::unique_ptr<LayerModule> make_layer_module(const Graph& graph, LayerId id,
   return layer;
 }
 
+void set_floating_dtype(LayerModule& layer, torch::Dtype dtype) {
+  torch::NoGradGuard no_grad;
+  for (auto& parameter : layer.module().named_parameters()) {
+    if (parameter.value().is_floating_point()) parameter.value().set_data(parameter.value().to(dtype));
+  }
+  for (auto& buffer : layer.module().named_buffers()) {
+    if (buffer.value().is_floating_point()) buffer.value().set_data(buffer.value().to(dtype));
+  }
+}
+
 std::vector<torch::Tensor> random_inputs(const Graph& graph, LayerId id, int64_t batch) {
   BURST_ASSERT(batch >= 1, fmt::format("batch must be >= 1, got {}", batch));
   std::vector<torch::Tensor> inputs;

@@ -90,12 +90,12 @@ torch::Tensor sync_batchnorm_forward(const torch::Tensor& x, torch::nn::Module& 
     const int64_t channels = x.size(1);
     const torch::Tensor mean_wide = sums.narrow(0, 0, channels) / total;
     const torch::Tensor variance_wide = (sums.narrow(0, channels, channels) / total - mean_wide.pow(2)).clamp_min(0);
-    mean = mean_wide.to(torch::kFloat32);
-    variance = variance_wide.to(torch::kFloat32);
+    mean = mean_wide.to(x.scalar_type());
+    variance = variance_wide.to(x.scalar_type());
     torch::Tensor running_mean = named(module, "running_mean", true);
     torch::Tensor running_var = named(module, "running_var", true);
     running_mean.mul_(1 - momentum).add_(mean * momentum);
-    running_var.mul_(1 - momentum).add_(variance * static_cast<float>(total / std::max(total - 1, 1.0)) * momentum);
+    running_var.mul_(1 - momentum).add_(variance * (total / std::max(total - 1, 1.0)) * momentum);
     named(module, "num_batches_tracked", true).add_(1);
   }
   context.count = total;

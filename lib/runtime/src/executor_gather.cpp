@@ -127,6 +127,7 @@ std::vector<std::pair<std::string, torch::Tensor>> PlanExecutor::gather_paramete
     }
     // Shapes and names from a stand-in module; the values come from the owner.
     const auto stand_in = layers::make_layer_module(s.graph, id);
+    layers::set_floating_dtype(*stand_in, s.dtype);
     size_t index = 0;
     for (const auto& [name, tensor] : named_state(stand_in->module())) {
       torch::Tensor value = torch::empty_like(tensor).contiguous();

@@ -107,6 +107,7 @@ struct ExecutorState {
   Communicator& comm;
   int rank = 0;
   uint64_t seed = 0;  // the run's: layers' initial weights and random ops draw from it
+  torch::Dtype dtype = torch::kFloat32;  // of floating point tensors (ExecutorOptions)
   // The step programs: with the loss reduction (steps whose loss is reported) and without.
   program::StepProgram reporting;
   program::StepProgram quiet;

@@ -35,7 +35,9 @@ GradientBuckets::GradientBuckets(const program::StepProgram& program, int rank,
       }
     }
     BURST_ASSERT(size * 4 == planned.bytes, "a bucket's parameters must be its layers' (fp32)");
-    bucket->flat = torch::zeros({size}, torch::kFloat32);
+    // The parameters' own dtype (float32, or float64 under --dtype float64); the program
+    // counts the bytes in fp32.
+    bucket->flat = torch::zeros({size}, bucket->parameters.front().options().requires_grad(false));
     bucket->arrived.assign(bucket->parameters.size(), 0);
     local_index_[b] = static_cast<int32_t>(buckets_.size());
     const size_t index = buckets_.size();

@@ -48,6 +48,7 @@ void build_modules(detail::ExecutorState& s, uint64_t seed, bool sync_batchnorm)
     if (!s.ours(id)) continue;
     torch::manual_seed(layer_seed(seed, id));
     s.modules[static_cast<size_t>(id)] = layers::make_layer_module(graph, id);
+    layers::set_floating_dtype(*s.modules[static_cast<size_t>(id)], s.dtype);  // the float32 weights, widened
     if (!sync_batchnorm || graph.layer(id).op() != graph::OpKind::BatchNorm2d || shards.size() < 2) continue;
     std::vector<int> group = plan::sync_group(s.plan, graph, id);
     auto sum_over_group = [&comm = s.batchnorm_comm, group = std::move(group)](torch::Tensor& sums) {
@@ -67,6 +68,10 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
   detail::ExecutorState& s = *state_;
   s.rank = communicator.rank();
   s.seed = options.seed;
+  if (options.dtype != torch::kFloat32 && options.dtype != torch::kFloat64) {
+    throw UserError(fmt::format("the runtime computes in float32 or float64, not {}", c10::toString(options.dtype)));
+  }
+  s.dtype = options.dtype;
   program::ProgramOptions program_options;
   program_options.bucket_bytes = options.bucket_bytes;
   program_options.sync_batchnorm = options.sync_batchnorm;

@@ -13,10 +13,11 @@ bool is_loss(const graph::Graph& graph, graph::LayerId id) {
   return graph.layer(id).op() == graph::OpKind::SoftmaxCrossEntropy;
 }
 
-torch::Tensor empty_rows(const graph::Graph& graph, graph::LayerId layer, int64_t rows) {
+// Rows of `layer`'s output; floating point outputs in `floating` (the run's dtype).
+torch::Tensor empty_rows(const graph::Graph& graph, graph::LayerId layer, int64_t rows, torch::Dtype floating) {
   std::vector<int64_t> shape{rows};
   for (const int64_t d : graph.info(layer).output_shape) shape.push_back(d);
-  const auto dtype = graph.info(layer).output_dtype == graph::DType::Int64 ? torch::kInt64 : torch::kFloat32;
+  const auto dtype = graph.info(layer).output_dtype == graph::DType::Int64 ? torch::kInt64 : floating;
   return torch::empty(shape, torch::TensorOptions().dtype(dtype));
 }
 
@@ -133,7 +134,7 @@ class StepInterpreter {
       parts.push_back(rows_of(outputs_[static_cast<size_t>(p.producer)].detach(), p.producer, p.samples));
       return;
     }
-    parts.push_back(empty_rows(graph_, p.producer, p.samples.size()));
+    parts.push_back(empty_rows(graph_, p.producer, p.samples.size(), s_.dtype));
     receives_.push_back(PendingReceive{op.piece, parts.back(), s_.comm.receive(parts.back(), p.sender, p.tag)});
   }
 
@@ -170,7 +171,11 @@ class StepInterpreter {
   std::vector<torch::Tensor> arguments(graph::LayerId id) {
     const cost::SampleRange mine = s_.range(id);
     std::vector<torch::Tensor> args;
-    if (graph_.layer(id).op() == graph::OpKind::Input) args.push_back(batch_.features(id, mine.begin, mine.end));
+    if (graph_.layer(id).op() == graph::OpKind::Input) {
+      torch::Tensor features = batch_.features(id, mine.begin, mine.end);
+      if (features.is_floating_point()) features = features.to(s_.dtype);
+      args.push_back(features);
+    }
     wait_receives();
     const auto& producers = graph_.inputs(id);
     for (size_t k = 0; k < producers.size(); ++k) {
@@ -211,7 +216,7 @@ class StepInterpreter {
   void receive_gradient(const Op& op) {
     const Piece& p = piece(op);
     if (!p.local()) {
-      torch::Tensor rows = empty_rows(graph_, p.producer, p.samples.size());
+      torch::Tensor rows = empty_rows(graph_, p.producer, p.samples.size(), s_.dtype);
       receives_.push_back(PendingReceive{op.piece, rows, s_.comm.receive(rows, p.sender, p.tag)});
       return;
     }
@@ -252,7 +257,7 @@ class StepInterpreter {
     const Piece& p = piece(op);
     const torch::Tensor& leaf = leaves_[static_cast<size_t>(p.consumer)][static_cast<size_t>(p.input)];
     torch::Tensor rows = leaf.grad().defined() ? rows_of(leaf.grad(), p.consumer, p.samples).contiguous()
-                                               : empty_rows(graph_, p.producer, p.samples.size()).zero_();
+                                               : empty_rows(graph_, p.producer, p.samples.size(), s_.dtype).zero_();
     auto work = s_.comm.send(rows, p.receiver, p.tag);
     sends_.push_back(PendingSend{op.piece, std::move(rows), std::move(work)});
   }

@@ -337,6 +337,7 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
   options.optimizer = OptimizerOptions{config.optimizer, config.learning_rate, config.momentum, config.weight_decay};
   options.bucket_bytes = config.bucket_mb * 1024 * 1024;
   options.sync_batchnorm = config.batchnorm == "sync";
+  options.dtype = config.dtype == "float64" ? torch::kFloat64 : torch::kFloat32;
   PlanExecutor executor(graph, plan, *communicator, options);
 
   const bool logging = place.rank == 0;

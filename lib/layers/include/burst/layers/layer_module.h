@@ -93,6 +93,11 @@ struct LayerModuleOptions {
 std::unique_ptr<LayerModule> make_layer_module(const graph::Graph& graph, graph::LayerId id,
                                                const LayerModuleOptions& options = {});
 
+// Casts every floating point parameter and buffer of `layer` (its submodules included) to
+// `dtype`, in place, keeping integer buffers (BatchNorm's num_batches_tracked) as they are:
+// torch::nn::Module::to(dtype) would cast those too.
+void set_floating_dtype(LayerModule& layer, torch::Dtype dtype);
+
 // Random inputs for forward() of layer `id` at batch `batch` (>= 1), from torch's global
 // generator: float32 inputs N(0, 1); int64 token ids uniform in [0, vocab) (bounded also by
 // a consuming embedding's num_embeddings); a loss's labels uniform in [0, classes).

@@ -45,6 +45,9 @@ struct ExecutorOptions {
   OptimizerOptions optimizer;
   double bucket_bytes = 25.0 * 1024 * 1024;  // gradient bucket cap (DDP's bucket_cap_mb)
   bool sync_batchnorm = true;  // false: each rank normalises with its own samples (DDP's way)
+  // Of parameters, activations, gradients and messages: torch::kFloat32 or torch::kFloat64
+  // (layers are initialised in float32 and widened, so both start from the same weights).
+  torch::Dtype dtype = torch::kFloat32;
 };
 
 // Where one step's samples come from: the features ([n] + input shape) or the labels ([n]

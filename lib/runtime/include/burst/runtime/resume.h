@@ -21,7 +21,7 @@ namespace burst::runtime {
 // fixed, so the steps compute the same training); another batch, seed, dataset or optimizer
 // is not.
 inline nlohmann::json training_identity(const TrainConfig& config, int64_t global_batch) {
-  return {{"global_batch", global_batch},
+  nlohmann::json identity = {{"global_batch", global_batch},
           {"seed", config.seed},
           {"dataset", config.dataset},
           {"synthetic_samples", config.dataset == "synthetic" ? config.synthetic_samples : 0},
@@ -30,6 +30,9 @@ inline nlohmann::json training_identity(const TrainConfig& config, int64_t globa
             {"learning_rate", config.learning_rate},
             {"momentum", config.momentum},
             {"weight_decay", config.weight_decay}}}};
+  // Only where it is not the default, so that checkpoints from before --dtype still resume.
+  if (config.dtype != "float32") identity["dtype"] = config.dtype;
+  return identity;
 }
 
 // The latest checkpoint in config.checkpoint_dir, read and checked (format, checksums,

@@ -41,6 +41,10 @@ struct TrainConfig {
   int threads = 1;               // intra-op threads per worker
   double bucket_mb = 25;         // gradient bucket cap in MiB (DDP's bucket_cap_mb)
   std::string batchnorm = "sync";  // "sync": statistics over the layer's ranks; "local": each rank's own
+  // "float32", or "float64": parameters, activations, gradients and collectives in double
+  // (initial weights the float32 ones, widened), for debugging numerics and for tests
+  // whose tolerance must not depend on the CPU's kernels.
+  std::string dtype = "float32";
 };
 
 struct WorkerPlace {
