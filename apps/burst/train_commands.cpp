@@ -20,6 +20,7 @@
 #include "burst/cluster/cluster.h"
 #include "burst/cost/device_models.h"
 #include "burst/cost/network.h"
+#include "burst/graph/data_fit.h"
 #include "burst/graph/model_json.h"
 #include "burst/launch/identity.h"
 #include "burst/launch/spawn.h"
@@ -60,28 +61,20 @@ bool launcher_option(const std::string& word) {
   return false;
 }
 
-// Fashion-MNIST samples are [1, 28, 28] images of 10 classes: the model's input and losses
-// must take them (checked here so that no worker starts for nothing).
-void check_fits_fashion_mnist(const graph::Graph& graph) {
-  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
-    const graph::LayerSpec& layer = graph.layer(id);
-    if (layer.op() == graph::OpKind::Input && graph.info(id).output_shape != graph::Shape{1, 28, 28}) {
-      throw UserError(fmt::format("model '{}' input '{}' has shape [{}], but Fashion-MNIST images are [1, 28, 28]",
-                                  graph.name(), layer.name, fmt::join(graph.info(id).output_shape, ", ")));
-    }
-    if (layer.op() == graph::OpKind::SoftmaxCrossEntropy &&
-        graph.info(graph.inputs(id)[0]).output_shape != graph::Shape{10}) {
-      throw UserError(fmt::format("model '{}' loss '{}' takes logits [{}], but Fashion-MNIST has 10 classes",
-                                  graph.name(), layer.name,
-                                  fmt::join(graph.info(graph.inputs(id)[0]).output_shape, ", ")));
-    }
-  }
+// --background MODEL[:batch] into the config's background fields.
+void apply_background_option(TrainArgs& args) {
+  if (args.background.empty()) return;
+  const ModelAndBatch background = parse_background_option(args.background, runtime::BackgroundJobConfig{}.batch);
+  args.config.background_model = background.model;
+  args.config.background_batch = background.batch;
 }
 
 // Refuses, before any worker starts, what cannot work: a bad model, a plan for another
-// model or another number of workers, bad numbers.
-void check(TrainArgs& args, int world_size) {
-  runtime::TrainConfig& config = args.config;
+// model or another number of workers, bad numbers, data the model cannot take and, with
+// `check_checkpoint`, a checkpoint that cannot resume (a process that trains right after
+// leaves that to the worker, so that it decodes the checkpoint once).
+void check(const TrainArgs& args, int world_size, bool check_checkpoint) {
+  const runtime::TrainConfig& config = args.config;
   if (config.steps <= 0 && config.epochs <= 0) throw UserError("give --steps S or --epochs E (at least 1)");
   if (config.steps > 0 && config.epochs > 0) throw UserError("give --steps or --epochs, not both");
   if (!(config.learning_rate > 0)) throw UserError(fmt::format("--lr must be > 0, got {}", config.learning_rate));
@@ -95,12 +88,7 @@ void check(TrainArgs& args, int world_size) {
   if (args.max_restarts > 0 && args.nproc == -1) {
     throw UserError("--max-restarts restarts the workers --nproc starts; under torchrun use its --max_restarts");
   }
-  if (!args.background.empty()) {
-    const ModelAndBatch background = parse_background_option(args.background, runtime::BackgroundJobConfig{}.batch);
-    graph::load_model(background.model);  // refuse an unknown model before any worker starts
-    config.background_model = background.model;
-    config.background_batch = background.batch;
-  }
+  if (!config.background_model.empty()) graph::load_model(config.background_model);  // an unknown model
   if (config.checkpoint_every < 0) {
     throw UserError(fmt::format("--checkpoint-every must be at least 0, got {}", config.checkpoint_every));
   }
@@ -108,12 +96,15 @@ void check(TrainArgs& args, int world_size) {
     throw UserError("--checkpoint-every and --resume need --checkpoint-dir DIR");
   }
   const graph::Graph graph = graph::load_model(config.model);
-  if (config.dataset == "fashion-mnist") check_fits_fashion_mnist(graph);
+  if (config.dataset == "fashion-mnist") {
+    // Fashion-MNIST's samples are [1, 28, 28] images of 10 classes (lib/data checks the files).
+    graph::check_fits_samples(graph, {"fashion-mnist", {1, 28, 28}, 10});
+  }
   if (config.plan_file.empty()) {
     if (config.global_batch < 1) {
       throw UserError(fmt::format("--global-batch must be at least 1, got {}", config.global_batch));
     }
-    runtime::checkpoint_to_resume(config, graph, config.global_batch, config.steps);
+    if (check_checkpoint) runtime::checkpoint_to_resume(config, graph, config.global_batch, config.steps);
     return;
   }
   const plan::Plan plan = plan::load_plan_file(config.plan_file);
@@ -126,7 +117,7 @@ void check(TrainArgs& args, int world_size) {
     throw UserError(fmt::format("--global-batch {} differs from plan '{}' ({})", config.global_batch,
                                 config.plan_file, plan.global_batch));
   }
-  runtime::checkpoint_to_resume(config, graph, plan.global_batch, config.steps);
+  if (check_checkpoint) runtime::checkpoint_to_resume(config, graph, plan.global_batch, config.steps);
 }
 
 void run_worker(const runtime::TrainConfig& config, const runtime::WorkerPlace& place) {
@@ -291,6 +282,7 @@ std::vector<std::string> own_command_line() {
 }
 
 void run_train(TrainArgs& args) {
+  apply_background_option(args);
   if (args.strategy != "burst" && (!args.cluster_file.empty() || !args.device.empty() || !args.profile.empty())) {
     throw UserError("--cluster, --device and --profile choose the cost model of --strategy burst; give it too");
   }
@@ -300,7 +292,7 @@ void run_train(TrainArgs& args) {
     }
     TemporaryDirectory scratch;
     if (args.strategy == "burst") args.config.plan_file = make_burst_plan(args, args.nproc, scratch.path());
-    check(args, args.nproc);
+    check(args, args.nproc, /*check_checkpoint=*/true);
     const std::vector<std::string> words = own_command_line();
     std::vector<std::string> argv{launch::current_executable()};
     for (size_t i = 1; i < words.size(); ++i) {
@@ -340,11 +332,11 @@ void run_train(TrainArgs& args) {
     }
     args.config.plan_file = make_burst_plan(args, place.world_size, scratch.path());
   }
-  check(args, place.world_size);
-  // Under burst's own launcher the error goes to the launcher's one-line report, not to a
-  // line of each worker's own.
+  // Under burst's own launcher (which checked everything once, before any worker started)
+  // the error goes to the launcher's one-line report, not to a line of each worker's own.
   std::optional<launch::WorkerStatus> status = launch::WorkerStatus::from_environment(place.rank);
   if (!status) {
+    check(args, place.world_size, /*check_checkpoint=*/false);
     run_worker(args.config, place);
     return;
   }

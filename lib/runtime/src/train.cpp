@@ -24,6 +24,7 @@
 #include "burst/data/dataset.h"
 #include "burst/data/idx.h"
 #include "burst/data/sampler.h"
+#include "burst/graph/data_fit.h"
 #include "burst/graph/model_json.h"
 #include "burst/launch/worker_status.h"
 #include "burst/layers/layer_module.h"
@@ -40,26 +41,6 @@
 
 namespace burst::runtime {
 namespace {
-
-// The input layer and the loss layers the data must fit.
-void check_data_fits(const graph::Graph& graph, const data::Dataset& dataset) {
-  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
-    const graph::LayerSpec& layer = graph.layer(id);
-    if (layer.op() == graph::OpKind::Input && graph.info(id).output_shape != dataset.sample_shape()) {
-      throw UserError(fmt::format("model '{}' input '{}' has shape {} but dataset '{}' has samples of {}",
-                                  graph.name(), layer.name, fmt::join(graph.info(id).output_shape, "x"),
-                                  dataset.name(), fmt::join(dataset.sample_shape(), "x")));
-    }
-    if (layer.op() == graph::OpKind::SoftmaxCrossEntropy) {
-      const auto& logits = graph.info(graph.inputs(id)[0]).output_shape;
-      if (logits.size() != 1 || logits[0] != dataset.num_classes()) {
-        throw UserError(fmt::format("model '{}' loss '{}' takes logits of shape {}, but dataset '{}' has {} classes",
-                                    graph.name(), layer.name, fmt::join(logits, "x"), dataset.name(),
-                                    dataset.num_classes()));
-      }
-    }
-  }
-}
 
 data::Dataset load_dataset(const TrainConfig& config, const graph::Graph& graph, data::Split split) {
   if (config.dataset == "fashion-mnist") return data::load_fashion_mnist(config.dataset_dir, split);
@@ -308,7 +289,7 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
     throw UserError(fmt::format("the plan is for {} devices but {} workers run", plan.devices, place.world_size));
   }
   const data::Dataset train = load_dataset(config, graph, data::Split::train);
-  check_data_fits(graph, train);
+  graph::check_fits_samples(graph, {train.name(), train.sample_shape(), train.num_classes()});
   const data::EpochSampler sampler(train.num_samples(), plan.global_batch, config.seed);
   const int64_t steps = config.steps > 0 ? config.steps : config.epochs * sampler.steps_per_epoch();
 

@@ -1,0 +1,23 @@
+#pragma once
+// Whether a model can train on a dataset: its input layers take the dataset's samples and
+// its classifier losses the dataset's classes. The one check the launcher, the workers and
+// anything else that feeds data to a graph call (libtorch-free).
+#include <cstdint>
+#include <string>
+
+#include "burst/graph/graph.h"
+
+namespace burst::graph {
+
+// What a dataset offers per sample.
+struct SampleSpec {
+  std::string data_name;  // for messages: "fashion-mnist", "synthetic", ...
+  Shape sample_shape;     // of one sample, e.g. {1, 28, 28}
+  int64_t classes = 0;    // labels in [0, classes)
+};
+
+// Throws UserError naming the model, the layer and both shapes when an input layer's
+// per-sample shape is not spec.sample_shape, or a loss's logits are not [spec.classes].
+void check_fits_samples(const Graph& graph, const SampleSpec& spec);
+
+}  // namespace burst::graph

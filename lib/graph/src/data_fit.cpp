@@ -1,0 +1,28 @@
+#include "burst/graph/data_fit.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "burst/util/error.h"
+
+namespace burst::graph {
+
+void check_fits_samples(const Graph& graph, const SampleSpec& spec) {
+  for (LayerId id = 0; id < static_cast<LayerId>(graph.size()); ++id) {
+    const LayerSpec& layer = graph.layer(id);
+    if (layer.op() == OpKind::Input && graph.info(id).output_shape != spec.sample_shape) {
+      throw UserError(fmt::format("model '{}' input '{}' takes samples [{}], but dataset '{}' has [{}]", graph.name(),
+                                  layer.name, fmt::join(graph.info(id).output_shape, ", "), spec.data_name,
+                                  fmt::join(spec.sample_shape, ", ")));
+    }
+    if (layer.op() == OpKind::SoftmaxCrossEntropy) {
+      const Shape& logits = graph.info(graph.inputs(id)[0]).output_shape;
+      if (logits.size() != 1 || logits[0] != spec.classes) {
+        throw UserError(fmt::format("model '{}' loss '{}' takes logits [{}], but dataset '{}' has {} classes",
+                                    graph.name(), layer.name, fmt::join(logits, ", "), spec.data_name, spec.classes));
+      }
+    }
+  }
+}
+
+}  // namespace burst::graph

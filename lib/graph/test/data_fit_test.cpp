@@ -1,0 +1,45 @@
+// check_fits_samples: a model fits a dataset when its input takes the samples and its
+// losses the classes; otherwise one error naming the layer and both shapes.
+#include <gtest/gtest.h>
+
+#include "burst/graph/builder.h"
+#include "burst/graph/data_fit.h"
+#include "burst/util/error.h"
+
+namespace burst::graph {
+namespace {
+
+Graph classifier(Shape input, int64_t classes) {
+  GraphBuilder b("tiny");
+  auto x = b.input("images", std::move(input));
+  x = b.flatten("flat", x);
+  x = b.linear("fc", x, classes);
+  b.cross_entropy("loss", x);
+  return std::move(b).build();
+}
+
+std::string refusal(const Graph& graph, const SampleSpec& spec) {
+  try {
+    check_fits_samples(graph, spec);
+  } catch (const UserError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(DataFit, AModelThatTakesTheSamplesAndClassesFits) {
+  EXPECT_EQ(refusal(classifier({1, 28, 28}, 10), {"fashion-mnist", {1, 28, 28}, 10}), "");
+}
+
+TEST(DataFit, AnotherSampleShapeIsRefusedNamingTheInput) {
+  EXPECT_EQ(refusal(classifier({3, 32, 32}, 10), {"fashion-mnist", {1, 28, 28}, 10}),
+            "model 'tiny' input 'images' takes samples [3, 32, 32], but dataset 'fashion-mnist' has [1, 28, 28]");
+}
+
+TEST(DataFit, AnotherClassCountIsRefusedNamingTheLoss) {
+  EXPECT_EQ(refusal(classifier({1, 28, 28}, 100), {"fashion-mnist", {1, 28, 28}, 10}),
+            "model 'tiny' loss 'loss' takes logits [100], but dataset 'fashion-mnist' has 10 classes");
+}
+
+}  // namespace
+}  // namespace burst::graph
