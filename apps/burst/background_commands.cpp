@@ -4,6 +4,9 @@
 #include <stdexcept>
 #include <string>
 
+#include <fmt/format.h>
+
+#include "burst/launch/spawn.h"
 #include "burst/util/error.h"
 #include "torch_plugin.h"
 
@@ -15,6 +18,18 @@ void run_background_command(const runtime::BackgroundJobConfig& config) {
   std::string message;
   const int code = command(&config, &message);
   if (code != 0) throw_for_exit_code(code, message);
+}
+
+std::vector<std::string> background_command_line(const runtime::BackgroundJobConfig& job) {
+  std::vector<std::string> words = {launch::current_executable(), "background", "--model", job.model,
+                                    "--batch", std::to_string(job.batch), "--steps", std::to_string(job.steps),
+                                    "--seed", std::to_string(job.seed), "--lr", fmt::format("{}", job.learning_rate)};
+  if (job.idle) words.push_back("--idle");
+  if (!job.progress_file.empty()) {
+    words.push_back("--progress");
+    words.push_back(job.progress_file);
+  }
+  return words;
 }
 
 void add_background_commands(CLI::App& app) {

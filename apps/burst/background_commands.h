@@ -1,4 +1,7 @@
 #pragma once
+#include <string>
+#include <vector>
+
 #include <CLI/CLI.hpp>
 
 #include "burst/runtime/background.h"
@@ -9,6 +12,10 @@ namespace burst::cli {
 // synthetic data (the throughput a background job gets on a core of its own). Workers of
 // `burst train --background` run it too, with --progress and no --steps.
 void add_background_commands(CLI::App& app);
+
+// The command line that runs `job` in a process of its own: this program's
+// `burst background` with the options above (what burst train's workers start).
+std::vector<std::string> background_command_line(const runtime::BackgroundJobConfig& job);
 
 // Runs a background job in the plugin (UserError for bad input).
 void run_background_command(const runtime::BackgroundJobConfig& config);

@@ -31,6 +31,7 @@
 #include "burst/runtime/background.h"
 #include "burst/runtime/resume.h"
 #include "burst/util/error.h"
+#include "background_commands.h"
 #include "command_inputs.h"
 #include "profile_commands.h"
 #include "torch_plugin.h"
@@ -67,6 +68,7 @@ void apply_background_option(TrainArgs& args) {
   const ModelAndBatch background = parse_background_option(args.background, runtime::BackgroundJobConfig{}.batch);
   args.config.background_model = background.model;
   args.config.background_batch = background.batch;
+  args.config.background_command = background_command_line;
 }
 
 // Refuses, before any worker starts, what cannot work: a bad model, a plan for another
@@ -234,10 +236,11 @@ std::string failure_report(const launch::SpawnResult& result, int rank, const st
 
 // A worker that refused its input (exit code 2: input the launcher could not check before,
 // such as a checkpoint directory rank 0 cannot create), if any: the cause of the others'
-// failures, which then only lost their peer.
+// failures, which then only lost their peer. (One the launcher was already stopping still
+// counts: a stopped worker dies by its signal, it does not exit 2.)
 std::optional<int> refused_input(const launch::SpawnResult& result) {
   for (const launch::WorkerExit& worker : result.workers) {
-    if (!worker.signaled && !worker.stopped_by_launcher && worker.exit_code == kExitBadInput) return worker.rank;
+    if (!worker.signaled && worker.exit_code == kExitBadInput) return worker.rank;
   }
   return std::nullopt;
 }

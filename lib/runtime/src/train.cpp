@@ -26,6 +26,7 @@
 #include "burst/data/sampler.h"
 #include "burst/graph/data_fit.h"
 #include "burst/graph/model_json.h"
+#include "burst/launch/child_process.h"
 #include "burst/launch/worker_status.h"
 #include "burst/layers/layer_module.h"
 #include "burst/plan/plan.h"
@@ -209,36 +210,22 @@ std::string background_summary(const std::vector<StepTimes>& times) {
 // process that dies with the worker (PR_SET_PDEATHSIG) and is stopped at the end.
 class BackgroundChild {
  public:
-  BackgroundChild(const TrainConfig& config, int rank) {
-    char pattern[] = "/tmp/burst-background-XXXXXX";
-    if (::mkdtemp(pattern) == nullptr) throw UserError("cannot create a directory for the background job");
-    directory_ = pattern;
-    const std::string progress = directory_ + "/progress";
-    create_background_progress_file(progress);
-    std::vector<std::string> words = {launch::current_executable(), "background", "--model", config.background_model,
-                                      "--batch", std::to_string(config.background_batch), "--steps", "0", "--idle",
-                                      "--progress", progress, "--seed", std::to_string(config.seed + 1000 + rank)};
-    std::vector<char*> argv;
-    for (std::string& word : words) argv.push_back(word.data());
-    argv.push_back(nullptr);
-    const pid_t parent = ::getpid();
-    pid_ = ::fork();
-    if (pid_ < 0) throw UserError(fmt::format("cannot start the background job: {}", std::strerror(errno)));
-    if (pid_ == 0) {  // the child: only async-signal-safe calls until exec
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(1);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    if (auto view = BackgroundProgressView::open(progress)) view_.emplace(std::move(*view));
+  BackgroundChild(const TrainConfig& config, int rank) : directory_(make_directory()) {
+    BURST_ASSERT(config.background_command != nullptr, "a background job needs its command (TrainConfig)");
+    BackgroundJobConfig job;
+    job.model = config.background_model;
+    job.batch = config.background_batch;
+    job.steps = 0;  // until killed
+    job.idle = true;
+    job.progress_file = directory_ + "/progress";
+    job.seed = config.seed + 1000 + static_cast<uint64_t>(rank);
+    create_background_progress_file(job.progress_file);
+    child_.emplace(config.background_command(job));
+    if (auto view = BackgroundProgressView::open(job.progress_file)) view_.emplace(std::move(*view));
     wait_for_first_step();
   }
   ~BackgroundChild() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-    }
+    child_.reset();  // killed and reaped before its directory goes
     std::error_code ignored;
     std::filesystem::remove_all(directory_, ignored);
   }
@@ -250,9 +237,7 @@ class BackgroundChild {
   void wait_for_first_step() {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (steps() == 0 && std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
+      if (child_->ended()) {
         throw UserError("the background job stopped before its first step (its own message is above)");
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -264,7 +249,7 @@ class BackgroundChild {
   const BackgroundProgress* progress() const { return view_ ? &view_->progress() : nullptr; }
   // Nanoseconds the child has run on a CPU (the kernel's schedstat).
   uint64_t cpu_ns() const {
-    std::ifstream file(fmt::format("/proc/{}/schedstat", pid_));
+    std::ifstream file(fmt::format("/proc/{}/schedstat", child_->pid()));
     uint64_t ns = 0;
     file >> ns;
     return ns;
@@ -272,7 +257,12 @@ class BackgroundChild {
 
  private:
   std::string directory_;
-  pid_t pid_ = -1;
+  static std::string make_directory() {
+    char pattern[] = "/tmp/burst-background-XXXXXX";
+    if (::mkdtemp(pattern) == nullptr) throw UserError("cannot create a directory for the background job");
+    return pattern;
+  }
+  std::optional<launch::ChildProcess> child_;
   std::optional<BackgroundProgressView> view_;
 };
 
@@ -293,7 +283,13 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
   const data::EpochSampler sampler(train.num_samples(), plan.global_batch, config.seed);
   const int64_t steps = config.steps > 0 ? config.steps : config.epochs * sampler.steps_per_epoch();
 
-  if (!config.trace_file.empty() && place.rank == 0) {  // refuse a bad path before training, not after
+  // Bad paths are refused before connecting, so that no other rank fails first for want of this one.
+  if (!config.checkpoint_dir.empty() && place.rank == 0) {
+    std::error_code error;
+    std::filesystem::create_directories(config.checkpoint_dir, error);
+    if (error) throw UserError(fmt::format("--checkpoint-dir: cannot create '{}': {}", config.checkpoint_dir, error.message()));
+  }
+  if (!config.trace_file.empty() && place.rank == 0) {
     const std::string probe = config.trace_file + ".partial";
     if (!std::ofstream(probe)) throw UserError(fmt::format("--trace: cannot write '{}'", probe));
     std::remove(probe.c_str());
@@ -337,11 +333,6 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
                              graph.name(), place.world_size, config.plan_file.empty() ? "dp" : config.plan_file,
                              plan.strategy, plan.global_batch, steps, train.name())
               << std::flush;
-  }
-  if (!config.checkpoint_dir.empty() && place.rank == 0) {
-    std::error_code error;
-    std::filesystem::create_directories(config.checkpoint_dir, error);
-    if (error) throw UserError(fmt::format("--checkpoint-dir: cannot create '{}': {}", config.checkpoint_dir, error.message()));
   }
   // Every rank joins the gathering; rank 0 writes the file.
   auto save_checkpoint = [&](int64_t done) {

@@ -2,8 +2,12 @@
 // One worker of `burst train`: loads the model, plan and data, connects to the other ranks
 // and trains. Includes no libtorch (the plugin boundary passes these plain structs).
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "burst/runtime/background.h"
 
 namespace burst::runtime {
 
@@ -38,6 +42,9 @@ struct TrainConfig {
   // batch, in a child process at SCHED_IDLE. Empty: none.
   std::string background_model;
   int64_t background_batch = 32;
+  // The command line of a process that runs `job` (`burst background ...`): given by the
+  // program that owns the command-line options, so the runtime knows none of their names.
+  std::function<std::vector<std::string>(const BackgroundJobConfig& job)> background_command;
   int threads = 1;               // intra-op threads per worker
   double bucket_mb = 25;         // gradient bucket cap in MiB (DDP's bucket_cap_mb)
   std::string batchnorm = "sync";  // "sync": statistics over the layer's ranks; "local": each rank's own
