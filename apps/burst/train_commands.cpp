@@ -52,6 +52,10 @@ struct TrainArgs {
   std::string background;  // MODEL[:batch], split into config.background_* by check()
 };
 
+// What burst's launcher tells its workers it validated (TrainConfig::Checked).
+constexpr const char* kCheckedModelVariable = "BURST_CHECKED_MODEL";
+constexpr const char* kCheckedPlanVariable = "BURST_CHECKED_PLAN";
+
 // Options the launcher consumes; workers get the plan file instead.
 bool launcher_option(const std::string& word) {
   for (const char* name :
@@ -75,7 +79,8 @@ void apply_background_option(TrainArgs& args) {
 // model or another number of workers, bad numbers, data the model cannot take and, with
 // `check_checkpoint`, a checkpoint that cannot resume (a process that trains right after
 // leaves that to the worker, so that it decodes the checkpoint once).
-void check(const TrainArgs& args, int world_size, bool check_checkpoint) {
+// Returns the fingerprints of the model and the plan it validated (the workers compare them).
+runtime::TrainConfig::Checked check(const TrainArgs& args, int world_size, bool check_checkpoint) {
   const runtime::TrainConfig& config = args.config;
   if (config.steps <= 0 && config.epochs <= 0) throw UserError("give --steps S or --epochs E (at least 1)");
   if (config.steps > 0 && config.epochs > 0) throw UserError("give --steps or --epochs, not both");
@@ -107,7 +112,8 @@ void check(const TrainArgs& args, int world_size, bool check_checkpoint) {
       throw UserError(fmt::format("--global-batch must be at least 1, got {}", config.global_batch));
     }
     if (check_checkpoint) runtime::checkpoint_to_resume(config, graph, config.global_batch, config.steps);
-    return;
+    return {checkpoint::model_fingerprint(graph),
+            plan::placement_fingerprint(plan::plan_data_parallel(graph, world_size, config.global_batch))};
   }
   const plan::Plan plan = plan::load_plan_file(config.plan_file);
   if (plan.devices != world_size) {
@@ -120,6 +126,7 @@ void check(const TrainArgs& args, int world_size, bool check_checkpoint) {
                                 config.plan_file, plan.global_batch));
   }
   if (check_checkpoint) runtime::checkpoint_to_resume(config, graph, plan.global_batch, config.steps);
+  return {checkpoint::model_fingerprint(graph), plan::placement_fingerprint(plan)};
 }
 
 void run_worker(const runtime::TrainConfig& config, const runtime::WorkerPlace& place) {
@@ -253,6 +260,8 @@ void run_workers(const TrainArgs& args, std::vector<std::string> argv, const std
     std::filesystem::create_directories(status_directory);
     launch::SpawnOptions options;
     options.extra_environment[launch::kStatusDirectoryVariable] = status_directory;
+    options.extra_environment[kCheckedModelVariable] = args.config.checked.model;
+    options.extra_environment[kCheckedPlanVariable] = args.config.checked.plan;
     // A fresh store file per attempt: a crashed attempt's keys must not meet the next one.
     options.extra_environment[launch::kRendezvousFileVariable] = fmt::format("{}/rendezvous-{}", scratch, attempt);
     // The workers meet through the file; MASTER_PORT (a free one) is set only for torchrun's
@@ -295,7 +304,7 @@ void run_train(TrainArgs& args) {
     }
     TemporaryDirectory scratch;
     if (args.strategy == "burst") args.config.plan_file = make_burst_plan(args, args.nproc, scratch.path());
-    check(args, args.nproc, /*check_checkpoint=*/true);
+    args.config.checked = check(args, args.nproc, /*check_checkpoint=*/true);
     const std::vector<std::string> words = own_command_line();
     std::vector<std::string> argv{launch::current_executable()};
     for (size_t i = 1; i < words.size(); ++i) {
@@ -343,6 +352,9 @@ void run_train(TrainArgs& args) {
     run_worker(args.config, place);
     return;
   }
+  const auto environment = launch::process_environment();
+  args.config.checked.model = environment(kCheckedModelVariable).value_or("");
+  args.config.checked.plan = environment(kCheckedPlanVariable).value_or("");
   int code = 0;
   try {
     run_worker(args.config, place);

@@ -16,6 +16,7 @@
 
 #include "burst/graph/model_json.h"
 #include "burst/util/error.h"
+#include "burst/util/hash.h"
 #include "burst/util/json_io.h"
 
 namespace burst::checkpoint {
@@ -116,16 +117,7 @@ int64_t dtype_size(const std::string& dtype) {
                               text_excerpt(dtype)));
 }
 
-std::string fnv1a_hex(const std::string& text) {
-  uint64_t hash = 14695981039346656037ull;
-  for (const char c : text) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211ull;
-  }
-  return fmt::format("{:016x}", hash);
-}
-
-std::string model_fingerprint(const graph::Graph& graph) { return fnv1a_hex(graph::model_to_json(graph).dump()); }
+std::string model_fingerprint(const graph::Graph& graph) { return util::fnv1a_hex(graph::model_to_json(graph).dump()); }
 
 std::string encode_checkpoint(const Checkpoint& checkpoint) {
   nlohmann::json tensors = nlohmann::json::array();

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "burst/util/error.h"
+#include "burst/util/hash.h"
 
 namespace burst::plan {
 
@@ -111,6 +112,17 @@ Plan plan_data_parallel(const graph::Graph& graph, int devices, int64_t global_b
   plan.devices = devices;
   for (const graph::LayerSpec& layer : graph.layers()) plan.layers.push_back({layer.name, shards});
   return plan;
+}
+
+std::string placement_fingerprint(const Plan& plan) {
+  std::string text = std::to_string(plan.devices);
+  for (const LayerPlacement& layer : plan.layers) {
+    for (const cost::Shard& shard : layer.shards) {
+      text += fmt::format(";{}:{}-{}", shard.rank, shard.samples.begin, shard.samples.end);
+    }
+    text += '|';
+  }
+  return util::fnv1a_hex(text);
 }
 
 }  // namespace burst::plan

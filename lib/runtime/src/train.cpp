@@ -43,6 +43,20 @@
 namespace burst::runtime {
 namespace {
 
+// Under burst's launcher: the model and plan files still hold what it validated.
+void check_unchanged(const TrainConfig& config, const graph::Graph& graph, const plan::Plan& plan) {
+  const std::string model = checkpoint::model_fingerprint(graph);
+  if (model != config.checked.model) {
+    throw UserError(fmt::format("model '{}' changed since the launcher checked it (fingerprint {}, now {})",
+                                config.model, config.checked.model, model));
+  }
+  const std::string placements = plan::placement_fingerprint(plan);
+  if (placements != config.checked.plan) {
+    throw UserError(fmt::format("plan '{}' changed since the launcher checked it (fingerprint {}, now {})",
+                                config.plan_file, config.checked.plan, placements));
+  }
+}
+
 data::Dataset load_dataset(const TrainConfig& config, const graph::Graph& graph, data::Split split) {
   if (config.dataset == "fashion-mnist") return data::load_fashion_mnist(config.dataset_dir, split);
   if (config.dataset != "synthetic") {
@@ -181,17 +195,6 @@ std::string format_rank_times(const std::vector<StepTimes>& times) {
                      spread(&StepTimes::idle_ms));
 }
 
-// The plan's placements as text, recorded in checkpoints as what wrote them.
-std::string plan_layout(const plan::Plan& plan) {
-  std::string text = std::to_string(plan.devices);
-  for (const plan::LayerPlacement& layer : plan.layers) {
-    for (const cost::Shard& shard : layer.shards) {
-      text += fmt::format(";{}:{}-{}", shard.rank, shard.samples.begin, shard.samples.end);
-    }
-    text += '|';
-  }
-  return checkpoint::fnv1a_hex(text);
-}
 
 // "bg 812.3 samples/s  busy 97%  ": every rank's background samples in the step over the
 // step's time, and the mean over ranks of (foreground compute + background CPU) / step.
@@ -274,7 +277,11 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
   const graph::Graph graph = graph::load_model(config.model);
   plan::Plan plan = config.plan_file.empty() ? plan::plan_data_parallel(graph, place.world_size, config.global_batch)
                                              : plan::load_plan_file(config.plan_file);
-  plan::validate_plan(plan, graph, cluster::builtin_cluster("cpu", place.world_size));
+  if (config.checked.plan.empty()) {
+    plan::validate_plan(plan, graph, cluster::builtin_cluster("cpu", place.world_size));
+  } else {
+    check_unchanged(config, graph, plan);  // the launcher validated this model and plan
+  }
   if (plan.devices != place.world_size) {
     throw UserError(fmt::format("the plan is for {} devices but {} workers run", plan.devices, place.world_size));
   }
@@ -321,7 +328,7 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
   std::optional<BackgroundChild> background;
   if (!config.background_model.empty()) background.emplace(config, place.rank);
   int64_t first_step = 0;
-  const std::string layout = plan_layout(plan);
+  const std::string layout = plan::placement_fingerprint(plan);  // recorded as what wrote a checkpoint
   if (const auto resumed = checkpoint_to_resume(config, graph, plan.global_batch, steps)) {
     executor.load_training_state(resumed->tensors);
     first_step = resumed->step;

@@ -48,8 +48,6 @@ struct Checkpoint {
 // Bytes per element of `dtype`; UserError for a dtype checkpoints do not hold.
 int64_t dtype_size(const std::string& dtype);
 
-// 64-bit FNV-1a of `text`, as 16 hex digits.
-std::string fnv1a_hex(const std::string& text);
 
 // A stable hash of the model's structure (its canonical model JSON: layers, ops, attributes,
 // shapes): 16 hex digits. Equal graphs give equal fingerprints on every machine.

@@ -51,6 +51,10 @@ std::vector<int> sync_group(const Plan& plan, const graph::Graph& graph, graph::
 std::string plan_to_json_text(const Plan& plan);
 Plan plan_from_json_text(const std::string& text);
 Plan load_plan_file(const std::string& path);
+
+// A fingerprint of the plan's placements (devices, and every layer's shards in order): 16
+// hex digits, equal for plans that place every sample of every layer on the same rank.
+std::string placement_fingerprint(const Plan& plan);
 void save_plan_file(const Plan& plan, const std::string& path);
 
 // Data parallelism, what users run today: every layer on ranks 0..min(N, B)-1, the batch

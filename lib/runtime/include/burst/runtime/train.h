@@ -52,6 +52,13 @@ struct TrainConfig {
   // (initial weights the float32 ones, widened), for debugging numerics and for tests
   // whose tolerance must not depend on the CPU's kernels.
   std::string dtype = "float32";
+  // Set by burst's own launcher, which validated the model and the plan before any worker
+  // started: the workers compare fingerprints (checkpoint::model_fingerprint,
+  // plan::placement_fingerprint) instead of validating again. Empty: validate here.
+  struct Checked {
+    std::string model;
+    std::string plan;
+  } checked;
 };
 
 struct WorkerPlace {
