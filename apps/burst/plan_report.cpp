@@ -69,6 +69,7 @@ int devices_used(const plan::Plan& plan) {
 
 void print_plan_report(const PlanReport& report, std::ostream& out) {
   const plan::PlanEvaluation& evaluation = report.evaluation;
+  const auto [largest, largest_limited] = max_amplifications(report);
   const int devices = report.cluster.size();
   out << fmt::format("{} for {}: global batch {} on {} ({} {} device{})\n", strategy_text(report),
                      report.graph.name(), report.plan.global_batch, report.cluster.name(), devices,
@@ -123,7 +124,7 @@ void print_plan_report(const PlanReport& report, std::ostream& out) {
       {"largest amplification",
        report.amplification_exempt_below
            ? fmt::format("{:.2f} of the layers under the limit, {:.2f} of all (* exempt: one-device time under {:.3f} ms)",
-                         max_amplifications(report).second, max_amplifications(report).first,
+                         largest_limited, largest,
                          report.amplification_exempt_below->ms())
            : "-"},
       {"idle device-seconds per iteration",
@@ -145,6 +146,7 @@ void print_plan_report(const PlanReport& report, std::ostream& out) {
 
 json plan_report_json(const PlanReport& report) {
   const plan::PlanEvaluation& evaluation = report.evaluation;
+  const auto [largest, largest_limited] = max_amplifications(report);
   json layers = json::array();
   for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(report.graph.size()); ++id) {
     const plan::LayerTiming& layer = evaluation.layers[static_cast<size_t>(id)];
@@ -179,8 +181,8 @@ json plan_report_json(const PlanReport& report) {
            report.planner_prediction ? json(report.planner_prediction->ms()) : json(nullptr)},
           {"amplification_exempt_below_ms",
            report.amplification_exempt_below ? json(report.amplification_exempt_below->ms()) : json(nullptr)},
-          {"max_amplification", max_amplifications(report).first},
-          {"max_amplification_limited", max_amplifications(report).second},
+          {"max_amplification", largest},
+          {"max_amplification_limited", largest_limited},
           {"plan_file", report.plan_file.empty() ? json(nullptr) : json(report.plan_file)},
           {"iteration_time_ms", iteration.ms()},
           {"device_seconds", evaluation.device_seconds.s()},

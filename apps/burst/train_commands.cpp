@@ -49,7 +49,7 @@ struct TrainArgs {
   std::string cluster_file;    // the links between the workers (default: the built-in "cpu" cluster)
   double amplification = plan::BurstOptions{}.amplification;
   int max_restarts = 0;  // --nproc: restart all workers after a failure, this many times
-  std::string background;  // MODEL[:batch], split into config.background_* by check()
+  std::string background;  // MODEL[:batch], split into config.background_* by apply_background_option()
 };
 
 // What burst's launcher tells its workers it validated (TrainConfig::Checked).

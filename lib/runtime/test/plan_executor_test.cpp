@@ -65,13 +65,14 @@ using Parameters = std::map<std::string, torch::Tensor>;
 // Trains `steps` steps of `plan` with one thread per rank; returns every rank's parameters
 // (a layer's ranks hold equal copies: the first one seen is kept) and each rank's last
 // step result. Executors are built one after another (layer initialisation seeds torch's
-// global generator), the steps run concurrently.
+// global generator), the steps run concurrently. `report_loss`: every step reduces the loss.
 std::pair<Parameters, std::vector<StepResult>> train(const graph::Graph& graph, const plan::Plan& plan, int steps,
-                                                     InProcessWorld& world) {
+                                                     InProcessWorld& world, const ExecutorOptions& options = sgd_options(),
+                                                     bool report_loss = true) {
   torch::set_num_threads(1);
   std::vector<std::unique_ptr<PlanExecutor>> executors;
   for (int r = 0; r < plan.devices; ++r) {
-    executors.push_back(std::make_unique<PlanExecutor>(graph, plan, world.rank(r), sgd_options()));
+    executors.push_back(std::make_unique<PlanExecutor>(graph, plan, world.rank(r), options));
   }
   // Drawn before the threads start: torch's global generator is not for concurrent seeding.
   std::vector<BatchSource> batches;
@@ -84,7 +85,7 @@ std::pair<Parameters, std::vector<StepResult>> train(const graph::Graph& graph, 
       try {
         for (int64_t step = 0; step < steps; ++step) {
           results[static_cast<size_t>(r)] =
-              executors[static_cast<size_t>(r)]->step(batches[static_cast<size_t>(step)], step, true);
+              executors[static_cast<size_t>(r)]->step(batches[static_cast<size_t>(step)], step, report_loss);
         }
       } catch (const std::exception& error) {
         errors[static_cast<size_t>(r)] = error.what();
@@ -169,16 +170,8 @@ TEST_F(PlanExecutorTest, StepTimesAreClassifiedAsDocumented) {
   // not run, so nothing is idle; the bucket all-reduce is communication.
   {
     InProcessWorld world(2, std::chrono::seconds(10));
-    torch::set_num_threads(1);
-    const plan::Plan dp = plan::plan_data_parallel(graph, 2, kBatch);
-    PlanExecutor a(graph, dp, world.rank(0), sgd_options());
-    PlanExecutor b(graph, dp, world.rank(1), sgd_options());
-    StepResult ra, rb;
-    const BatchSource batch = batch_of(0);
-    std::thread other([&] { rb = b.step(batch, 0, false); });
-    ra = a.step(batch, 0, false);
-    other.join();
-    for (const StepResult& r : {ra, rb}) {
+    const auto results = train(graph, plan::plan_data_parallel(graph, 2, kBatch), 1, world, sgd_options(), false).second;
+    for (const StepResult& r : results) {
       EXPECT_EQ(r.times.idle_ms, 0);
       EXPECT_GT(r.times.communication_ms, 0);
       EXPECT_NEAR(r.times.compute_ms + r.times.communication_ms + r.times.idle_ms, r.times.total_ms, 1e-9);
@@ -189,16 +182,10 @@ TEST_F(PlanExecutorTest, StepTimesAreClassifiedAsDocumented) {
   {
     InProcessWorld world(2, std::chrono::seconds(10));
     const plan::Plan all_on_zero = hand_plan(graph, 2, kBatch, std::vector(6, std::vector{shard(0, 0, 8)}));
-    PlanExecutor a(graph, all_on_zero, world.rank(0), sgd_options());
-    PlanExecutor b(graph, all_on_zero, world.rank(1), sgd_options());
-    StepResult ra, rb;
-    const BatchSource batch = batch_of(0);
-    std::thread other([&] { rb = b.step(batch, 0, true); });
-    ra = a.step(batch, 0, true);
-    other.join();
-    EXPECT_EQ(rb.times.communication_ms, 0);
-    EXPECT_GE(rb.times.idle_ms, 0);
-    EXPECT_DOUBLE_EQ(ra.loss, rb.loss);
+    const auto results = train(graph, all_on_zero, 1, world).second;
+    EXPECT_EQ(results[1].times.communication_ms, 0);
+    EXPECT_GT(results[1].times.idle_ms, 0);  // the loss all-reduce's wait, however short
+    EXPECT_DOUBLE_EQ(results[0].loss, results[1].loss);
   }
 }
 
@@ -236,15 +223,9 @@ TEST_F(PlanExecutorTest, IssuesMessagesAndAllReducesInProgramOrder) {
   options.bucket_bytes = 64;
   const program::StepProgram program = program::build_step_program(graph, burst, options);
   InProcessWorld world(3, std::chrono::seconds(10));
-  torch::set_num_threads(1);
-  std::vector<std::unique_ptr<PlanExecutor>> executors;
   ExecutorOptions executor_options = sgd_options();
   executor_options.bucket_bytes = 64;
-  for (int r = 0; r < 3; ++r) executors.push_back(std::make_unique<PlanExecutor>(graph, burst, world.rank(r), executor_options));
-  const BatchSource batch = batch_of(0);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 3; ++r) threads.emplace_back([&, r] { executors[static_cast<size_t>(r)]->step(batch, 0, true); });
-  for (std::thread& t : threads) t.join();
+  train(graph, burst, 1, world, executor_options);
   for (int r = 0; r < 3; ++r) {
     std::vector<std::string> messages, reductions;
     for (const std::string& issue : world.issued(r)) (issue.rfind("allreduce", 0) == 0 ? reductions : messages).push_back(issue);
