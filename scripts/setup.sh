@@ -8,6 +8,7 @@ packages=(
   libfmt-dev nlohmann-json3-dev libcli11-dev        # formatting, JSON, command line
   libgtest-dev libgmock-dev libbenchmark-dev        # tests and benchmarks
   zlib1g-dev                                        # gzip-compressed IDX datasets (lib/data)
+  libonnx-dev libprotobuf-dev                       # ONNX import (lib/graph/src/onnx)
   libtorch-dev libgloo-dev                          # runtime and profiler (libtorch, c10d Gloo)
   libopenblas0-openmp                               # fast BLAS for torch (reference BLAS is ~16x slower)
   python3-torch python3-torchvision                 # the peers burst is checked against

@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "burst/graph/model_json.h"
+#include "burst/graph/onnx_import.h"
 #include "burst/graph/zoo.h"
+#include "burst/util/error.h"
 #include "burst/util/format.h"
 #include "burst/util/table.h"
 #include "model_report.h"
@@ -100,6 +102,22 @@ void add_model_commands(CLI::App& app) {
     } else {
       print_model_table(graph, std::cout);
     }
+  });
+
+  CLI::App* importer = model->add_subcommand(
+      "import", "Convert an ONNX model (torch.onnx.export) to a JSON model file; docs/model-import.md");
+  importer->add_option("model", options->model, "ONNX file (.onnx)")->required();
+  importer->add_option("-o,--output", options->output, "Model file to write")->required();
+  importer->callback([options] {
+    if (!graph::is_onnx_path(options->model)) {
+      throw UserError(fmt::format("burst model import takes an ONNX file ending in .onnx, got '{}'", options->model));
+    }
+    const graph::ImportedModel imported = graph::import_onnx_file(options->model);
+    graph::save_model_file(imported.graph, options->output);
+    std::cerr << fmt::format("wrote {} ({} layers, {} parameters; the weights stay in {}: pass it as "
+                             "--model to train from them)\n",
+                             options->output, imported.graph.size(),
+                             with_thousands(imported.graph.total_params()), options->model);
   });
 
   CLI::App* exporter = model->add_subcommand("export", "Write a model as a JSON model file");

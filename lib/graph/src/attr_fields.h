@@ -85,5 +85,14 @@ template <typename Visit> void for_each_field(SelfAttentionAttrs& a, Visit&& v) 
 template <typename Visit> void for_each_field(SoftmaxCrossEntropyAttrs& a, Visit&& v) {
   v("weight", a.weight, Presence::Optional);
 }
+template <typename Visit> void for_each_field(HardtanhAttrs& a, Visit&& v) {
+  v("min_val", a.min_val, Presence::Optional);
+  v("max_val", a.max_val, Presence::Optional);
+}
+template <typename Visit> void for_each_field(SigmoidAttrs&, Visit&&) {}
+template <typename Visit> void for_each_field(SiluAttrs&, Visit&&) {}
+template <typename Visit> void for_each_field(HardswishAttrs&, Visit&&) {}
+template <typename Visit> void for_each_field(HardsigmoidAttrs&, Visit&&) {}
+template <typename Visit> void for_each_field(MulAttrs&, Visit&&) {}
 
 }  // namespace burst::graph

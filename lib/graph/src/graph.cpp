@@ -37,6 +37,11 @@ void check_input_count(const LayerSpec& layer) {
         throw UserError(fmt::format("{}: needs at least 2 inputs, got {}", describe(layer), count));
       }
       return;
+    case OpKind::Mul:
+      if (count != 2) {
+        throw UserError(fmt::format("{}: needs exactly 2 inputs, got {}", describe(layer), count));
+      }
+      return;
     default:
       if (count != 1) {
         throw UserError(fmt::format("{}: needs exactly 1 input, got {}", describe(layer), count));

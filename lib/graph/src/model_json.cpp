@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attr_fields.h"
+#include "burst/graph/onnx_import.h"
 #include "burst/graph/zoo.h"
 #include "burst/util/error.h"
 #include "burst/util/json_io.h"
@@ -206,6 +207,7 @@ void save_model_file(const Graph& graph, const std::string& path) {
 
 Graph load_model(const std::string& zoo_spec_or_path) {
   if (is_zoo_model(zoo_spec_or_path)) return build_zoo_model(zoo_spec_or_path);
+  if (is_onnx_path(zoo_spec_or_path)) return import_onnx_file(zoo_spec_or_path, /*weights=*/false).graph;
   std::ifstream probe(zoo_spec_or_path);
   if (probe || zoo_spec_or_path.find('/') != std::string::npos ||
       zoo_spec_or_path.find(".json") != std::string::npos) {

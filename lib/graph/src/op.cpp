@@ -14,7 +14,8 @@ constexpr std::array<const char*, kOpKindCount> kOpNames = {
     "linear",      "flatten",        "dropout",            "add",
     "concat",      "layernorm",      "embedding",          "position_embedding",
     "class_token", "image_to_tokens", "take_token",        "self_attention",
-    "softmax_cross_entropy",
+    "softmax_cross_entropy", "hardtanh",     "sigmoid",            "silu",
+    "hardswish",   "hardsigmoid",    "mul",
 };
 
 // default_attrs(kind) builds alternative number `kind` of the variant, value-initialised.

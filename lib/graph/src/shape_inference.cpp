@@ -1,5 +1,8 @@
 #include "shape_inference.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "burst/util/checked_math.h"
@@ -17,6 +20,11 @@ constexpr int64_t kBatchNormFlops = 4;   // mean, variance, normalise, affine
 constexpr int64_t kLayerNormFlops = 5;   // mean, variance, normalise, scale, shift
 constexpr int64_t kSoftmaxFlops = 5;     // max, subtract, exp, sum, divide
 constexpr int64_t kCrossEntropyFlops = 4;  // log-softmax pieces per logit
+constexpr int64_t kHardtanhFlops = 2;      // two comparisons
+constexpr int64_t kSigmoidFlops = 4;       // negate, exp, add, divide
+constexpr int64_t kSiluFlops = 5;          // sigmoid and a multiply
+constexpr int64_t kHardsigmoidFlops = 3;   // add, clamp, scale
+constexpr int64_t kHardswishFlops = 4;     // hardsigmoid and a multiply
 
 // Shape inference for one layer; every failure names the layer.
 class Inferrer {
@@ -337,6 +345,48 @@ class Inferrer {
     flops = add(flops, mul(mul(4, tokens_sq, "FLOPs"), width, "FLOPs"), "FLOPs");
     flops = add(flops, mul(mul(kSoftmaxFlops, a.heads, "FLOPs"), tokens_sq, "FLOPs"), "FLOPs");
     return finish(in, params, flops);
+  }
+
+  LayerInfo operator()(const HardtanhAttrs& a) const {
+    const Shape& in = float_input(0, "");
+    if (!std::isfinite(a.min_val) || !std::isfinite(a.max_val) || !(a.min_val < a.max_val)) {
+      fail(fmt::format("min_val {} must be below max_val {}, both finite", a.min_val, a.max_val));
+    }
+    return finish(in, 0, mul(kHardtanhFlops, numel(in), "FLOPs"));
+  }
+
+  LayerInfo element_wise(int64_t flops_per_element) const {
+    const Shape& in = float_input(0, "");
+    return finish(in, 0, mul(flops_per_element, numel(in), "FLOPs"));
+  }
+  LayerInfo operator()(const SigmoidAttrs&) const { return element_wise(kSigmoidFlops); }
+  LayerInfo operator()(const SiluAttrs&) const { return element_wise(kSiluFlops); }
+  LayerInfo operator()(const HardswishAttrs&) const { return element_wise(kHardswishFlops); }
+  LayerInfo operator()(const HardsigmoidAttrs&) const { return element_wise(kHardsigmoidFlops); }
+
+  LayerInfo operator()(const MulAttrs&) const {
+    const Shape* shapes[2] = {&inputs_[0]->output_shape, &inputs_[1]->output_shape};
+    for (size_t i = 0; i < 2; ++i) {
+      if (inputs_[i]->output_dtype != DType::Float32) {
+        fail(fmt::format("input '{}' is {}, expected float32", layer_.inputs[i],
+                         dtype_name(inputs_[i]->output_dtype)));
+      }
+    }
+    const auto incompatible = [&] {
+      fail(fmt::format("inputs '{}' {} and '{}' {} do not broadcast (per-sample shapes of one rank, "
+                       "each dim equal or 1)",
+                       layer_.inputs[0], shape_to_string(*shapes[0]), layer_.inputs[1],
+                       shape_to_string(*shapes[1])));
+    };
+    if (shapes[0]->size() != shapes[1]->size()) incompatible();
+    Shape out = *shapes[0];
+    for (size_t d = 0; d < out.size(); ++d) {
+      const int64_t a = (*shapes[0])[d], b = (*shapes[1])[d];
+      if (a != b && a != 1 && b != 1) incompatible();
+      out[d] = std::max(a, b);
+    }
+    const int64_t elements = numel(out);
+    return finish(std::move(out), 0, elements);
   }
 
   LayerInfo operator()(const SoftmaxCrossEntropyAttrs& a) const {

@@ -138,6 +138,60 @@ TEST(ShapeInference, LossIsAScalarPerSample) {
   EXPECT_EQ(graph.total_params(), 40 + 2570);
 }
 
+TEST(ShapeInference, ElementWiseActivations) {
+  // On [16, 7, 7] = 784 elements the shape is kept and no parameters are added. FLOPs per
+  // element: hardtanh 2 (two comparisons), sigmoid 4 (negate, exp, add, divide), silu 5
+  // (sigmoid and a multiply), hardsigmoid 3 (add, clamp, scale), hardswish 4 (and a
+  // multiply).
+  const Shape shape{16, 7, 7};
+  const std::pair<Attrs, int64_t> cases[] = {{HardtanhAttrs{0, 6}, 2}, {SigmoidAttrs{}, 4},
+                                             {SiluAttrs{}, 5},         {HardsigmoidAttrs{}, 3},
+                                             {HardswishAttrs{}, 4}};
+  for (const auto& [attrs, per_element] : cases) {
+    const LayerInfo info = infer(shape, attrs);
+    EXPECT_EQ(info.output_shape, shape) << op_name(op_kind(attrs));
+    EXPECT_EQ(info.params, 0);
+    EXPECT_EQ(info.forward_flops, per_element * 784) << op_name(op_kind(attrs));
+  }
+}
+
+TEST(ShapeInference, MulBroadcastsSqueezeExcitation) {
+  // Squeeze-excitation: features [32, 14, 14] times channel weights [32, 1, 1] (pooled to
+  // 1x1 by a conv-free path here: adaptive pool). The product is [32, 14, 14]: one multiply
+  // per output element, 32*14*14 = 6272 FLOPs.
+  GraphBuilder b("se");
+  auto x = b.input("input", {32, 14, 14});
+  auto pooled = b.adaptive_avgpool2d("pool", x, {1, 1});
+  auto gate = b.add("gate", {pooled}, SigmoidAttrs{});
+  b.add("scale", {x, gate}, MulAttrs{});
+  const Graph graph = std::move(b).build();
+  const LayerInfo& scale = graph.info(*graph.find("scale"));
+  EXPECT_EQ(scale.output_shape, (Shape{32, 14, 14}));
+  EXPECT_EQ(scale.forward_flops, 6272);
+  // Broadcasting goes both ways: [1, 5] x [3, 1] -> [3, 5].
+  GraphBuilder both("both");
+  auto row = both.input("row", {1, 5});
+  auto column = both.input("column", {3, 1});
+  both.add("outer", {row, column}, MulAttrs{});
+  const Graph outer = std::move(both).build();
+  EXPECT_EQ(outer.info(*outer.find("outer")).output_shape, (Shape{3, 5}));
+}
+
+TEST(ShapeInference, MulRefusesShapesThatDoNotBroadcast) {
+  for (const Shape& other : {Shape{32, 2, 1}, Shape{32}}) {
+    GraphBuilder b("bad");
+    auto x = b.input("x", {32, 14, 14});
+    auto y = b.input("y", other);
+    b.add("layer", {x, y}, MulAttrs{});
+    try {
+      std::move(b).build();
+      FAIL() << "expected a broadcasting error";
+    } catch (const UserError& error) {
+      EXPECT_NE(std::string(error.what()).find("do not broadcast"), std::string::npos) << error.what();
+    }
+  }
+}
+
 void expect_error(const Shape& input_shape, const Attrs& attrs, const std::string& fragment) {
   try {
     infer(input_shape, attrs);
@@ -163,6 +217,7 @@ TEST(ShapeInference, ErrorsNameTheLayerAndTheProblem) {
   expect_error({3, 8, 8}, DropoutAttrs{1.5}, "p must be in [0, 1)");
   expect_error({2, 3, 4, 5}, SoftmaxCrossEntropyAttrs{1.0}, "expected [classes] or [T, classes]");
   expect_error({3, 8, 8}, EmbeddingAttrs{10, 4}, "expected int64 token ids");
+  expect_error({3, 8, 8}, HardtanhAttrs{6, 0}, "min_val 6 must be below max_val 0");
 }
 
 }  // namespace

@@ -266,6 +266,32 @@ class Factory {
     return std::make_unique<AttentionLayer>(SelfAttention(in()[1], a.heads, a.causal, a.dropout), id_);  // [B, T, D]
   }
 
+  std::unique_ptr<LayerModule> operator()(const graph::HardtanhAttrs& a) const {
+    const double low = a.min_val, high = a.max_val;
+    return function(1, [low, high](const auto& x) { return torch::hardtanh(x[0], low, high); });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::SigmoidAttrs&) const {
+    return function(1, [](const auto& x) { return torch::sigmoid(x[0]); });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::SiluAttrs&) const {
+    return function(1, [](const auto& x) { return torch::silu(x[0]); });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::HardswishAttrs&) const {
+    return function(1, [](const auto& x) { return torch::hardswish(x[0]); });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::HardsigmoidAttrs&) const {
+    return function(1, [](const auto& x) { return torch::hardsigmoid(x[0]); });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::MulAttrs&) const {
+    // [B, ...] x [B, ...] of one rank: the batch dims match, the others broadcast.
+    return function(2, [](const auto& x) { return x[0] * x[1]; });
+  }
+
   std::unique_ptr<LayerModule> operator()(const graph::SoftmaxCrossEntropyAttrs& a) const {
     return std::make_unique<LossLayer>(SoftmaxCrossEntropy(a.weight));  // -> [B]
   }

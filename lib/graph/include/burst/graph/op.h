@@ -127,12 +127,30 @@ struct SoftmaxCrossEntropyAttrs {
   double weight = 1.0;
 };
 
+// torch.nn.Hardtanh: clamps to [min_val, max_val]; ReLU6 is Hardtanh(0, 6) (ONNX Clip).
+struct HardtanhAttrs {
+  double min_val = -1.0;
+  double max_val = 1.0;
+};
+
+// Element-wise activations without attributes: torch.nn.Sigmoid, SiLU (x * sigmoid(x)),
+// Hardswish (x * relu6(x + 3) / 6) and Hardsigmoid (relu6(x + 3) / 6).
+struct SigmoidAttrs {};
+struct SiluAttrs {};
+struct HardswishAttrs {};
+struct HardsigmoidAttrs {};
+
+// Element-wise product of two inputs with broadcasting (squeeze-excitation's [C, H, W] x
+// [C, 1, 1]): per-sample shapes of equal rank; each dim equal, or 1 in one of them.
+struct MulAttrs {};
+
 using Attrs =
     std::variant<InputAttrs, Conv2dAttrs, BatchNorm2dAttrs, ReluAttrs, GeluAttrs, MaxPool2dAttrs,
                  AvgPool2dAttrs, AdaptiveAvgPool2dAttrs, LinearAttrs, FlattenAttrs, DropoutAttrs,
                  AddAttrs, ConcatAttrs, LayerNormAttrs, EmbeddingAttrs, PositionEmbeddingAttrs,
                  ClassTokenAttrs, ImageToTokensAttrs, TakeTokenAttrs, SelfAttentionAttrs,
-                 SoftmaxCrossEntropyAttrs>;
+                 SoftmaxCrossEntropyAttrs, HardtanhAttrs, SigmoidAttrs, SiluAttrs, HardswishAttrs,
+                 HardsigmoidAttrs, MulAttrs>;
 
 // Same order as Attrs' alternatives: OpKind(attrs.index()) is a layer's op.
 enum class OpKind {
@@ -157,6 +175,12 @@ enum class OpKind {
   TakeToken,
   SelfAttention,
   SoftmaxCrossEntropy,
+  Hardtanh,
+  Sigmoid,
+  Silu,
+  Hardswish,
+  Hardsigmoid,
+  Mul,
 };
 inline constexpr int kOpKindCount = static_cast<int>(std::variant_size_v<Attrs>);
 

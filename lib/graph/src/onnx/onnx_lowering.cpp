@@ -1,0 +1,233 @@
+#include "onnx/onnx_lowering.h"
+
+#include <fmt/format.h>
+
+#include "burst/util/error.h"
+#include "onnx/onnx_attributes.h"
+#include "shape_inference.h"
+
+namespace burst::graph::onnx_import {
+namespace {
+
+// "layer1.0.conv1.weight" -> "layer1.0.conv1"; "" for an exporter's made-up name
+// ("onnx::Conv_123") or one without the suffix.
+std::string state_dict_prefix(const std::string& weight) {
+  const std::string suffix = ".weight";
+  if (weight.rfind("onnx::", 0) == 0) return "";
+  if (weight.size() <= suffix.size() || weight.compare(weight.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    return "";
+  }
+  return weight.substr(0, weight.size() - suffix.size());
+}
+
+}  // namespace
+
+Lowering::Lowering(const onnx::GraphProto& graph, std::vector<const onnx::NodeProto*> nodes, int opset,
+                   std::deque<ConstantTensor> initializers, std::string base_dir)
+    : graph_(graph),
+      nodes_(std::move(nodes)),
+      opset_(opset),
+      base_dir_(std::move(base_dir)),
+      constants_(std::move(initializers)) {
+  for (const auto* node : nodes_) {
+    for (const std::string& name : node->input()) ++uses_[name];
+  }
+  for (const auto& output : graph_.output()) ++uses_[output.name()];
+}
+
+std::vector<LayerSpec> Lowering::lower() {
+  for (ConstantTensor& tensor : constants_) values_[tensor.name] = Value{"", &tensor, ""};
+  lower_inputs();
+  using Handler = void (Lowering::*)(const onnx::NodeProto&);
+  static const std::map<std::string, Handler> handlers = {
+      {"Conv", &Lowering::conv},
+      {"BatchNormalization", &Lowering::batch_normalization},
+      {"Gemm", &Lowering::gemm},
+      {"MatMul", &Lowering::matmul},
+      {"Add", &Lowering::add},
+      {"Mul", &Lowering::mul},
+      {"MaxPool", &Lowering::max_pool},
+      {"AveragePool", &Lowering::average_pool},
+      {"GlobalAveragePool", &Lowering::global_average_pool},
+      {"Flatten", &Lowering::flatten},
+      {"Concat", &Lowering::concat},
+      {"Dropout", &Lowering::dropout},
+      {"Clip", &Lowering::clip},
+      {"HardSigmoid", &Lowering::hard_sigmoid},
+      {"Relu", &Lowering::element_wise},
+      {"Sigmoid", &Lowering::element_wise},
+      {"HardSwish", &Lowering::element_wise},
+      {"Identity", &Lowering::identity},
+      {"Pad", &Lowering::pad},
+      {"Constant", &Lowering::constant},
+  };
+  for (const onnx::NodeProto* node : nodes_) {
+    const auto handler = handlers.find(node->op_type());
+    BURST_ASSERT(handler != handlers.end(), "unsupported ops are refused before lowering");
+    (this->*handler->second)(*node);
+  }
+  lower_outputs();
+  return std::move(layers_);
+}
+
+bool Lowering::supports(const std::string& op_type) {
+  static const char* const kSupported[] = {
+      "Conv", "BatchNormalization", "Gemm", "MatMul", "Add", "Mul", "MaxPool", "AveragePool",
+      "GlobalAveragePool", "Flatten", "Concat", "Dropout", "Clip", "HardSigmoid", "Relu",
+      "Sigmoid", "HardSwish", "Identity", "Constant", "Pad"};
+  for (const char* supported : kSupported) {
+    if (op_type == supported) return true;
+  }
+  return false;
+}
+
+void Lowering::lower_inputs() {
+  for (const onnx::ValueInfoProto& input : graph_.input()) {
+    if (values_.count(input.name()) != 0) continue;  // an initializer listed as an input
+    const auto& type = input.type();
+    if (!type.has_tensor_type() || type.tensor_type().elem_type() != onnx::TensorProto::FLOAT) {
+      throw UserError(fmt::format("graph input '{}' must be a float32 tensor", input.name()));
+    }
+    const auto& dims = type.tensor_type().shape().dim();
+    if (!type.tensor_type().has_shape() || dims.size() < 2) {
+      throw UserError(fmt::format("graph input '{}' must have a batch dimension and a per-sample shape",
+                                  input.name()));
+    }
+    InputAttrs attrs;
+    for (int d = 1; d < dims.size(); ++d) {
+      if (!dims[d].has_dim_value() || dims[d].dim_value() <= 0) {
+        throw UserError(fmt::format(
+            "graph input '{}': dimension {} is '{}', a dynamic size burst cannot resolve (only the "
+            "batch dimension, the first, may be dynamic; export with a fixed input size)",
+            input.name(), d, dims[d].has_dim_param() ? dims[d].dim_param() : "unknown"));
+      }
+      attrs.shape.push_back(dims[d].dim_value());
+    }
+    LayerSpec spec{input.name(), {}, attrs};
+    infos_[spec.name] = infer_layer(spec, {});
+    layer_index_[spec.name] = layers_.size();
+    layers_.push_back(std::move(spec));
+    bind_layer(input.name(), input.name());
+  }
+}
+
+void Lowering::lower_outputs() {
+  const int count = graph_.output_size();
+  for (int i = 0; i < count; ++i) {
+    const std::string& name = graph_.output(i).name();
+    const auto found = values_.find(name);
+    if (found == values_.end() || found->second.layer.empty()) {
+      throw UserError(fmt::format("graph output '{}' is not computed by a layer burst trains", name));
+    }
+    const std::string& logits = found->second.layer;
+    if (info_of(logits).output_shape.size() != 1) {
+      throw UserError(fmt::format(
+          "graph output '{}' has per-sample shape {}: burst appends a softmax cross-entropy loss "
+          "and needs logits [classes]",
+          name, shape_to_string(info_of(logits).output_shape)));
+    }
+    LayerSpec loss{count == 1 ? "loss" : "loss_" + name, {logits}, SoftmaxCrossEntropyAttrs{}};
+    BURST_ASSERT(infos_.count(loss.name) == 0 || count > 1, "a layer named 'loss' already exists");
+    if (infos_.count(loss.name) != 0) loss.name += "_loss";
+    infos_[loss.name] = infer_layer(loss, {&info_of(logits)});
+    layers_.push_back(std::move(loss));
+  }
+}
+
+std::string Lowering::layer_of(const std::string& tensor) const {
+  const auto found = values_.find(tensor);
+  return found == values_.end() ? "" : found->second.layer;
+}
+
+bool Lowering::has_input(const onnx::NodeProto& node, int index) const {
+  return index < node.input_size() && !node.input(index).empty();
+}
+
+const Value& Lowering::input(const onnx::NodeProto& node, int index) const {
+  if (!has_input(node, index)) fail(node, fmt::format("input {} is missing", index));
+  const auto found = values_.find(node.input(index));
+  BURST_ASSERT(found != values_.end(), "inputs were resolved before lowering");
+  if (!found->second.not_computed.empty()) {
+    fail(node, fmt::format("reads '{}', {}", node.input(index), found->second.not_computed));
+  }
+  return found->second;
+}
+
+std::string Lowering::layer_input(const onnx::NodeProto& node, int index) const {
+  const Value& value = input(node, index);
+  if (value.layer.empty()) {
+    fail(node, fmt::format("input '{}' is a constant; burst needs a computed tensor there",
+                           node.input(index)));
+  }
+  return value.layer;
+}
+
+ConstantTensor& Lowering::constant_input(const onnx::NodeProto& node, int index) const {
+  const Value& value = input(node, index);
+  if (value.constant == nullptr) {
+    fail(node, fmt::format("input '{}' must be a constant (an initializer), it is computed",
+                           node.input(index)));
+  }
+  return *value.constant;
+}
+
+const LayerInfo& Lowering::info_of(const std::string& layer) const { return infos_.at(layer); }
+
+LayerSpec& Lowering::layer_named(const std::string& layer) { return layers_.at(layer_index_.at(layer)); }
+
+int Lowering::uses(const std::string& name) const {
+  const auto found = uses_.find(name);
+  return found == uses_.end() ? 0 : found->second;
+}
+
+void Lowering::only_first_output_used(const onnx::NodeProto& node, const std::string& what) {
+  for (int i = 1; i < node.output_size(); ++i) {
+    if (node.output(i).empty()) continue;
+    values_[node.output(i)] = Value{"", nullptr, fmt::format("the {} of {}, which burst does not expose", what, describe(node))};
+  }
+}
+
+std::string Lowering::add_layer(const onnx::NodeProto& node, const std::string& weight,
+                                std::vector<std::string> inputs, Attrs attrs) {
+  std::string name = state_dict_prefix(weight);
+  if (name.empty()) name = node.name();
+  if (name.empty()) name = node.output(0);
+  const std::string base = name;
+  for (int suffix = 2; infos_.count(name) != 0; ++suffix) name = fmt::format("{}_{}", base, suffix);
+  LayerSpec spec{name, std::move(inputs), std::move(attrs)};
+  std::vector<const LayerInfo*> input_infos;
+  for (const std::string& input : spec.inputs) input_infos.push_back(&info_of(input));
+  try {
+    infos_[name] = infer_layer(spec, input_infos);
+  } catch (const UserError& error) {
+    fail(node, error.what());
+  }
+  layer_index_[name] = layers_.size();
+  layers_.push_back(std::move(spec));
+  bind_layer(node.output(0), name);
+  return name;
+}
+
+void Lowering::bind_layer(const std::string& tensor, const std::string& layer) {
+  values_[tensor] = Value{layer, nullptr, ""};
+}
+
+InitialTensor Lowering::initial(ConstantTensor& tensor, std::vector<int64_t> shape) {
+  if (!tensor.is_float) {
+    throw UserError(fmt::format("initializer '{}' holds integers, a weight must be floating point", tensor.name));
+  }
+  InitialTensor result{tensor.name, shape.empty() ? tensor.dims : std::move(shape), {}};
+  if (uses(tensor.name) == 1) {
+    // Only this node reads it: the values move (a model's weights are not held twice).
+    result.values = std::move(tensor.floats);
+  } else {
+    result.values = tensor.floats;
+  }
+  return result;
+}
+
+void Lowering::fail(const onnx::NodeProto& node, const std::string& reason) const {
+  throw UserError(fmt::format("{}: {}", describe(node), reason));
+}
+
+}  // namespace burst::graph::onnx_import

@@ -1,0 +1,336 @@
+// The ONNX op handlers: each checks that burst's layer computes exactly what the node does
+// (refusing attribute values it would not), appends the layer and keeps its weights in
+// PyTorch's layout. ONNX semantics: https://onnx.ai/onnx/operators/ (opsets 11-17).
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "burst/util/error.h"
+#include "onnx/onnx_attributes.h"
+#include "onnx/onnx_lowering.h"
+#include "shape_inference.h"
+
+namespace burst::graph::onnx_import {
+namespace {
+
+// ONNX pads are [begin per spatial dim..., end per spatial dim...]; burst (and torch.nn)
+// pad both sides alike.
+Pair symmetric_pads(const onnx::NodeProto& node, const std::vector<int64_t>& pads) {
+  if (pads.empty()) return {0, 0};
+  if (pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3]) {
+    throw UserError(fmt::format("{}: pads {} are not the same at both ends of each dim (burst pads "
+                                "symmetrically, as torch.nn does)",
+                                describe(node), fmt::join(pads, ",")));
+  }
+  return {pads[0], pads[1]};
+}
+
+Pair two(const onnx::NodeProto& node, const char* name, const std::vector<int64_t>& values, Pair fallback) {
+  if (values.empty()) return fallback;
+  if (values.size() != 2) {
+    throw UserError(fmt::format("{}: {} has {} values, burst handles 2-D windows only", describe(node),
+                                name, values.size()));
+  }
+  return {values[0], values[1]};
+}
+
+void require_no_auto_pad(const onnx::NodeProto& node) {
+  const std::string auto_pad = attr_string(node, "auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET") {
+    throw UserError(fmt::format("{}: auto_pad {} is not supported; export with explicit pads",
+                                describe(node), auto_pad));
+  }
+}
+
+// A row-major [rows, cols] matrix as [cols, rows].
+std::vector<float> transpose(const std::vector<float>& matrix, int64_t rows, int64_t cols) {
+  if (matrix.empty()) return matrix;  // imported without weight values
+  BURST_ASSERT(matrix.size() == static_cast<size_t>(rows * cols), "matrix size");
+  std::vector<float> result(matrix.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) result[static_cast<size_t>(c * rows + r)] = matrix[static_cast<size_t>(r * cols + c)];
+  }
+  return result;
+}
+
+bool near(double a, double b) { return std::abs(a - b) <= 1e-6 * std::max(1.0, std::abs(b)); }
+
+}  // namespace
+
+void Lowering::conv(const onnx::NodeProto& node) {
+  require_no_auto_pad(node);
+  const std::string x = layer_input(node, 0);
+  ConstantTensor& weight = constant_input(node, 1);
+  if (weight.dims.size() != 4) fail(node, "burst converts 2-D convolutions only (a 4-D weight)");
+  Conv2dAttrs attrs;
+  attrs.out_channels = weight.dims[0];
+  attrs.kernel = two(node, "kernel_shape", attr_ints(node, "kernel_shape", {}), {weight.dims[2], weight.dims[3]});
+  if (attrs.kernel.h != weight.dims[2] || attrs.kernel.w != weight.dims[3]) {
+    fail(node, "kernel_shape differs from the weight's");
+  }
+  attrs.stride = two(node, "strides", attr_ints(node, "strides", {}), {1, 1});
+  attrs.dilation = two(node, "dilations", attr_ints(node, "dilations", {}), {1, 1});
+  attrs.padding = symmetric_pads(node, attr_ints(node, "pads", {}));
+  attrs.groups = attr_int(node, "group", 1);
+  attrs.bias = has_input(node, 2);
+  LayerWeights weights;
+  weights.parameters.push_back(initial(weight));
+  if (attrs.bias) weights.parameters.push_back(initial(constant_input(node, 2)));
+  const std::string layer = add_layer(node, weight.name, {x}, attrs);
+  if (weights.parameters.back().shape != std::vector<int64_t>{attrs.out_channels} && attrs.bias) {
+    fail(node, "the bias must have one value per output channel");
+  }
+  weights_[layer] = std::move(weights);
+}
+
+void Lowering::batch_normalization(const onnx::NodeProto& node) {
+  const std::string x = layer_input(node, 0);
+  BatchNorm2dAttrs attrs;
+  attrs.eps = attr_float(node, "epsilon", 1e-5);
+  // ONNX's running mean is momentum * mean + (1 - momentum) * batch mean; torch's momentum
+  // weighs the batch instead: torch momentum = 1 - ONNX momentum.
+  attrs.momentum = 1.0 - attr_float(node, "momentum", 0.9);
+  if (!(attrs.momentum >= 0 && attrs.momentum <= 1)) fail(node, "momentum must lie in [0, 1]");
+  attrs.momentum = std::round(attrs.momentum * 1e6) / 1e6;  // 0.1, not 0.100000024 (float attr)
+  LayerWeights weights;
+  ConstantTensor& scale = constant_input(node, 1);
+  weights.parameters.push_back(initial(scale));
+  weights.parameters.push_back(initial(constant_input(node, 2)));
+  weights.buffers.push_back(initial(constant_input(node, 3)));
+  weights.buffers.push_back(initial(constant_input(node, 4)));
+  only_first_output_used(node, "running statistics");
+  const std::string layer = add_layer(node, scale.name, {x}, attrs);
+  const int64_t channels = info_of(x).output_shape.at(0);
+  for (const auto* group : {&weights.parameters, &weights.buffers}) {
+    for (const InitialTensor& tensor : *group) {
+      if (tensor.shape != std::vector<int64_t>{channels}) {
+        fail(node, fmt::format("'{}' must have {} values, one per channel", tensor.name, channels));
+      }
+    }
+  }
+  weights_[layer] = std::move(weights);
+}
+
+void Lowering::gemm(const onnx::NodeProto& node) {
+  const std::string x = layer_input(node, 0);
+  if (attr_int(node, "transA", 0) != 0) fail(node, "transA=1 is not supported");
+  if (!near(attr_float(node, "alpha", 1), 1) || !near(attr_float(node, "beta", 1), 1)) {
+    fail(node, "alpha and beta must be 1 (torch.nn.Linear's)");
+  }
+  ConstantTensor& weight = constant_input(node, 1);
+  if (weight.dims.size() != 2) fail(node, "the weight must be a matrix");
+  const bool transposed = attr_int(node, "transB", 0) != 0;
+  const int64_t out = transposed ? weight.dims[0] : weight.dims[1];
+  const int64_t in = transposed ? weight.dims[1] : weight.dims[0];
+  LayerWeights weights;
+  InitialTensor w = initial(weight, {out, in});
+  if (!transposed) w.values = transpose(w.values, in, out);  // [in, out] -> torch's [out, in]
+  weights.parameters.push_back(std::move(w));
+  LinearAttrs attrs{out, has_input(node, 2), ""};
+  if (attrs.bias) {
+    ConstantTensor& bias = constant_input(node, 2);
+    if (bias.element_count() != out) fail(node, fmt::format("the bias must have {} values", out));
+    weights.parameters.push_back(initial(bias, {out}));
+  }
+  if (info_of(x).output_shape.size() != 1) {
+    fail(node, fmt::format("input '{}' has per-sample shape {}; Gemm needs [features]", x,
+                           shape_to_string(info_of(x).output_shape)));
+  }
+  weights_[add_layer(node, weight.name, {x}, attrs)] = std::move(weights);
+}
+
+void Lowering::matmul(const onnx::NodeProto& node) {
+  // x [..., in] times a constant [in, out]: a linear layer without bias; an Add of a bias
+  // [out] that follows joins it (add()).
+  const std::string x = layer_input(node, 0);
+  ConstantTensor& weight = constant_input(node, 1);
+  if (weight.dims.size() != 2) fail(node, "burst takes MatMul with a constant matrix only");
+  const int64_t in = weight.dims[0], out = weight.dims[1];
+  InitialTensor w = initial(weight, {out, in});
+  w.values = transpose(w.values, in, out);  // torch's [out, in]
+  LayerWeights weights;
+  weights.parameters.push_back(std::move(w));
+  weights_[add_layer(node, weight.name, {x}, LinearAttrs{out, false, ""})] = std::move(weights);
+}
+
+void Lowering::add(const onnx::NodeProto& node) {
+  const Value& a = input(node, 0);
+  const Value& b = input(node, 1);
+  if (!a.layer.empty() && !b.layer.empty()) {
+    add_layer(node, "", {a.layer, b.layer}, AddAttrs{});
+    return;
+  }
+  // A bias after a MatMul that nothing else reads: the linear layer takes it.
+  const Value& computed = a.layer.empty() ? b : a;
+  const Value& bias = a.layer.empty() ? a : b;
+  if (computed.layer.empty()) fail(node, "adds two constants");
+  auto* linear = layers_.back().name == computed.layer ? std::get_if<LinearAttrs>(&layers_.back().attrs) : nullptr;
+  const int64_t features = info_of(computed.layer).output_shape.back();
+  const std::string& matmul_output = node.input(a.layer.empty() ? 1 : 0);
+  if (linear == nullptr || linear->bias || uses(matmul_output) != 1 || bias.constant->element_count() != features ||
+      bias.constant->dims.size() != 1) {
+    fail(node, "adds a constant; burst folds only a bias [out] into the MatMul just before it");
+  }
+  linear->bias = true;
+  infos_[computed.layer] = infer_layer(layers_.back(), {&info_of(layers_.back().inputs.at(0))});
+  weights_[computed.layer].parameters.push_back(initial(*bias.constant));
+  bind_layer(node.output(0), computed.layer);
+}
+
+void Lowering::mul(const onnx::NodeProto& node) {
+  const std::string a = layer_input(node, 0);
+  const std::string b = layer_input(node, 1);
+  // x * sigmoid(x), the sigmoid read by nothing else: torch's SiLU, one silu layer.
+  for (int k = 0; k < 2; ++k) {
+    const std::string& gate = k == 0 ? b : a;
+    const std::string& x = k == 0 ? a : b;
+    LayerSpec& spec = layer_named(gate);
+    if (spec.op() == OpKind::Sigmoid && spec.inputs.at(0) == x && uses(node.input(k == 0 ? 1 : 0)) == 1) {
+      spec.attrs = SiluAttrs{};
+      infos_[gate] = infer_layer(spec, {&info_of(x)});
+      bind_layer(node.output(0), gate);
+      return;
+    }
+  }
+  add_layer(node, "", {a, b}, MulAttrs{});
+}
+
+void Lowering::pad(const onnx::NodeProto& node) {
+  // torch exports avg_pool2d as a Pad of zeros before AveragePool: with all pads 0 it is the
+  // identity. Real padding belongs in the next layer's own padding (not yet folded).
+  const std::string x = layer_input(node, 0);
+  if (attr_string(node, "mode", "constant") != "constant") fail(node, "only constant padding is supported");
+  ConstantTensor& pads = constant_input(node, 1);
+  for (const int64_t amount : pads.ints) {
+    if (amount != 0) fail(node, fmt::format("pads {} are not all 0; burst takes padding only inside conv and pooling layers", fmt::join(pads.ints, ",")));
+  }
+  bind_layer(node.output(0), x);
+}
+
+void Lowering::max_pool(const onnx::NodeProto& node) {
+  require_no_auto_pad(node);
+  const std::string x = layer_input(node, 0);
+  MaxPool2dAttrs attrs;
+  attrs.kernel = two(node, "kernel_shape", attr_ints(node, "kernel_shape", {}), {0, 0});
+  if (attrs.kernel.h == 0) fail(node, "kernel_shape is required");
+  attrs.stride = two(node, "strides", attr_ints(node, "strides", {}), {1, 1});  // ONNX: 1
+  attrs.padding = symmetric_pads(node, attr_ints(node, "pads", {}));
+  attrs.ceil_mode = attr_int(node, "ceil_mode", 0) != 0;
+  if (two(node, "dilations", attr_ints(node, "dilations", {}), {1, 1}) != Pair{1, 1}) {
+    fail(node, "dilated pooling is not supported");
+  }
+  only_first_output_used(node, "indices");
+  add_layer(node, "", {x}, attrs);
+}
+
+void Lowering::average_pool(const onnx::NodeProto& node) {
+  require_no_auto_pad(node);
+  const std::string x = layer_input(node, 0);
+  AvgPool2dAttrs attrs;
+  attrs.kernel = two(node, "kernel_shape", attr_ints(node, "kernel_shape", {}), {0, 0});
+  if (attrs.kernel.h == 0) fail(node, "kernel_shape is required");
+  attrs.stride = two(node, "strides", attr_ints(node, "strides", {}), {1, 1});
+  attrs.padding = symmetric_pads(node, attr_ints(node, "pads", {}));
+  attrs.ceil_mode = attr_int(node, "ceil_mode", 0) != 0;
+  attrs.count_include_pad = attr_int(node, "count_include_pad", 0) != 0;  // ONNX default: 0
+  add_layer(node, "", {x}, attrs);
+}
+
+void Lowering::global_average_pool(const onnx::NodeProto& node) {
+  const std::string x = layer_input(node, 0);
+  add_layer(node, "", {x}, AdaptiveAvgPool2dAttrs{{1, 1}});
+}
+
+void Lowering::flatten(const onnx::NodeProto& node) {
+  const std::string x = layer_input(node, 0);
+  const auto rank = static_cast<int64_t>(info_of(x).output_shape.size()) + 1;  // with the batch
+  int64_t axis = attr_int(node, "axis", 1);
+  if (axis < 0) axis += rank;
+  if (axis != 1) fail(node, fmt::format("axis {} is not supported; burst flattens from axis 1", axis));
+  add_layer(node, "", {x}, FlattenAttrs{});
+}
+
+void Lowering::concat(const onnx::NodeProto& node) {
+  std::vector<std::string> inputs;
+  for (int i = 0; i < node.input_size(); ++i) inputs.push_back(layer_input(node, i));
+  const auto rank = static_cast<int64_t>(info_of(inputs[0]).output_shape.size()) + 1;
+  int64_t axis = attr_int(node, "axis", 1);
+  if (axis < 0) axis += rank;
+  if (axis < 1 || axis >= rank) fail(node, fmt::format("axis {} must be a per-sample axis", axis));
+  if (inputs.size() == 1) {
+    bind_layer(node.output(0), inputs[0]);
+    return;
+  }
+  add_layer(node, "", inputs, ConcatAttrs{axis - 1});
+}
+
+void Lowering::dropout(const onnx::NodeProto& node) {
+  const std::string x = layer_input(node, 0);
+  double p = attr_float(node, "ratio", 0.5);  // opset < 12
+  if (has_input(node, 1)) p = constant_input(node, 1).scalar();
+  only_first_output_used(node, "mask");
+  if (p == 0.0) {
+    bind_layer(node.output(0), x);
+    return;
+  }
+  add_layer(node, "", {x}, DropoutAttrs{p});
+}
+
+void Lowering::clip(const onnx::NodeProto& node) {
+  const std::string x = layer_input(node, 0);
+  double low = -INFINITY, high = INFINITY;
+  if (opset_ < 11) {
+    low = attr_float(node, "min", low);
+    high = attr_float(node, "max", high);
+  } else {
+    if (has_input(node, 1)) low = constant_input(node, 1).scalar();
+    if (has_input(node, 2)) high = constant_input(node, 2).scalar();
+  }
+  if (low == 0 && std::isinf(high) && high > 0) {
+    add_layer(node, "", {x}, ReluAttrs{});
+    return;
+  }
+  if (!std::isfinite(low) || !std::isfinite(high)) {
+    fail(node, fmt::format("clips to [{}, {}]; burst needs both bounds (hardtanh) or [0, inf) (relu)", low, high));
+  }
+  add_layer(node, "", {x}, HardtanhAttrs{low, high});
+}
+
+void Lowering::hard_sigmoid(const onnx::NodeProto& node) {
+  // torch's hardsigmoid is relu6(x + 3) / 6: ONNX alpha 1/6, beta 0.5.
+  const double alpha = attr_float(node, "alpha", 0.2), beta = attr_float(node, "beta", 0.5);
+  if (!near(alpha, 1.0 / 6) || !near(beta, 0.5)) {
+    fail(node, fmt::format("alpha {} and beta {} differ from torch's hardsigmoid (1/6, 0.5)", alpha, beta));
+  }
+  add_layer(node, "", {layer_input(node, 0)}, HardsigmoidAttrs{});
+}
+
+void Lowering::element_wise(const onnx::NodeProto& node) {
+  const std::string x = layer_input(node, 0);
+  const std::string& op = node.op_type();
+  if (op == "Relu") {
+    add_layer(node, "", {x}, ReluAttrs{});
+  } else if (op == "Sigmoid") {
+    add_layer(node, "", {x}, SigmoidAttrs{});
+  } else {
+    BURST_ASSERT(op == "HardSwish", "element_wise handles Relu, Sigmoid and HardSwish");
+    add_layer(node, "", {x}, HardswishAttrs{});
+  }
+}
+
+void Lowering::identity(const onnx::NodeProto& node) {
+  const Value& value = input(node, 0);
+  values_[node.output(0)] = value;
+}
+
+void Lowering::constant(const onnx::NodeProto& node) {
+  const auto* attribute = find_attribute(node, "value");
+  if (attribute == nullptr || attribute->type() != onnx::AttributeProto::TENSOR) {
+    fail(node, "burst reads Constant nodes with a 'value' tensor only");
+  }
+  constants_.push_back(decode_tensor(attribute->t(), base_dir_));
+  constants_.back().name = node.output(0);
+  values_[node.output(0)] = Value{"", &constants_.back(), ""};
+}
+
+}  // namespace burst::graph::onnx_import

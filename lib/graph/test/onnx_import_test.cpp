@@ -1,0 +1,302 @@
+// ONNX import: models built here with ONNX's protobuf types, lowered by hand in comments;
+// and malformed files, each refused with one line (never a crash).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <random>
+
+#include <onnx/onnx_pb.h>
+
+#include "burst/graph/onnx_import.h"
+#include "burst/util/error.h"
+
+namespace burst::graph {
+namespace {
+
+// A small ONNX model under construction: opset 14, one float input [batch, C, H, W].
+class OnnxModel {
+ public:
+  explicit OnnxModel(std::vector<int64_t> input_shape, int64_t opset = 14) {
+    model_.set_ir_version(8);
+    model_.add_opset_import()->set_version(opset);
+    auto* input = model_.mutable_graph()->add_input();
+    input->set_name("input");
+    auto* tensor = input->mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(onnx::TensorProto::FLOAT);
+    tensor->mutable_shape()->add_dim()->set_dim_param("batch");
+    for (const int64_t dim : input_shape) tensor->mutable_shape()->add_dim()->set_dim_value(dim);
+  }
+
+  // A float initializer with values 0, 1, 2, ... (or all `fill`).
+  std::string weight(const std::string& name, std::vector<int64_t> dims, float fill = -1) {
+    auto* tensor = model_.mutable_graph()->add_initializer();
+    tensor->set_name(name);
+    tensor->set_data_type(onnx::TensorProto::FLOAT);
+    int64_t count = 1;
+    for (const int64_t dim : dims) {
+      tensor->add_dims(dim);
+      count *= dim;
+    }
+    for (int64_t i = 0; i < count; ++i) tensor->add_float_data(fill >= 0 ? fill : static_cast<float>(i));
+    return name;
+  }
+
+  onnx::NodeProto* node(const std::string& op, std::vector<std::string> inputs, std::vector<std::string> outputs) {
+    auto* node = model_.mutable_graph()->add_node();
+    node->set_op_type(op);
+    node->set_name(op + "_" + std::to_string(model_.graph().node_size() - 1));
+    for (const auto& input : inputs) node->add_input(input);
+    for (const auto& output : outputs) node->add_output(output);
+    return node;
+  }
+
+  void output(const std::string& name) { model_.mutable_graph()->add_output()->set_name(name); }
+  onnx::ModelProto& proto() { return model_; }
+  std::string bytes() const { return model_.SerializeAsString(); }
+  ImportedModel import() const { return import_onnx_bytes(bytes(), "", "test.onnx"); }
+
+ private:
+  onnx::ModelProto model_;
+};
+
+void set_ints(onnx::NodeProto* node, const std::string& name, std::vector<int64_t> values) {
+  auto* attribute = node->add_attribute();
+  attribute->set_name(name);
+  attribute->set_type(onnx::AttributeProto::INTS);
+  for (const int64_t v : values) attribute->add_ints(v);
+}
+
+void set_int(onnx::NodeProto* node, const std::string& name, int64_t value) {
+  auto* attribute = node->add_attribute();
+  attribute->set_name(name);
+  attribute->set_type(onnx::AttributeProto::INT);
+  attribute->set_i(value);
+}
+
+const LayerSpec& layer(const Graph& graph, const std::string& name) {
+  const auto id = graph.find(name);
+  EXPECT_TRUE(id.has_value()) << "no layer " << name;
+  return graph.layer(*id);
+}
+
+// What resnet's stem and head export to, in miniature: input [3, 8, 8]; Conv 4 filters 3x3,
+// pad 1 -> [4, 8, 8]; BatchNormalization in training mode (3 outputs); Relu; MaxPool 2x2
+// stride 2 -> [4, 4, 4]; GlobalAveragePool -> [4, 1, 1]; Flatten -> [4]; Gemm transB=1 with
+// a [5, 4] weight -> [5]; and burst's loss on the logits.
+OnnxModel tiny_resnet() {
+  OnnxModel m({3, 8, 8});
+  auto* conv = m.node("Conv", {"input", m.weight("conv1.weight", {4, 3, 3, 3}), m.weight("conv1.bias", {4})}, {"c"});
+  set_ints(conv, "kernel_shape", {3, 3});
+  set_ints(conv, "pads", {1, 1, 1, 1});
+  auto* bn = m.node("BatchNormalization",
+                    {"c", m.weight("bn1.weight", {4}, 1), m.weight("bn1.bias", {4}, 0),
+                     m.weight("bn1.running_mean", {4}, 0), m.weight("bn1.running_var", {4}, 1)},
+                    {"b", "mean_out", "var_out"});
+  set_int(bn, "training_mode", 1);
+  m.node("Relu", {"b"}, {"r"});
+  auto* pool = m.node("MaxPool", {"r"}, {"p"});
+  set_ints(pool, "kernel_shape", {2, 2});
+  set_ints(pool, "strides", {2, 2});
+  m.node("GlobalAveragePool", {"p"}, {"g"});
+  m.node("Flatten", {"g"}, {"f"});
+  auto* gemm = m.node("Gemm", {"f", m.weight("fc.weight", {5, 4}), m.weight("fc.bias", {5})}, {"output"});
+  set_int(gemm, "transB", 1);
+  m.output("output");
+  return m;
+}
+
+TEST(OnnxImport, ResnetStemAndHead) {
+  const ImportedModel imported = tiny_resnet().import();
+  const Graph& g = imported.graph;
+  EXPECT_EQ(g.name(), "test");
+  // input, conv, bn, relu, pool, gap, flatten, fc, loss.
+  ASSERT_EQ(g.size(), 9u);
+  const auto& conv = std::get<Conv2dAttrs>(layer(g, "conv1").attrs);
+  EXPECT_EQ(conv.out_channels, 4);
+  EXPECT_EQ(conv.padding, (Pair{1, 1}));
+  EXPECT_TRUE(conv.bias);
+  const auto& bn = std::get<BatchNorm2dAttrs>(layer(g, "bn1").attrs);
+  EXPECT_DOUBLE_EQ(bn.momentum, 0.1);  // ONNX default 0.9 = torch's 0.1
+  const auto& pool = std::get<MaxPool2dAttrs>(layer(g, "MaxPool_3").attrs);
+  EXPECT_EQ(pool.stride, (Pair{2, 2}));
+  EXPECT_EQ(g.info(*g.find("fc")).output_shape, (Shape{5}));
+  EXPECT_EQ(layer(g, "loss").op(), OpKind::SoftmaxCrossEntropy);
+  // Parameters: conv 4*3*9 + 4 = 112; bn 2*4 = 8; fc 5*4 + 5 = 25; total 145.
+  EXPECT_EQ(g.total_params(), 145);
+  // Weights keep their state_dict names and PyTorch's shapes, BatchNorm's statistics as buffers.
+  const LayerWeights& bn_weights = imported.weights.at("bn1");
+  ASSERT_EQ(bn_weights.parameters.size(), 2u);
+  ASSERT_EQ(bn_weights.buffers.size(), 2u);
+  EXPECT_EQ(bn_weights.buffers[1].name, "bn1.running_var");
+  const LayerWeights& fc = imported.weights.at("fc");
+  EXPECT_EQ(fc.parameters[0].shape, (std::vector<int64_t>{5, 4}));
+  EXPECT_EQ(fc.parameters[0].values[6], 6.0f);  // row 1, column 2 of 0, 1, 2, ...
+}
+
+TEST(OnnxImport, GemmWithoutTransposeAndMatMulPlusBiasBecomeLinearInTorchLayout) {
+  // Gemm transB=0 and MatMul both hold the weight as [in, out] = [4, 3], values 0..11, so
+  // W[i][o] = 3i + o. torch.nn.Linear's weight is [out, in]: element (o, i) = 3i + o, and
+  // (1, 2) is 7. The Add of a [3] bias after the MatMul joins the linear layer.
+  for (const std::string op : {"Gemm", "MatMul"}) {
+    OnnxModel m({4});
+    m.node(op, {"input", m.weight("fc.weight", {4, 3})}, {"h"});
+    if (op == "MatMul") {
+      m.node("Add", {"h", m.weight("fc.bias", {3})}, {"output"});
+    } else {
+      m.node("Identity", {"h"}, {"output"});
+    }
+    m.output("output");
+    const ImportedModel imported = m.import();
+    const auto& linear = std::get<LinearAttrs>(layer(imported.graph, "fc").attrs);
+    EXPECT_EQ(linear.out_features, 3) << op;
+    EXPECT_EQ(linear.bias, op == "MatMul") << op;
+    const InitialTensor& weight = imported.weights.at("fc").parameters.at(0);
+    EXPECT_EQ(weight.shape, (std::vector<int64_t>{3, 4})) << op;
+    EXPECT_EQ(weight.values[1 * 4 + 2], 7.0f) << op;
+    EXPECT_EQ(imported.graph.total_params(), op == "MatMul" ? 15 : 12) << op;
+  }
+}
+
+TEST(OnnxImport, SqueezeExcitationClipAndHardActivations) {
+  // mobilenet's pieces: Clip(0, 6) -> hardtanh; HardSigmoid(1/6, 0.5) and HardSwish;
+  // squeeze-excitation as GlobalAveragePool -> Sigmoid -> Mul with the features.
+  OnnxModel m({2, 4, 4});
+  auto* zero = m.proto().mutable_graph()->add_initializer();
+  zero->set_name("zero");
+  zero->set_data_type(onnx::TensorProto::FLOAT);
+  zero->add_float_data(0);
+  m.weight("six", {}, 6);
+  m.node("Clip", {"input", "zero", "six"}, {"clipped"});
+  m.node("HardSwish", {"clipped"}, {"swished"});
+  m.node("GlobalAveragePool", {"swished"}, {"squeezed"});
+  auto* hs = m.node("HardSigmoid", {"squeezed"}, {"gate"});
+  auto* alpha = hs->add_attribute();
+  alpha->set_name("alpha");
+  alpha->set_type(onnx::AttributeProto::FLOAT);
+  alpha->set_f(1.0f / 6);
+  m.node("Mul", {"swished", "gate"}, {"scaled"});
+  m.node("GlobalAveragePool", {"scaled"}, {"pooled"});
+  m.node("Flatten", {"pooled"}, {"output"});
+  m.output("output");
+  const Graph g = m.import().graph;
+  const auto& clip = std::get<HardtanhAttrs>(layer(g, "Clip_0").attrs);
+  EXPECT_EQ(clip.min_val, 0);
+  EXPECT_EQ(clip.max_val, 6);
+  EXPECT_EQ(layer(g, "HardSwish_1").op(), OpKind::Hardswish);
+  EXPECT_EQ(layer(g, "HardSigmoid_3").op(), OpKind::Hardsigmoid);
+  EXPECT_EQ(g.info(*g.find("Mul_4")).output_shape, (Shape{2, 4, 4}));
+}
+
+// The one-line message of importing `bytes`, or "" if it imported.
+std::string refusal(const std::string& bytes, const std::string& base_dir = "") {
+  try {
+    import_onnx_bytes(bytes, base_dir, "bad.onnx");
+  } catch (const UserError& error) {
+    const std::string message = error.what();
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    EXPECT_EQ(message.rfind("bad.onnx: ", 0), 0u) << message;
+    return message;
+  }
+  return "";
+}
+
+void expect_refused(const std::string& bytes, const std::string& fragment, const std::string& base_dir = "") {
+  const std::string message = refusal(bytes, base_dir);
+  EXPECT_NE(message.find(fragment), std::string::npos) << "got: " << message;
+}
+
+TEST(OnnxImport, MalformedFilesAreRefusedWithOneLine) {
+  const std::string good = tiny_resnet().bytes();
+  ASSERT_EQ(refusal(good), "");
+  expect_refused(good.substr(0, good.size() / 2), "not an ONNX model");
+  std::mt19937 random(7);
+  for (int trial = 0; trial < 50; ++trial) {  // random bytes: refused whatever they parse as
+    std::string noise(1 + random() % 4096, '\0');
+    for (char& c : noise) c = static_cast<char>(random());
+    EXPECT_NE(refusal(noise), "");
+  }
+  for (const size_t cut : {size_t{1}, good.size() / 3, good.size() - 1}) {
+    EXPECT_NE(refusal(good.substr(0, cut)), "") << "cut at " << cut;
+  }
+}
+
+TEST(OnnxImport, StructuralErrorsNameTheNode) {
+  {
+    OnnxModel m({4});
+    m.node("Relu", {"b"}, {"a"});
+    m.node("Relu", {"a"}, {"b"});
+    m.output("b");
+    expect_refused(m.bytes(), "the graph has a cycle: node 'Relu_0' (Relu)");
+  }
+  {
+    OnnxModel m({4});
+    m.node("Gemm", {"input", "fc.weight"}, {"output"});
+    m.output("output");
+    expect_refused(m.bytes(), "node 'Gemm_0' (Gemm) reads 'fc.weight', which no node, initializer or graph input provides");
+  }
+  {
+    OnnxModel m({4});
+    m.node("Softmax", {"input"}, {"a"});
+    m.node("Softmax", {"a"}, {"b"});
+    m.node("LSTM", {"b"}, {"output"});
+    m.output("output");
+    expect_refused(m.bytes(), "unsupported ONNX ops at opset 14: LSTM (node 'LSTM_2'); Softmax (node 'Softmax_0' and 1 more)");
+  }
+  {
+    OnnxModel m({3, 8, 8});
+    m.proto().mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(2)->set_dim_param("height");
+    m.node("Relu", {"input"}, {"output"});
+    m.output("output");
+    expect_refused(m.bytes(), "dimension 2 is 'height', a dynamic size burst cannot resolve");
+  }
+  {
+    OnnxModel m({4}, 20);
+    m.node("Relu", {"input"}, {"output"});
+    m.output("output");
+    expect_refused(m.bytes(), "opset 20 is not supported");
+  }
+  {
+    OnnxModel m({3, 8, 8});
+    auto* conv = m.node("Conv", {"input", m.weight("w", {4, 3, 3, 3})}, {"output"});
+    set_ints(conv, "pads", {0, 0, 1, 1});
+    m.output("output");
+    expect_refused(m.bytes(), "pads 0,0,1,1 are not the same at both ends");
+  }
+}
+
+TEST(OnnxImport, ExternalDataIsReadBesideTheModelAndAMissingFileIsRefused) {
+  OnnxModel m({4});
+  auto* weight = m.proto().mutable_graph()->add_initializer();
+  weight->set_name("fc.weight");
+  weight->set_data_type(onnx::TensorProto::FLOAT);
+  weight->add_dims(2);
+  weight->add_dims(4);
+  weight->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* location = weight->add_external_data();
+  location->set_key("location");
+  location->set_value("weights.bin");
+  auto* gemm = m.node("Gemm", {"input", "fc.weight"}, {"output"});
+  set_int(gemm, "transB", 1);
+  m.output("output");
+  const std::string dir = testing::TempDir();
+  std::remove((dir + "/weights.bin").c_str());
+  expect_refused(m.bytes(), "external data file '" + dir + "/weights.bin' cannot be opened", dir);
+  {
+    std::ofstream file(dir + "/weights.bin", std::ios::binary);
+    const float values[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    file.write(reinterpret_cast<const char*>(values), sizeof values / 2);  // half of it
+  }
+  expect_refused(m.bytes(), "holds fewer than 32 bytes", dir);
+  {
+    std::ofstream file(dir + "/weights.bin", std::ios::binary);
+    const float values[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    file.write(reinterpret_cast<const char*>(values), sizeof values);
+  }
+  const ImportedModel imported = import_onnx_bytes(m.bytes(), dir, "ext.onnx");
+  EXPECT_EQ(imported.weights.at("fc").parameters.at(0).values.back(), 8.0f);
+  std::remove((dir + "/weights.bin").c_str());
+}
+
+}  // namespace
+}  // namespace burst::graph
