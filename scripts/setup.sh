@@ -12,6 +12,7 @@ packages=(
   libtorch-dev libgloo-dev                          # runtime and profiler (libtorch, c10d Gloo)
   libopenblas0-openmp                               # fast BLAS for torch (reference BLAS is ~16x slower)
   python3-torch python3-torchvision                 # the peers burst is checked against
+  python3-onnx                                      # reads exported weights in tests/onnx
   dataset-fashion-mnist                             # real training data (IDX files)
 )
 

@@ -392,11 +392,20 @@ void add_train_commands(CLI::App& app) {
   command->add_option("--dataset", c.dataset, "synthetic or fashion-mnist")
       ->check(CLI::IsMember({"synthetic", "fashion-mnist"}))
       ->capture_default_str();
+  command->add_option("--synthetic-samples", c.synthetic_samples,
+                      "Samples in the synthetic dataset (docs/runtime.md; equal to --global-batch, step 1 "
+                      "sees every sample)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))
+      ->capture_default_str();
   command->add_option("--optimizer", c.optimizer, "sgd or adam")->check(CLI::IsMember({"sgd", "adam"}))->capture_default_str();
   command->add_option("--lr", c.learning_rate, "Learning rate")->capture_default_str();
   command->add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str();
   command->add_option("--weight-decay", c.weight_decay, "Weight decay")->capture_default_str();
   command->add_option("--seed", c.seed, "Seed of the initial weights and the data order")->capture_default_str();
+  command->add_option("--init", c.init,
+                      "Initial weights: file (an ONNX model's initializers; the default for .onnx models) or "
+                      "seed (torch.nn's initialisation from --seed; the default otherwise)")
+      ->check(CLI::IsMember({"file", "seed"}));
   command->add_option("--save-params", c.save_params, "Rank 0 writes every parameter here (torch.load reads it)");
   command->add_option("--trace", c.trace_file, "Write a Chrome trace (Perfetto) of steps 1-20 of all ranks")->type_name("FILE");
   command->add_option("--log-every", c.log_every, "Steps between log lines")->capture_default_str();

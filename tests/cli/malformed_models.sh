@@ -51,6 +51,20 @@ refused "nonexistent path (export)" model export "$work/does-not-exist.json" -o 
 refused "export to a directory" model export fmnist_cnn -o "$work/dir.json"
 refused "export into a missing directory" model export fmnist_cnn -o "$work/missing/x.json"
 
+# --- files that are not ONNX models (lib/graph/test/onnx_import_test.cpp covers the graph
+# errors: cycles, missing initializers, unknown ops, dynamic shapes, external data) --------
+printf '' > "$work/empty.onnx"
+printf 'not a protobuf at all \xff\xfe\x00\x01' > "$work/text.onnx"
+printf '\x08\x07\x12\x04burst\x3a\xff\xff\xff\xff\x0f' > "$work/truncated.onnx"  # a field longer than the file
+printf '{"format": "burst.model", "version": 1, "layers": []}' > "$work/json_named.onnx"
+mkdir -p "$work/dir.onnx"
+for name in empty.onnx text.onnx truncated.onnx json_named.onnx dir.onnx does_not_exist.onnx; do
+  refused "$name" model show "$work/$name"
+  refused "$name (import)" model import "$work/$name" -o "$work/x.json"
+done
+refused "import of a JSON model file" model import "$corpus/cycle_two_layers.json" -o "$work/x.json"
+refused "import without -o" model import "$work/text.onnx"
+
 # --- zoo specs with bad options -------------------------------------------------------------
 for spec in 'resnet50:foo=1' 'resnet50:classes=-3' 'resnet50:classes=0' 'resnet50:classes=' \
             'resnet50:classes=3x' 'resnet50:classes=99999999999999999999' 'resnet50:classes' \

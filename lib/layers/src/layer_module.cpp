@@ -349,6 +349,37 @@ void set_floating_dtype(LayerModule& layer, torch::Dtype dtype) {
   }
 }
 
+namespace {
+
+void copy_initial(torch::Tensor& target, const graph::InitialTensor& source, const std::string& layer_name) {
+  if (target.sizes().vec() != source.shape) {
+    throw UserError(fmt::format("layer '{}': initial tensor '{}' has shape [{}], the layer's is {}", layer_name,
+                                source.name, fmt::join(source.shape, ", "), sizes_text(target)));
+  }
+  BURST_ASSERT(static_cast<int64_t>(source.values.size()) == target.numel(), "initial tensor size");
+  torch::NoGradGuard no_grad;
+  // from_blob does not copy: the values are copied into the module's own tensor here.
+  auto* data = const_cast<float*>(source.values.data());
+  target.copy_(torch::from_blob(data, {target.numel()}, torch::kFloat32).view(target.sizes()));
+}
+
+}  // namespace
+
+void load_initial_weights(LayerModule& layer, const graph::LayerWeights& weights, const std::string& layer_name) {
+  std::vector<torch::Tensor> parameters = layer.module().parameters();
+  std::vector<torch::Tensor> buffers;
+  for (const torch::Tensor& buffer : layer.module().buffers()) {
+    if (buffer.is_floating_point()) buffers.push_back(buffer);
+  }
+  if (parameters.size() != weights.parameters.size() || buffers.size() != weights.buffers.size()) {
+    throw UserError(fmt::format("layer '{}': the model file gives {} parameters and {} buffers, the layer has {} and {}",
+                                layer_name, weights.parameters.size(), weights.buffers.size(), parameters.size(),
+                                buffers.size()));
+  }
+  for (size_t i = 0; i < parameters.size(); ++i) copy_initial(parameters[i], weights.parameters[i], layer_name);
+  for (size_t i = 0; i < buffers.size(); ++i) copy_initial(buffers[i], weights.buffers[i], layer_name);
+}
+
 std::vector<torch::Tensor> random_inputs(const Graph& graph, LayerId id, int64_t batch) {
   BURST_ASSERT(batch >= 1, fmt::format("batch must be >= 1, got {}", batch));
   std::vector<torch::Tensor> inputs;

@@ -34,7 +34,8 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch:
 
 // This rank's modules, each initialised from its layer's own seed (so its weights do not
 // depend on which rank builds it), with the synchronised BatchNorm links the program needs.
-void build_modules(detail::ExecutorState& s, uint64_t seed, bool sync_batchnorm) {
+void build_modules(detail::ExecutorState& s, uint64_t seed, bool sync_batchnorm,
+                   const std::map<std::string, graph::LayerWeights>* initial_weights) {
   const graph::Graph& graph = s.graph;
   for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
     const auto& shards = s.plan.layers[static_cast<size_t>(id)].shards;
@@ -48,6 +49,12 @@ void build_modules(detail::ExecutorState& s, uint64_t seed, bool sync_batchnorm)
     if (!s.ours(id)) continue;
     torch::manual_seed(layer_seed(seed, id));
     s.modules[static_cast<size_t>(id)] = layers::make_layer_module(graph, id);
+    if (initial_weights != nullptr) {
+      const auto found = initial_weights->find(graph.layer(id).name);
+      if (found != initial_weights->end()) {
+        layers::load_initial_weights(*s.modules[static_cast<size_t>(id)], found->second, graph.layer(id).name);
+      }
+    }
     layers::set_floating_dtype(*s.modules[static_cast<size_t>(id)], s.dtype);  // the float32 weights, widened
     if (!sync_batchnorm || graph.layer(id).op() != graph::OpKind::BatchNorm2d || shards.size() < 2) continue;
     std::vector<int> group = plan::sync_group(s.plan, graph, id);
@@ -82,7 +89,7 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
   s.modules.resize(graph.size());
   s.ranges.resize(graph.size());
   s.batchnorm.resize(graph.size());
-  build_modules(s, options.seed, options.sync_batchnorm);
+  build_modules(s, options.seed, options.sync_batchnorm, options.initial_weights);
   communicator.prepare_groups(s.reporting.groups);  // the same list, in the same order, on every rank
   std::vector<torch::Tensor> parameters;
   for (const auto& module : s.modules) {

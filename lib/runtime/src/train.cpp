@@ -26,6 +26,7 @@
 #include "burst/data/sampler.h"
 #include "burst/graph/data_fit.h"
 #include "burst/graph/model_json.h"
+#include "burst/graph/onnx_import.h"
 #include "burst/launch/child_process.h"
 #include "burst/launch/worker_status.h"
 #include "burst/layers/layer_module.h"
@@ -269,12 +270,25 @@ class BackgroundChild {
   std::optional<BackgroundProgressView> view_;
 };
 
+// The model, with the ONNX file's initial weights unless --init seed (or the model is not
+// an ONNX file).
+graph::ImportedModel load_training_model(const TrainConfig& config) {
+  const bool onnx = graph::is_onnx_path(config.model);
+  if (config.init == "file" && !onnx) {
+    throw UserError(fmt::format("--init file takes the weights of an ONNX model; '{}' has none (use --init seed)",
+                                config.model));
+  }
+  if (onnx) return graph::import_onnx_file(config.model, /*weights=*/config.init != "seed");
+  return graph::ImportedModel{graph::load_model(config.model), {}};
+}
+
 }  // namespace
 
 void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
   torch::set_num_threads(config.threads);
   util::keep_freed_memory_for_reuse();  // steps reuse the same blocks: no page faults per step
-  const graph::Graph graph = graph::load_model(config.model);
+  const graph::ImportedModel model = load_training_model(config);
+  const graph::Graph& graph = model.graph;
   plan::Plan plan = config.plan_file.empty() ? plan::plan_data_parallel(graph, place.world_size, config.global_batch)
                                              : plan::load_plan_file(config.plan_file);
   if (config.checked.plan.empty()) {
@@ -322,6 +336,7 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
   options.bucket_bytes = config.bucket_mb * 1024 * 1024;
   options.sync_batchnorm = config.batchnorm == "sync";
   options.dtype = config.dtype == "float64" ? torch::kFloat64 : torch::kFloat32;
+  options.initial_weights = &model.weights;
   PlanExecutor executor(graph, plan, *communicator, options);
 
   const bool logging = place.rank == 0;

@@ -1,5 +1,7 @@
 #include "onnx/onnx_attributes.h"
 
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include "burst/util/error.h"
@@ -41,7 +43,10 @@ int64_t attr_int(const onnx::NodeProto& node, const std::string& name, int64_t f
 
 double attr_float(const onnx::NodeProto& node, const std::string& name, double fallback) {
   const AttributeProto* attribute = typed(node, name, AttributeProto::FLOAT);
-  return attribute ? static_cast<double>(attribute->f()) : fallback;
+  if (attribute == nullptr) return fallback;
+  // ONNX stores float32; PyTorch's value was a double (eps=0.001). The shortest decimal that
+  // reads back as the same float recovers it: 0.001f becomes 0.001, not 0.0010000000475.
+  return std::strtod(fmt::format("{}", attribute->f()).c_str(), nullptr);
 }
 
 std::string attr_string(const onnx::NodeProto& node, const std::string& name, const std::string& fallback) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -193,13 +194,16 @@ ImportedModel naming_errors(const std::string& source, Function&& function) {
 // The whole file in one read (a model of 500 MB reads in a fraction of a second, where a
 // character iterator takes seconds). Errors name the path.
 std::string read_model_bytes(const std::string& path) {
-  std::ifstream file(path, std::ios::binary | std::ios::ate);
+  std::ifstream file(path, std::ios::binary);
   if (!file) throw UserError(fmt::format("cannot open ONNX model '{}': {}", path, std::strerror(errno)));
-  const std::streamoff size = file.tellg();
-  if (size < 0) throw UserError(fmt::format("cannot read ONNX model '{}' (is it a regular file?)", path));
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    throw UserError(fmt::format("cannot read ONNX model '{}': not a regular file", path));
+  }
+  const auto size = static_cast<std::streamsize>(std::filesystem::file_size(path, error));
+  if (error) throw UserError(fmt::format("cannot read ONNX model '{}': {}", path, error.message()));
   if (size == 0) throw UserError(fmt::format("ONNX model '{}' is empty", path));
   std::string bytes(static_cast<size_t>(size), '\0');
-  file.seekg(0);
   if (!file.read(bytes.data(), size)) {
     throw UserError(fmt::format("cannot read ONNX model '{}' (is it a regular file?)", path));
   }

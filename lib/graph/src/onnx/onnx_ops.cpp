@@ -91,7 +91,7 @@ void Lowering::batch_normalization(const onnx::NodeProto& node) {
   // weighs the batch instead: torch momentum = 1 - ONNX momentum.
   attrs.momentum = 1.0 - attr_float(node, "momentum", 0.9);
   if (!(attrs.momentum >= 0 && attrs.momentum <= 1)) fail(node, "momentum must lie in [0, 1]");
-  attrs.momentum = std::round(attrs.momentum * 1e6) / 1e6;  // 0.1, not 0.100000024 (float attr)
+  attrs.momentum = std::round(attrs.momentum * 1e9) / 1e9;  // 1 - 0.9 is 0.09999999999999998
   LayerWeights weights;
   ConstantTensor& scale = constant_input(node, 1);
   weights.parameters.push_back(initial(scale));

@@ -21,6 +21,7 @@
 #include <torch/types.h>
 
 #include "burst/graph/graph.h"
+#include "burst/graph/onnx_import.h"
 #include "burst/layers/sample_random.h"
 
 namespace burst::layers {
@@ -97,6 +98,13 @@ std::unique_ptr<LayerModule> make_layer_module(const graph::Graph& graph, graph:
 // `dtype`, in place, keeping integer buffers (BatchNorm's num_batches_tracked) as they are:
 // torch::nn::Module::to(dtype) would cast those too.
 void set_floating_dtype(LayerModule& layer, torch::Dtype dtype);
+
+// Copies a layer's initial tensors (an imported model's, burst/graph/onnx_import.h) into
+// its module: the parameters in order (weight, bias), then the floating-point buffers in
+// order (BatchNorm's running_mean, running_var). Throws UserError naming the layer and the
+// tensor when a count or a shape differs from the module's.
+void load_initial_weights(LayerModule& layer, const graph::LayerWeights& weights,
+                          const std::string& layer_name);
 
 // Random inputs for forward() of layer `id` at batch `batch` (>= 1), from torch's global
 // generator: float32 inputs N(0, 1); int64 token ids uniform in [0, vocab) (bounded also by

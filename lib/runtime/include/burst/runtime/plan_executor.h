@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 
 #include "burst/checkpoint/checkpoint_file.h"
 #include "burst/graph/graph.h"
+#include "burst/graph/onnx_import.h"
 #include "burst/plan/plan.h"
 #include "burst/runtime/communicator.h"
 
@@ -48,6 +50,9 @@ struct ExecutorOptions {
   // Of parameters, activations, gradients and messages: torch::kFloat32 or torch::kFloat64
   // (layers are initialised in float32 and widened, so both start from the same weights).
   torch::Dtype dtype = torch::kFloat32;
+  // Initial weights by layer name (an imported ONNX model's); layers absent here, and all
+  // layers when null, are initialised from their seed. Read only while constructing.
+  const std::map<std::string, graph::LayerWeights>* initial_weights = nullptr;
 };
 
 // Where one step's samples come from: the features ([n] + input shape) or the labels ([n]

@@ -12,7 +12,10 @@
 namespace burst::runtime {
 
 struct TrainConfig {
-  std::string model;             // zoo spec or model file
+  std::string model;             // zoo spec, model file or ONNX file
+  // Initial weights: "file" (an ONNX model's initializers), "seed" (torch.nn's
+  // initialisation from --seed, per layer); empty: "file" for an ONNX model, else "seed".
+  std::string init;
   std::string plan_file;         // a plan file, or empty for `strategy`
   std::string strategy = "dp";   // "dp" (or "burst", made by the caller into plan_file)
   int64_t global_batch = 0;

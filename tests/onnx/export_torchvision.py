@@ -1,0 +1,86 @@
+"""Exports torchvision classification models to ONNX the way docs/model-import.md tells users
+to, and writes what PyTorch says about each (parameter count, output shape) beside it.
+
+usage: /usr/bin/python3 tests/onnx/export_torchvision.py OUT_DIR [--image-size N] [--no-dropout] MODEL...
+
+For every MODEL it writes OUT_DIR/MODEL.onnx and OUT_DIR/MODEL.facts.json:
+  {"parameters": trainable parameter count, "output": per-sample output shape,
+   "input": per-sample input shape, "state_dict": {name: shape} of the trainable parameters}
+Models are built with weights=None after torch.manual_seed(0), in training mode.
+"""
+import argparse
+import json
+import os
+import sys
+
+import torch
+import torchvision
+
+# Constructor options that make a model exportable in training mode (see docs/model-import.md).
+OPTIONS = {
+    "googlenet": {"aux_logits": False, "init_weights": True},
+    "inception_v3": {"aux_logits": False, "init_weights": True},
+    "efficientnet_b0": {"stochastic_depth_prob": 0.0},
+}
+
+
+def build(name, dropout=None):
+    """torchvision's model NAME, weights=None, seed 0; every Dropout's p set to `dropout` if given."""
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, name)(weights=None, **OPTIONS.get(name, {}))
+    if dropout is not None:
+        for module in model.modules():
+            if isinstance(module, torch.nn.Dropout):
+                module.p = dropout
+    return model.train()
+
+
+def export_model(model, name, out_dir, image_size):
+    """Exports `model` to OUT_DIR/NAME.onnx with the command users are told to run."""
+    path = os.path.join(out_dir, name + ".onnx")
+    sample = torch.randn(2, 3, image_size, image_size)
+    # Tracing runs the model: keep its BatchNorm statistics as they were (the file gets the
+    # model's weights before any step).
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    torch.onnx.export(model, sample, path, training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, opset_version=14,
+                      input_names=["input"], output_names=["output"],
+                      dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
+    model.load_state_dict(state)
+    return path
+
+
+def output_shape(model, sample_shape):
+    """The per-sample output shape of `model`, leaving its BatchNorm statistics unchanged."""
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    with torch.no_grad():
+        shape = list(model(torch.zeros(2, *sample_shape)).shape[1:])
+    model.load_state_dict(state)
+    return shape
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out_dir")
+    parser.add_argument("models", nargs="+")
+    parser.add_argument("--image-size", type=int, default=224)
+    parser.add_argument("--no-dropout", action="store_true", help="export every Dropout with p = 0")
+    args = parser.parse_args()
+    os.makedirs(args.out_dir, exist_ok=True)
+    for name in args.models:
+        model = build(name, 0.0 if args.no_dropout else None)
+        export_model(model, name, args.out_dir, args.image_size)
+        shape = (3, args.image_size, args.image_size)
+        facts = {
+            "parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
+            "input": list(shape),
+            "output": output_shape(model, shape),
+            "state_dict": {k: list(p.shape) for k, p in model.named_parameters()},
+        }
+        with open(os.path.join(args.out_dir, name + ".facts.json"), "w") as f:
+            json.dump(facts, f)
+        print(f"exported {name}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
