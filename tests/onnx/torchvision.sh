@@ -4,14 +4,16 @@
 #  1. the imported graph's parameter count and logits shape equal PyTorch's;
 #  2. it plans on 8 and 64 A100s at global batch 32, and the 64-device plan simulates;
 #  3. 3 SGD steps at global batch 8 from the file's weights on 2 workers, data parallel and a
-#     plan with every third layer on one rank (mixed_plan.py), equal one process: in float32
-#     within max(1e-5, 20 x floor), in float64 within max(1e-9, 20 x floor), where the floor
-#     is one process with 1 against 2 intra-op threads (summation order alone); where the
-#     float32 floor alone exceeds 1e-5 (chaotic at this batch: mobilenet_v2), float32 is
-#     skipped as undecidable and float64 decides. Errors are
-#     |a - b| / (1 + |a|) per element (compare_params.py --elementwise): a BatchNorm bias
-#     followed by a convolution and another BatchNorm has an exactly zero gradient, so it
-#     holds only rounding noise, and an error relative to its own scale means nothing;
+#     plan with every third layer on one rank (mixed_plan.py), equal one process: in float64
+#     within 1e-8; in float32 within max(1e-5, 20 x floor), the floor being one process
+#     with 1 against 2 intra-op threads (summation order alone), except where that floor
+#     alone exceeds 1e-5 (chaotic at this batch: mobilenet_v2), which is printed and left to
+#     float64. Errors are |a - b| / (1 + |a|) per element (compare_params.py --elementwise):
+#     a BatchNorm bias followed by a convolution and another BatchNorm has an exactly zero
+#     gradient, so it holds only rounding noise, and an error relative to its own scale
+#     means nothing;
+#     (224-pixel models, vgg11_bn and alexnet, skip step 3 unless BURST_ONNX_ALL_EQUIVALENCE
+#     is set: minutes per run on a 2-core machine);
 #  4. check_parity.py: the first step against PyTorch's own (loss and updated parameters
 #     within 1e-5).
 # usage: torchvision.sh BURST PYTHON_WITH_TORCHVISION [MODEL...]
@@ -22,7 +24,7 @@ shift 2
 models=("$@")
 # Refused today for ops the importer does not read yet (docs/model-import.md, "Not yet
 # read"): refusing them, in one line with exit 2, is what is checked.
-not_yet=(shufflenet_v2_x1_0 vit_b_16)
+not_yet=(vit_b_16)
 if [ ${#models[@]} -eq 0 ]; then
   models=(resnet18 resnet50 densenet121 mobilenet_v2 mobilenet_v3_small efficientnet_b0
           shufflenet_v2_x1_0 squeezenet1_0 googlenet vgg11_bn alexnet vit_b_16)
@@ -78,42 +80,56 @@ PY
     fail "$model: sim: $(cat "$work/sim.err")"
   echo "ok: $model: planned on 8 and 64 A100s, simulated: $(grep -m1 -i "iteration" "$work/sim.out" | head -c 120)"
 
-  local train=(--model "$onnx" --global-batch 8 --steps 3 --lr 0.01 --log-every 3 --synthetic-samples 64)
-  "$burst" plan --model "$onnx" --strategy dp --devices 2 --global-batch 8 --device a100 -o "$work/dp2.json" > /dev/null
-  "$python" "$here/mixed_plan.py" "$work/dp2.json" "$work/mixed2.json" > "$work/mixed.out"
-  # dtype, tolerance floor: each plan against one process, within max(floor, 20 x the
-  # one-process floor of 1 against 2 intra-op threads)
-  for case in "float32 1e-5" "float64 1e-9"; do
-    local dtype=${case% *} least=${case#* } floor tolerance out
-    "$burst" train "${train[@]}" --dtype "$dtype" --save-params "$work/one.pt" > /dev/null
-    "$burst" train "${train[@]}" --dtype "$dtype" --threads 2 --save-params "$work/two_threads.pt" > /dev/null
-    floor=$("$python" "$compare" "$work/one.pt" "$work/two_threads.pt" 1 --elementwise |
-            sed -n 's/.*largest relative error \([^ ]*\).*/\1/p')
-    tolerance=$("$python" -c "print(f'{max($least, 20 * float(\"$floor\")):.3g}')")
-    if [ "$dtype" = float32 ] && "$python" -c "import sys; sys.exit(0 if float('$floor') > 1e-5 else 1)"; then
-      # Rounding alone moves this model's float32 parameters past 1e-5: float32 cannot tell
-      # a wrong plan from a right one here, float64 (below) decides.
-      echo "   $model: float32 floor $floor exceeds 1e-5 on its own: float32 undecidable, float64 decides"
-      continue
-    fi
-    for plan in dp2 mixed2; do
-      "$burst" train "${train[@]}" --dtype "$dtype" --nproc 2 --plan "$work/$plan.json" \
-        --save-params "$work/$plan.pt" > "$work/$plan.log" 2>&1 ||
-        { fail "$model: $plan ($dtype): $(tail -n 1 "$work/$plan.log")"; continue; }
-      if out=$("$python" "$compare" "$work/one.pt" "$work/$plan.pt" "$tolerance" --elementwise); then
-        echo "ok: $model: $plan on 2 workers, $dtype (floor $floor): $out"
-      else
-        fail "$model: $plan on 2 workers, $dtype (floor $floor): $out"
-      fi
-    done
-  done
-  echo "   ($model: mixed2 has $(cat "$work/mixed.out"))"
+  if [ "$size" -gt 64 ] && [ -z "${BURST_ONNX_ALL_EQUIVALENCE:-}" ]; then
+    # 224-pixel models take minutes per 2-worker run on a small CI machine.
+    echo "   $model: 2-worker runs skipped at $size px (BURST_ONNX_ALL_EQUIVALENCE=1 runs them)"
+  else
+    check_equivalence "$model" "$onnx"
+  fi
   if out=$("$python" "$here/check_parity.py" "$burst" "$model" --image-size "$size" 2> "$work/parity.err"); then
     echo "ok: $out"
   else
     fail "$model: parity with PyTorch: $out $(tail -n 1 "$work/parity.err")"
   fi
   rm -f "$work"/*.onnx "$work"/*.pt
+}
+
+check_equivalence() {  # MODEL ONNX_FILE
+  local model=$1 onnx=$2
+  local train=(--model "$onnx" --global-batch 8 --steps 3 --lr 0.01 --log-every 3 --synthetic-samples 64)
+  "$burst" plan --model "$onnx" --strategy dp --devices 2 --global-batch 8 --device a100 -o "$work/dp2.json" > /dev/null
+  "$python" "$here/mixed_plan.py" "$work/dp2.json" "$work/mixed2.json" > "$work/mixed.out"
+  # float32: each plan against one process within max(1e-5, 20 x the one-process floor of
+  # 1 against 2 intra-op threads), or skipped where that floor alone exceeds 1e-5.
+  # float64: within 1e-8 (the float64 floor was 0 on every model here; synchronised
+  # BatchNorm sums over ranks in another order, 4.7e-10 in resnet50's running_var).
+  for dtype in float32 float64; do
+    local floor tolerance=1e-8 out
+    "$burst" train "${train[@]}" --dtype "$dtype" --save-params "$work/one.pt" > /dev/null
+    if [ "$dtype" = float32 ]; then
+      "$burst" train "${train[@]}" --dtype float32 --threads 2 --save-params "$work/two_threads.pt" > /dev/null
+      floor=$("$python" "$compare" "$work/one.pt" "$work/two_threads.pt" 1 --elementwise |
+              sed -n 's/.*largest relative error \([^ ]*\).*/\1/p')
+      tolerance=$("$python" -c "print(f'{max(1e-5, 20 * float(\"$floor\")):.3g}')")
+      if "$python" -c "import sys; sys.exit(0 if float('$floor') > 1e-5 else 1)"; then
+        # Rounding alone moves this model's float32 parameters past 1e-5: float32 cannot
+        # tell a wrong plan from a right one here, float64 (next) decides.
+        echo "   $model: float32 floor $floor exceeds 1e-5 on its own: float32 undecidable, float64 decides"
+        continue
+      fi
+    fi
+    for plan in dp2 mixed2; do
+      "$burst" train "${train[@]}" --dtype "$dtype" --nproc 2 --plan "$work/$plan.json" \
+        --save-params "$work/$plan.pt" > "$work/$plan.log" 2>&1 ||
+        { fail "$model: $plan ($dtype): $(tail -n 1 "$work/$plan.log")"; continue; }
+      if out=$("$python" "$compare" "$work/one.pt" "$work/$plan.pt" "$tolerance" --elementwise); then
+        echo "ok: $model: $plan on 2 workers, $dtype: $out"
+      else
+        fail "$model: $plan on 2 workers, $dtype: $out"
+      fi
+    done
+  done
+  echo "   ($model: mixed2 has $(cat "$work/mixed.out"))"
 }
 
 imported=0

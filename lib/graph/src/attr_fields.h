@@ -94,5 +94,23 @@ template <typename Visit> void for_each_field(SiluAttrs&, Visit&&) {}
 template <typename Visit> void for_each_field(HardswishAttrs&, Visit&&) {}
 template <typename Visit> void for_each_field(HardsigmoidAttrs&, Visit&&) {}
 template <typename Visit> void for_each_field(MulAttrs&, Visit&&) {}
+template <typename Visit> void for_each_field(ReshapeAttrs& a, Visit&& v) {
+  v("shape", a.shape, Presence::Required);
+}
+template <typename Visit> void for_each_field(TransposeAttrs& a, Visit&& v) {
+  v("perm", a.perm, Presence::Required);
+}
+template <typename Visit> void for_each_field(SliceAttrs& a, Visit&& v) {
+  v("axis", a.axis, Presence::Required);
+  v("start", a.start, Presence::Required);
+  v("end", a.end, Presence::Required);
+}
+template <typename Visit> void for_each_field(StochasticDepthAttrs& a, Visit&& v) {
+  v("p", a.p, Presence::Optional);
+}
+template <typename Visit> void for_each_field(MeanAttrs& a, Visit&& v) {
+  v("axes", a.axes, Presence::Required);
+  v("keepdims", a.keepdims, Presence::Optional);
+}
 
 }  // namespace burst::graph

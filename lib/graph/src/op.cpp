@@ -15,7 +15,8 @@ constexpr std::array<const char*, kOpKindCount> kOpNames = {
     "concat",      "layernorm",      "embedding",          "position_embedding",
     "class_token", "image_to_tokens", "take_token",        "self_attention",
     "softmax_cross_entropy", "hardtanh",     "sigmoid",            "silu",
-    "hardswish",   "hardsigmoid",    "mul",
+    "hardswish",   "hardsigmoid",    "mul",                "reshape",
+    "transpose",   "slice",          "mean",               "stochastic_depth",
 };
 
 // default_attrs(kind) builds alternative number `kind` of the variant, value-initialised.

@@ -389,6 +389,72 @@ class Inferrer {
     return finish(std::move(out), 0, elements);
   }
 
+  LayerInfo operator()(const StochasticDepthAttrs& a) const {
+    const Shape& in = float_input(0, "");
+    if (!(a.p >= 0 && a.p < 1)) fail(fmt::format("p must be in [0, 1), got {}", a.p));
+    return finish(in, 0, mul(kDropoutFlops, numel(in), "FLOPs"));  // one multiply per element
+  }
+
+  LayerInfo operator()(const ReshapeAttrs& a) const {
+    const Shape& in = float_input(0, "");
+    for (const int64_t dim : a.shape) require_positive(dim, "every dimension of shape");
+    if (numel(a.shape) != numel(in)) {
+      fail(fmt::format("shape {} holds {} elements, input {} holds {}", shape_to_string(a.shape),
+                       numel(a.shape), shape_to_string(in), numel(in)));
+    }
+    return finish(a.shape, 0, 0);
+  }
+
+  LayerInfo operator()(const TransposeAttrs& a) const {
+    const Shape& in = float_input(0, "");
+    Shape sorted = a.perm;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 0; i < sorted.size(); ++i) {
+      if (sorted.size() != in.size() || sorted[i] != static_cast<int64_t>(i)) {
+        fail(fmt::format("perm {} is not a permutation of the {} dims of {}", shape_to_string(a.perm),
+                         in.size(), shape_to_string(in)));
+      }
+    }
+    Shape out;
+    for (const int64_t axis : a.perm) out.push_back(in[static_cast<size_t>(axis)]);
+    return finish(std::move(out), 0, 0);
+  }
+
+  LayerInfo operator()(const SliceAttrs& a) const {
+    const Shape& in = float_input(0, "");
+    if (a.axis < 0 || a.axis >= static_cast<int64_t>(in.size())) {
+      fail(fmt::format("axis {} is outside the {} dims of {}", a.axis, in.size(), shape_to_string(in)));
+    }
+    const int64_t size = in[static_cast<size_t>(a.axis)];
+    if (a.start < 0 || a.end > size || a.start >= a.end) {
+      fail(fmt::format("[start, end) = [{}, {}) is not a non-empty range of axis {} (size {})", a.start,
+                       a.end, a.axis, size));
+    }
+    Shape out = in;
+    out[static_cast<size_t>(a.axis)] = a.end - a.start;
+    return finish(std::move(out), 0, 0);
+  }
+
+  LayerInfo operator()(const MeanAttrs& a) const {
+    const Shape& in = float_input(0, "");
+    std::vector<bool> reduced(in.size(), false);
+    for (const int64_t axis : a.axes) {
+      if (axis < 0 || axis >= static_cast<int64_t>(in.size()) || reduced[static_cast<size_t>(axis)]) {
+        fail(fmt::format("axes {} must be distinct dims of {}", shape_to_string(a.axes), shape_to_string(in)));
+      }
+      reduced[static_cast<size_t>(axis)] = true;
+    }
+    Shape out;
+    for (size_t d = 0; d < in.size(); ++d) {
+      if (!reduced[d]) {
+        out.push_back(in[d]);
+      } else if (a.keepdims) {
+        out.push_back(1);
+      }
+    }
+    return finish(std::move(out), 0, numel(in));  // one add per input element
+  }
+
   LayerInfo operator()(const SoftmaxCrossEntropyAttrs& a) const {
     const Shape& in = float_input(0, "[classes] or [T, classes]");
     if (in.size() > 2) {

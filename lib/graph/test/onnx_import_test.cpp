@@ -2,6 +2,7 @@
 // and malformed files, each refused with one line (never a crash).
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -188,6 +189,79 @@ TEST(OnnxImport, SqueezeExcitationClipAndHardActivations) {
   EXPECT_EQ(g.info(*g.find("Mul_4")).output_shape, (Shape{2, 4, 4}));
 }
 
+void expect_refused(const std::string& bytes, const std::string& fragment, const std::string& base_dir = "");
+
+// An int64 initializer (a shape, indices or axes).
+std::string ints(OnnxModel& m, const std::string& name, std::vector<int64_t> values, bool scalar = false) {
+  auto* tensor = m.proto().mutable_graph()->add_initializer();
+  tensor->set_name(name);
+  tensor->set_data_type(onnx::TensorProto::INT64);
+  if (!scalar) tensor->add_dims(static_cast<int64_t>(values.size()));
+  for (const int64_t v : values) tensor->add_int64_data(v);
+  return name;
+}
+
+// shufflenet's channel shuffle as torch 1.13 writes it for x [batch, 4, 2, 2], 2 groups:
+//   b, c = Shape(x)[0], Shape(x)[1]; target = Concat(b, 2, c / 2, 2, 2) -> Reshape
+//   -> Transpose(0, 2, 1, 3, 4) -> Reshape to Concat(b, -1, 2, 2);
+// then a split of the channels with Slice [0, 2) and [2, INT64_MAX), and x.mean([2, 3]).
+// Folded: batch is 1*batch+0, c / 2 = 2, so the reshapes are per-sample [2, 2, 2, 2] and
+// [4, 2, 2] (the -1: 16 / 4), the transpose per-sample [1, 0, 2, 3].
+OnnxModel channel_shuffle() {
+  OnnxModel m({4, 2, 2});
+  m.node("Shape", {"input"}, {"shape"});
+  m.node("Gather", {"shape", ints(m, "zero", {0}, true)}, {"b"});
+  m.node("Gather", {"shape", ints(m, "one", {1}, true)}, {"c"});
+  m.node("Div", {"c", ints(m, "two", {2}, true)}, {"half"});
+  m.node("Unsqueeze", {"b", ints(m, "axes", {0})}, {"b1"});
+  m.node("Unsqueeze", {"half", "axes"}, {"half1"});
+  auto* concat = m.node("Concat", {"b1", ints(m, "groups", {2}), "half1", ints(m, "hw", {2, 2})}, {"target"});
+  set_int(concat, "axis", 0);
+  m.node("Reshape", {"input", "target"}, {"grouped"});
+  auto* transpose = m.node("Transpose", {"grouped"}, {"swapped"});
+  set_ints(transpose, "perm", {0, 2, 1, 3, 4});
+  auto* back = m.node("Concat", {"b1", ints(m, "rest", {-1, 2, 2})}, {"flat_target"});
+  set_int(back, "axis", 0);
+  m.node("Reshape", {"swapped", "flat_target"}, {"shuffled"});
+  m.node("Slice", {"shuffled", ints(m, "s0", {0}), ints(m, "e0", {2}), ints(m, "ax", {1})}, {"left"});
+  m.node("Slice", {"shuffled", "e0", ints(m, "e1", {INT64_MAX}), "ax"}, {"right"});
+  auto* join = m.node("Concat", {"right", "left"}, {"joined"});
+  set_int(join, "axis", 1);
+  auto* mean = m.node("ReduceMean", {"joined"}, {"output"});
+  set_ints(mean, "axes", {2, 3});
+  set_int(mean, "keepdims", 0);
+  m.output("output");
+  return m;
+}
+
+TEST(OnnxImport, ShapeArithmeticFoldsIntoPerSampleShapeOps) {
+  const Graph g = channel_shuffle().import().graph;
+  EXPECT_EQ(std::get<ReshapeAttrs>(layer(g, "Reshape_7").attrs).shape, (Shape{2, 2, 2, 2}));
+  EXPECT_EQ(std::get<TransposeAttrs>(layer(g, "Transpose_8").attrs).perm, (Shape{1, 0, 2, 3}));
+  EXPECT_EQ(g.info(*g.find("Reshape_10")).output_shape, (Shape{4, 2, 2}));
+  const auto& right = std::get<SliceAttrs>(layer(g, "Slice_12").attrs);
+  EXPECT_EQ(right.start, 2);
+  EXPECT_EQ(right.end, 4);  // INT64_MAX clamped to the size, as ONNX does
+  EXPECT_EQ(g.info(*g.find("ReduceMean_14")).output_shape, (Shape{4}));
+  // The integer nodes became no layer: input, 2 reshapes, transpose, 2 slices, concat,
+  // mean and the loss.
+  EXPECT_EQ(g.size(), 9u);
+}
+
+TEST(OnnxImport, ShapeArithmeticThatDependsOnTheBatchIsRefused) {
+  // Taking Shape(x)[1] in place of [0] makes the first target dim c = 4: the batch would
+  // be reshaped into the samples.
+  OnnxModel m({4, 2, 2});
+  m.node("Shape", {"input"}, {"shape"});
+  m.node("Gather", {"shape", ints(m, "zero", {0}, true)}, {"b"});
+  m.node("Unsqueeze", {"b", ints(m, "axes", {0})}, {"b1"});
+  auto* concat = m.node("Concat", {ints(m, "four", {4}), "b1", ints(m, "hw", {2, 2})}, {"target"});
+  set_int(concat, "axis", 0);
+  m.node("Reshape", {"input", "target"}, {"output"});
+  m.output("output");
+  expect_refused(m.bytes(), "target shape [4, 1*batch, 2, 2] does not keep the batch as its first dim");
+}
+
 // The one-line message of importing `bytes`, or "" if it imported.
 std::string refusal(const std::string& bytes, const std::string& base_dir = "") {
   try {
@@ -201,7 +275,7 @@ std::string refusal(const std::string& bytes, const std::string& base_dir = "") 
   return "";
 }
 
-void expect_refused(const std::string& bytes, const std::string& fragment, const std::string& base_dir = "") {
+void expect_refused(const std::string& bytes, const std::string& fragment, const std::string& base_dir) {
   const std::string message = refusal(bytes, base_dir);
   EXPECT_NE(message.find(fragment), std::string::npos) << "got: " << message;
 }

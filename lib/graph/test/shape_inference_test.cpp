@@ -192,6 +192,34 @@ TEST(ShapeInference, MulRefusesShapesThatDoNotBroadcast) {
   }
 }
 
+TEST(ShapeInference, ShapeOpsOfChannelShuffle) {
+  // shufflenet's channel shuffle on [116, 28, 28] with 2 groups: reshape to [2, 58, 28, 28]
+  // (same 90,944 elements), transpose the group and channel dims (perm [1, 0, 2, 3] ->
+  // [58, 2, 28, 28]), reshape back to [116, 28, 28]; its split takes channels [0, 58) and
+  // [58, 116). None computes anything: 0 FLOPs, 0 parameters.
+  GraphBuilder b("shuffle");
+  auto x = b.input("input", {116, 28, 28});
+  auto grouped = b.add("grouped", {x}, ReshapeAttrs{{2, 58, 28, 28}});
+  auto swapped = b.add("swapped", {grouped}, TransposeAttrs{{1, 0, 2, 3}});
+  auto shuffled = b.add("shuffled", {swapped}, ReshapeAttrs{{116, 28, 28}});
+  b.add("first", {shuffled}, SliceAttrs{0, 0, 58});
+  b.add("second", {shuffled}, SliceAttrs{0, 58, 116});
+  const Graph g = std::move(b).build();
+  EXPECT_EQ(g.info(*g.find("swapped")).output_shape, (Shape{58, 2, 28, 28}));
+  EXPECT_EQ(g.info(*g.find("shuffled")).output_shape, (Shape{116, 28, 28}));
+  EXPECT_EQ(g.info(*g.find("second")).output_shape, (Shape{58, 28, 28}));
+  EXPECT_EQ(g.info(*g.find("second")).forward_flops, 0);
+  EXPECT_EQ(g.total_params(), 0);
+}
+
+TEST(ShapeInference, MeanOverAxes) {
+  // x.mean([1, 2]) on [1024, 7, 7]: [1024], one add per input element, 50,176 FLOPs; with
+  // keepdims [1024, 1, 1].
+  EXPECT_EQ(infer({1024, 7, 7}, MeanAttrs{{1, 2}, false}).output_shape, (Shape{1024}));
+  EXPECT_EQ(infer({1024, 7, 7}, MeanAttrs{{1, 2}, false}).forward_flops, 50176);
+  EXPECT_EQ(infer({1024, 7, 7}, MeanAttrs{{2, 1}, true}).output_shape, (Shape{1024, 1, 1}));
+}
+
 void expect_error(const Shape& input_shape, const Attrs& attrs, const std::string& fragment) {
   try {
     infer(input_shape, attrs);
@@ -218,6 +246,11 @@ TEST(ShapeInference, ErrorsNameTheLayerAndTheProblem) {
   expect_error({2, 3, 4, 5}, SoftmaxCrossEntropyAttrs{1.0}, "expected [classes] or [T, classes]");
   expect_error({3, 8, 8}, EmbeddingAttrs{10, 4}, "expected int64 token ids");
   expect_error({3, 8, 8}, HardtanhAttrs{6, 0}, "min_val 6 must be below max_val 0");
+  expect_error({3, 8, 8}, ReshapeAttrs{{3, 65}}, "shape [3, 65] holds 195 elements, input [3, 8, 8] holds 192");
+  expect_error({3, 8, 8}, TransposeAttrs{{0, 0, 1}}, "is not a permutation");
+  expect_error({3, 8, 8}, SliceAttrs{0, 2, 2}, "is not a non-empty range of axis 0");
+  expect_error({3, 8, 8}, SliceAttrs{3, 0, 1}, "axis 3 is outside");
+  expect_error({3, 8, 8}, MeanAttrs{{1, 1}, false}, "must be distinct dims");
 }
 
 }  // namespace

@@ -63,6 +63,27 @@ class DropoutLayer final : public LayerModule {
   LayerId id_;
 };
 
+// Stochastic depth: one draw per sample (element 0 of the sample's Philox stream, by the
+// rule of sample_random.h), so a sample's branch is dropped on whichever rank computes it.
+class StochasticDepthLayer final : public LayerModule {
+ public:
+  StochasticDepthLayer(double p, LayerId id)
+      : LayerModule(std::make_shared<torch::nn::Module>(), 1), p_(p), id_(id) {}
+
+ private:
+  torch::Tensor run(const std::vector<torch::Tensor>& inputs, const RandomKey& key) override {
+    const torch::Tensor& x = inputs[0];
+    if (!module().is_training() || p_ == 0.0) return x;
+    std::vector<int64_t> sizes(static_cast<size_t>(x.dim()), 1);
+    sizes[0] = x.size(0);
+    // [B, 1]: one value per sample, 0 or 1 / (1 - p); broadcast over the sample's elements.
+    const torch::Tensor keep = sample_dropout_mask(x.new_empty({x.size(0), 1}), p_, key, id_);
+    return x * keep.view(sizes);
+  }
+  double p_;
+  LayerId id_;
+};
+
 // Self-attention, whose attention-weight dropout draws by the same rule.
 class AttentionLayer final : public LayerModule {
  public:
@@ -290,6 +311,35 @@ class Factory {
   std::unique_ptr<LayerModule> operator()(const graph::MulAttrs&) const {
     // [B, ...] x [B, ...] of one rank: the batch dims match, the others broadcast.
     return function(2, [](const auto& x) { return x[0] * x[1]; });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::StochasticDepthAttrs& a) const {
+    return std::make_unique<StochasticDepthLayer>(a.p, id_);
+  }
+
+  // Shape ops on [B, ...]: the batch dim stays first, the per-sample axes shift by one.
+  std::unique_ptr<LayerModule> operator()(const graph::ReshapeAttrs& a) const {
+    std::vector<int64_t> sizes{-1};
+    sizes.insert(sizes.end(), a.shape.begin(), a.shape.end());
+    return function(1, [sizes](const auto& x) { return x[0].reshape(sizes); });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::TransposeAttrs& a) const {
+    std::vector<int64_t> dims{0};
+    for (const int64_t axis : a.perm) dims.push_back(axis + 1);
+    return function(1, [dims](const auto& x) { return x[0].permute(dims); });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::SliceAttrs& a) const {
+    const int64_t dim = a.axis + 1, start = a.start, length = a.end - a.start;
+    return function(1, [dim, start, length](const auto& x) { return x[0].narrow(dim, start, length); });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::MeanAttrs& a) const {
+    std::vector<int64_t> dims;
+    for (const int64_t axis : a.axes) dims.push_back(axis + 1);
+    const bool keepdims = a.keepdims;
+    return function(1, [dims, keepdims](const auto& x) { return x[0].mean(dims, keepdims); });
   }
 
   std::unique_ptr<LayerModule> operator()(const graph::SoftmaxCrossEntropyAttrs& a) const {

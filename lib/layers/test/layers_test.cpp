@@ -171,6 +171,72 @@ TEST(LayersTest, ForwardShapesOfRemainingOps) {
   }
 }
 
+// Runs every layer of `graph` on a batch of 3 (layer after layer on one process) and checks
+// the output shapes against the graph's; returns the outputs.
+std::vector<torch::Tensor> run_all(const Graph& graph) {
+  std::vector<torch::Tensor> outputs(graph.size());
+  for (LayerId id = 0; id < static_cast<LayerId>(graph.size()); ++id) {
+    auto layer = make_layer_module(graph, id);
+    std::vector<torch::Tensor> inputs;
+    for (const LayerId producer : graph.inputs(id)) inputs.push_back(outputs[producer]);
+    if (graph.layer(id).op() == graph::OpKind::Input) inputs = random_inputs(graph, id, 3);
+    if (graph.layer(id).op() == graph::OpKind::SoftmaxCrossEntropy) inputs.push_back(random_inputs(graph, id, 3).back());
+    outputs[id] = layer->forward(inputs);
+    EXPECT_EQ(outputs[id].sizes().vec(), batch_shape(3, graph.info(id).output_shape)) << graph.layer(id).name;
+  }
+  return outputs;
+}
+
+TEST(LayersTest, ImportedOpsComputeWhatTorchDoes) {
+  // The ops ONNX import adds, on [3, 4, 2, 2] (per sample [4, 2, 2]), against torch's own.
+  graph::GraphBuilder b("imported");
+  auto x = b.input("input", {4, 2, 2});
+  auto six = b.add("relu6", {x}, graph::HardtanhAttrs{0, 6});
+  auto gate = b.add("gate", {b.adaptive_avgpool2d("pool", x, {1, 1})}, graph::HardsigmoidAttrs{});
+  b.add("scaled", {b.add("swish", {x}, graph::HardswishAttrs{}), gate}, graph::MulAttrs{});
+  b.add("silu", {six}, graph::SiluAttrs{});
+  b.add("sigmoid", {x}, graph::SigmoidAttrs{});
+  auto grouped = b.add("grouped", {x}, graph::ReshapeAttrs{{2, 2, 2, 2}});
+  auto shuffled = b.add("shuffled", {b.add("swap", {grouped}, graph::TransposeAttrs{{1, 0, 2, 3}})},
+                        graph::ReshapeAttrs{{4, 2, 2}});
+  b.add("half", {shuffled}, graph::SliceAttrs{0, 2, 4});
+  b.add("mean", {x}, graph::MeanAttrs{{1, 2}, false});
+  const Graph graph = std::move(b).build();
+  const auto out = run_all(graph);
+  const torch::Tensor in = out[0];
+  const auto at = [&](const char* name) { return out[*graph.find(name)]; };
+  EXPECT_TRUE(torch::allclose(at("relu6"), torch::clamp(in, 0, 6)));
+  const torch::Tensor pooled = in.mean({2, 3}, true);
+  EXPECT_TRUE(torch::allclose(at("scaled"), torch::hardswish(in) * torch::hardsigmoid(pooled)));
+  EXPECT_TRUE(torch::allclose(at("silu"), torch::clamp(in, 0, 6) * torch::sigmoid(torch::clamp(in, 0, 6))));
+  EXPECT_TRUE(torch::allclose(at("sigmoid"), torch::sigmoid(in)));
+  // Channel shuffle of 2 groups: channels 0, 1, 2, 3 come out as 0, 2, 1, 3; the slice keeps
+  // the last two, 1 and 3.
+  EXPECT_TRUE(torch::equal(at("half"), torch::stack({in.select(1, 1), in.select(1, 3)}, 1)));
+  EXPECT_TRUE(torch::allclose(at("mean"), in.mean({2, 3})));
+}
+
+TEST(LayersTest, StochasticDepthDropsWholeSamplesWhereverTheyRun) {
+  graph::GraphBuilder b("depth");
+  auto x = b.input("input", {2, 3});
+  b.add("drop_path", {x}, graph::StochasticDepthAttrs{0.5});
+  const Graph graph = std::move(b).build();
+  auto layer = make_layer_module(graph, 1);
+  const torch::Tensor ones = torch::ones({64, 2, 3});
+  const RandomKey key{3, 4, 0};
+  const torch::Tensor whole = layer->forward({ones}, key);
+  // Each sample is all 0 or all 2 (1 / (1 - p)); with p = 0.5 both occur among 64 samples.
+  const torch::Tensor per_sample = whole.flatten(1);
+  EXPECT_TRUE(torch::equal(per_sample.amin(1), per_sample.amax(1)));
+  EXPECT_GT(per_sample.select(1, 0).eq(0).sum().item<int64_t>(), 0);
+  EXPECT_GT(per_sample.select(1, 0).eq(2).sum().item<int64_t>(), 0);
+  // Samples 40..63 computed alone (as another rank would) draw the same as in the whole batch.
+  const torch::Tensor part = layer->forward({torch::ones({24, 2, 3})}, RandomKey{3, 4, 40});
+  EXPECT_TRUE(torch::equal(part, whole.narrow(0, 40, 24)));
+  layer->module().eval();
+  EXPECT_TRUE(torch::equal(layer->forward({ones}, key), ones));
+}
+
 // [1, C=2, H=2, W=3] holding 0..11 -> tokens [1, 6, 2]: token h*3 + w carries pixel (h, w)'s
 // channels (x[0, 0, h, w], x[0, 1, h, w]) = (h*3 + w, 6 + h*3 + w).
 TEST(LayersTest, ImageToTokensClassTokenTakeTokenOrdering) {

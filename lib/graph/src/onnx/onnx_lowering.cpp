@@ -36,7 +36,7 @@ Lowering::Lowering(const onnx::GraphProto& graph, std::vector<const onnx::NodePr
 }
 
 std::vector<LayerSpec> Lowering::lower() {
-  for (ConstantTensor& tensor : constants_) values_[tensor.name] = Value{"", &tensor, ""};
+  for (ConstantTensor& tensor : constants_) bind_constant(&tensor);
   lower_inputs();
   using Handler = void (Lowering::*)(const onnx::NodeProto&);
   static const std::map<std::string, Handler> handlers = {
@@ -59,6 +59,17 @@ std::vector<LayerSpec> Lowering::lower() {
       {"HardSwish", &Lowering::element_wise},
       {"Identity", &Lowering::identity},
       {"Pad", &Lowering::pad},
+      {"Shape", &Lowering::shape},
+      {"Gather", &Lowering::gather},
+      {"Unsqueeze", &Lowering::unsqueeze},
+      {"Squeeze", &Lowering::squeeze},
+      {"Cast", &Lowering::cast},
+      {"Sub", &Lowering::integer_arithmetic},
+      {"Div", &Lowering::integer_arithmetic},
+      {"Reshape", &Lowering::reshape},
+      {"Transpose", &Lowering::transpose},
+      {"Slice", &Lowering::slice},
+      {"ReduceMean", &Lowering::reduce_mean},
       {"Constant", &Lowering::constant},
   };
   for (const onnx::NodeProto* node : nodes_) {
@@ -74,7 +85,8 @@ bool Lowering::supports(const std::string& op_type) {
   static const char* const kSupported[] = {
       "Conv", "BatchNormalization", "Gemm", "MatMul", "Add", "Mul", "MaxPool", "AveragePool",
       "GlobalAveragePool", "Flatten", "Concat", "Dropout", "Clip", "HardSigmoid", "Relu",
-      "Sigmoid", "HardSwish", "Identity", "Constant", "Pad"};
+      "Sigmoid", "HardSwish", "Identity", "Constant", "Pad", "Shape", "Gather", "Unsqueeze", "Squeeze", "Cast",
+      "Sub", "Div", "Reshape", "Transpose", "Slice", "ReduceMean"};
   for (const char* supported : kSupported) {
     if (op_type == supported) return true;
   }
@@ -139,6 +151,42 @@ std::string Lowering::layer_of(const std::string& tensor) const {
   return found == values_.end() ? "" : found->second.layer;
 }
 
+void Lowering::bind_constant(ConstantTensor* tensor) {
+  Value value{"", tensor, std::nullopt, ""};
+  if (!tensor->is_float) {
+    SymbolicTensor ints{tensor->dims, {}};
+    for (const int64_t v : tensor->ints) ints.values.push_back(SymbolicInt{0, v});
+    value.ints = std::move(ints);
+  }
+  values_[tensor->name] = std::move(value);
+}
+
+bool Lowering::is_integer(const onnx::NodeProto& node, int index) const {
+  return has_input(node, index) && input(node, index).ints.has_value();
+}
+
+const SymbolicTensor& Lowering::integer_input(const onnx::NodeProto& node, int index) const {
+  const Value& value = input(node, index);
+  if (!value.ints) {
+    fail(node, fmt::format("input '{}' must be integers known at import time (a shape, axes or indices)",
+                           node.input(index)));
+  }
+  return *value.ints;
+}
+
+std::vector<int64_t> Lowering::fixed_integers(const onnx::NodeProto& node, int index) const {
+  std::vector<int64_t> result;
+  for (const SymbolicInt& v : integer_input(node, index).values) {
+    if (v.batch != 0) fail(node, fmt::format("input '{}' depends on the batch size", node.input(index)));
+    result.push_back(v.constant);
+  }
+  return result;
+}
+
+void Lowering::bind_integers(const std::string& tensor, SymbolicTensor value) {
+  values_[tensor] = Value{"", nullptr, std::move(value), ""};
+}
+
 bool Lowering::has_input(const onnx::NodeProto& node, int index) const {
   return index < node.input_size() && !node.input(index).empty();
 }
@@ -183,7 +231,8 @@ int Lowering::uses(const std::string& name) const {
 void Lowering::only_first_output_used(const onnx::NodeProto& node, const std::string& what) {
   for (int i = 1; i < node.output_size(); ++i) {
     if (node.output(i).empty()) continue;
-    values_[node.output(i)] = Value{"", nullptr, fmt::format("the {} of {}, which burst does not expose", what, describe(node))};
+    values_[node.output(i)] =
+        Value{"", nullptr, std::nullopt, fmt::format("the {} of {}, which burst does not expose", what, describe(node))};
   }
 }
 
@@ -209,7 +258,7 @@ std::string Lowering::add_layer(const onnx::NodeProto& node, const std::string& 
 }
 
 void Lowering::bind_layer(const std::string& tensor, const std::string& layer) {
-  values_[tensor] = Value{layer, nullptr, ""};
+  values_[tensor] = Value{layer, nullptr, std::nullopt, ""};
 }
 
 InitialTensor Lowering::initial(ConstantTensor& tensor, std::vector<int64_t> shape) {

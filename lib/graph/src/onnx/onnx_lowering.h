@@ -3,6 +3,7 @@
 // layers, one handler per ONNX op type (onnx_ops.cpp), with their initial weights.
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -14,11 +15,26 @@
 
 namespace burst::graph::onnx_import {
 
+// An integer known at import time: batch x (batch size) + constant. Shape arithmetic on a
+// dynamic batch gives such values (dim 0 of Shape(x) is the batch size itself).
+struct SymbolicInt {
+  int64_t batch = 0;
+  int64_t constant = 0;
+  bool operator==(const SymbolicInt& other) const { return batch == other.batch && constant == other.constant; }
+};
+
+// An integer tensor of SymbolicInts (shapes, indices, axes), row-major.
+struct SymbolicTensor {
+  std::vector<int64_t> dims;
+  std::vector<SymbolicInt> values;
+};
+
 // What an ONNX tensor name stands for while lowering.
 struct Value {
-  std::string layer;                          // the output of this burst layer, or
-  ConstantTensor* constant = nullptr;   // a constant (initializer or Constant node)
-  std::string not_computed;                   // else why burst has no such tensor
+  std::string layer;                    // the output of this burst layer, or
+  ConstantTensor* constant = nullptr;   // a constant (initializer or Constant node), and/or
+  std::optional<SymbolicTensor> ints;   // integers known at import time (integer constants too)
+  std::string not_computed;             // else why burst has no such tensor
 };
 
 class Lowering {
@@ -55,6 +71,17 @@ class Lowering {
   void element_wise(const onnx::NodeProto& node);  // Relu, Sigmoid, HardSwish
   void identity(const onnx::NodeProto& node);
   void pad(const onnx::NodeProto& node);
+  // Shape arithmetic, folded at import (onnx_shape_ops.cpp), and the shape ops on layers.
+  void shape(const onnx::NodeProto& node);
+  void gather(const onnx::NodeProto& node);
+  void unsqueeze(const onnx::NodeProto& node);
+  void squeeze(const onnx::NodeProto& node);
+  void cast(const onnx::NodeProto& node);
+  void integer_arithmetic(const onnx::NodeProto& node);  // Add, Sub, Mul, Div of integers
+  void reshape(const onnx::NodeProto& node);
+  void transpose(const onnx::NodeProto& node);
+  void slice(const onnx::NodeProto& node);
+  void reduce_mean(const onnx::NodeProto& node);
   void constant(const onnx::NodeProto& node);
 
  private:
@@ -63,6 +90,11 @@ class Lowering {
   const Value& input(const onnx::NodeProto& node, int index) const;
   std::string layer_input(const onnx::NodeProto& node, int index) const;
   ConstantTensor& constant_input(const onnx::NodeProto& node, int index) const;
+  bool is_integer(const onnx::NodeProto& node, int index) const;
+  const SymbolicTensor& integer_input(const onnx::NodeProto& node, int index) const;
+  // The integer input's values, which must not depend on the batch size.
+  std::vector<int64_t> fixed_integers(const onnx::NodeProto& node, int index) const;
+  void bind_integers(const std::string& tensor, SymbolicTensor value);
   const LayerInfo& info_of(const std::string& layer) const;
   LayerSpec& layer_named(const std::string& layer);
   // How many nodes and graph outputs read tensor `name`.
@@ -75,6 +107,7 @@ class Lowering {
   std::string add_layer(const onnx::NodeProto& node, const std::string& weight,
                         std::vector<std::string> inputs, Attrs attrs);
   void bind_layer(const std::string& tensor, const std::string& layer);
+  void bind_constant(ConstantTensor* tensor);  // integer constants get their ints too
   // A weight's initial tensor; its values move out of the constant when no other node reads it.
   InitialTensor initial(ConstantTensor& tensor, std::vector<int64_t> shape = {});
   [[noreturn]] void fail(const onnx::NodeProto& node, const std::string& reason) const;

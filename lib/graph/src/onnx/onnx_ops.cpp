@@ -43,7 +43,7 @@ void require_no_auto_pad(const onnx::NodeProto& node) {
 }
 
 // A row-major [rows, cols] matrix as [cols, rows].
-std::vector<float> transpose(const std::vector<float>& matrix, int64_t rows, int64_t cols) {
+std::vector<float> transpose_matrix(const std::vector<float>& matrix, int64_t rows, int64_t cols) {
   if (matrix.empty()) return matrix;  // imported without weight values
   BURST_ASSERT(matrix.size() == static_cast<size_t>(rows * cols), "matrix size");
   std::vector<float> result(matrix.size());
@@ -124,7 +124,7 @@ void Lowering::gemm(const onnx::NodeProto& node) {
   const int64_t in = transposed ? weight.dims[1] : weight.dims[0];
   LayerWeights weights;
   InitialTensor w = initial(weight, {out, in});
-  if (!transposed) w.values = transpose(w.values, in, out);  // [in, out] -> torch's [out, in]
+  if (!transposed) w.values = transpose_matrix(w.values, in, out);  // [in, out] -> torch's [out, in]
   weights.parameters.push_back(std::move(w));
   LinearAttrs attrs{out, has_input(node, 2), ""};
   if (attrs.bias) {
@@ -147,13 +147,14 @@ void Lowering::matmul(const onnx::NodeProto& node) {
   if (weight.dims.size() != 2) fail(node, "burst takes MatMul with a constant matrix only");
   const int64_t in = weight.dims[0], out = weight.dims[1];
   InitialTensor w = initial(weight, {out, in});
-  w.values = transpose(w.values, in, out);  // torch's [out, in]
+  w.values = transpose_matrix(w.values, in, out);  // torch's [out, in]
   LayerWeights weights;
   weights.parameters.push_back(std::move(w));
   weights_[add_layer(node, weight.name, {x}, LinearAttrs{out, false, ""})] = std::move(weights);
 }
 
 void Lowering::add(const onnx::NodeProto& node) {
+  if (is_integer(node, 0) && is_integer(node, 1)) return integer_arithmetic(node);
   const Value& a = input(node, 0);
   const Value& b = input(node, 1);
   if (!a.layer.empty() && !b.layer.empty()) {
@@ -178,6 +179,7 @@ void Lowering::add(const onnx::NodeProto& node) {
 }
 
 void Lowering::mul(const onnx::NodeProto& node) {
+  if (is_integer(node, 0) && is_integer(node, 1)) return integer_arithmetic(node);
   const std::string a = layer_input(node, 0);
   const std::string b = layer_input(node, 1);
   // x * sigmoid(x), the sigmoid read by nothing else: torch's SiLU, one silu layer.
@@ -251,6 +253,17 @@ void Lowering::flatten(const onnx::NodeProto& node) {
 }
 
 void Lowering::concat(const onnx::NodeProto& node) {
+  if (is_integer(node, 0)) {  // shape pieces: rank-1 integers joined along axis 0
+    SymbolicTensor joined{{0}, {}};
+    for (int i = 0; i < node.input_size(); ++i) {
+      const SymbolicTensor& piece = integer_input(node, i);
+      if (piece.dims.size() != 1) fail(node, "burst joins 1-D integer tensors only");
+      joined.values.insert(joined.values.end(), piece.values.begin(), piece.values.end());
+    }
+    joined.dims[0] = static_cast<int64_t>(joined.values.size());
+    bind_integers(node.output(0), std::move(joined));
+    return;
+  }
   std::vector<std::string> inputs;
   for (int i = 0; i < node.input_size(); ++i) inputs.push_back(layer_input(node, i));
   const auto rank = static_cast<int64_t>(info_of(inputs[0]).output_shape.size()) + 1;
@@ -330,7 +343,7 @@ void Lowering::constant(const onnx::NodeProto& node) {
   }
   constants_.push_back(decode_tensor(attribute->t(), base_dir_));
   constants_.back().name = node.output(0);
-  values_[node.output(0)] = Value{"", &constants_.back(), ""};
+  bind_constant(&constants_.back());
 }
 
 }  // namespace burst::graph::onnx_import

@@ -144,13 +144,42 @@ struct HardsigmoidAttrs {};
 // [C, 1, 1]): per-sample shapes of equal rank; each dim equal, or 1 in one of them.
 struct MulAttrs {};
 
+// Per-sample shape ops (the batch dim is never named; axes count from the first per-sample
+// dim). Reshape keeps the element count: [d0, ...] -> `shape` (torch.reshape).
+struct ReshapeAttrs {
+  Shape shape;
+};
+// Permutes the per-sample dims: output dim i is input dim perm[i] (torch.permute).
+struct TransposeAttrs {
+  Shape perm;
+};
+// Elements [start, end) of one per-sample axis (torch.narrow; one output of torch.chunk).
+struct SliceAttrs {
+  int64_t axis = 0;
+  int64_t start = 0;
+  int64_t end = 0;
+};
+// Mean over per-sample axes (torch.mean(x, axes, keepdim)).
+struct MeanAttrs {
+  Shape axes;
+  bool keepdims = false;
+};
+
+// torchvision's StochasticDepth(p, mode="row"): in training, each sample's whole input is
+// kept with probability 1 - p and scaled by 1 / (1 - p), or zeroed (a residual branch
+// dropped); identity in eval mode. Its draws follow the placement-invariant rule of dropout.
+struct StochasticDepthAttrs {
+  double p = 0.5;
+};
+
 using Attrs =
     std::variant<InputAttrs, Conv2dAttrs, BatchNorm2dAttrs, ReluAttrs, GeluAttrs, MaxPool2dAttrs,
                  AvgPool2dAttrs, AdaptiveAvgPool2dAttrs, LinearAttrs, FlattenAttrs, DropoutAttrs,
                  AddAttrs, ConcatAttrs, LayerNormAttrs, EmbeddingAttrs, PositionEmbeddingAttrs,
                  ClassTokenAttrs, ImageToTokensAttrs, TakeTokenAttrs, SelfAttentionAttrs,
                  SoftmaxCrossEntropyAttrs, HardtanhAttrs, SigmoidAttrs, SiluAttrs, HardswishAttrs,
-                 HardsigmoidAttrs, MulAttrs>;
+                 HardsigmoidAttrs, MulAttrs, ReshapeAttrs, TransposeAttrs, SliceAttrs, MeanAttrs,
+                 StochasticDepthAttrs>;
 
 // Same order as Attrs' alternatives: OpKind(attrs.index()) is a layer's op.
 enum class OpKind {
@@ -181,6 +210,11 @@ enum class OpKind {
   Hardswish,
   Hardsigmoid,
   Mul,
+  Reshape,
+  Transpose,
+  Slice,
+  Mean,
+  StochasticDepth,
 };
 inline constexpr int kOpKindCount = static_cast<int>(std::variant_size_v<Attrs>);
 

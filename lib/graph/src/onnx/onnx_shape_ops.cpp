@@ -1,0 +1,243 @@
+// Shape arithmetic and shape ops. torch.onnx.export writes x.view(b, g, c // g, h, w) as
+// Shape -> Gather -> Div -> Unsqueeze -> Concat -> Reshape, computed at run time from the
+// dynamic batch. burst folds it at import: every integer is batch x (batch size) + constant
+// (SymbolicInt), so a target shape must name the batch as its first dim and fixed sizes
+// after it, which become a per-sample reshape.
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "burst/util/error.h"
+#include "onnx/onnx_attributes.h"
+#include "onnx/onnx_lowering.h"
+
+namespace burst::graph::onnx_import {
+namespace {
+
+// An axis of a tensor of `rank` dims (with the batch), negative counting from the end.
+int64_t normalized_axis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
+std::string text(const SymbolicInt& v) {
+  if (v.batch == 0) return std::to_string(v.constant);
+  return v.constant == 0 ? fmt::format("{}*batch", v.batch) : fmt::format("{}*batch{:+}", v.batch, v.constant);
+}
+
+}  // namespace
+
+void Lowering::shape(const onnx::NodeProto& node) {
+  const std::string x = layer_input(node, 0);
+  std::vector<SymbolicInt> dims{SymbolicInt{1, 0}};
+  for (const int64_t dim : info_of(x).output_shape) dims.push_back(SymbolicInt{0, dim});
+  const auto rank = static_cast<int64_t>(dims.size());
+  // Opset 15's start and end, clamped as ONNX clamps them.
+  int64_t start = normalized_axis(attr_int(node, "start", 0), rank);
+  int64_t end = normalized_axis(attr_int(node, "end", rank), rank);
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, start, rank);
+  std::vector<SymbolicInt> kept(dims.begin() + start, dims.begin() + end);
+  const auto count = static_cast<int64_t>(kept.size());
+  bind_integers(node.output(0), SymbolicTensor{{count}, std::move(kept)});
+}
+
+void Lowering::gather(const onnx::NodeProto& node) {
+  const SymbolicTensor& data = integer_input(node, 0);
+  if (data.dims.size() != 1 || attr_int(node, "axis", 0) != 0) {
+    fail(node, "burst gathers from 1-D integer tensors (shapes) only");
+  }
+  const SymbolicTensor& indices = integer_input(node, 1);
+  SymbolicTensor out{indices.dims, {}};
+  const auto size = static_cast<int64_t>(data.values.size());
+  for (const int64_t index : fixed_integers(node, 1)) {
+    const int64_t at = index < 0 ? index + size : index;
+    if (at < 0 || at >= size) fail(node, fmt::format("index {} is outside the {} values", index, size));
+    out.values.push_back(data.values[static_cast<size_t>(at)]);
+  }
+  bind_integers(node.output(0), std::move(out));
+}
+
+void Lowering::unsqueeze(const onnx::NodeProto& node) {
+  SymbolicTensor out = integer_input(node, 0);
+  std::vector<int64_t> axes = has_input(node, 1) ? fixed_integers(node, 1) : attr_ints(node, "axes", {});
+  const auto rank = static_cast<int64_t>(out.dims.size() + axes.size());
+  for (int64_t& axis : axes) axis = normalized_axis(axis, rank);
+  std::sort(axes.begin(), axes.end());
+  for (const int64_t axis : axes) {
+    if (axis < 0 || axis > static_cast<int64_t>(out.dims.size())) fail(node, fmt::format("axis {} is out of range", axis));
+    out.dims.insert(out.dims.begin() + axis, 1);
+  }
+  bind_integers(node.output(0), std::move(out));
+}
+
+void Lowering::squeeze(const onnx::NodeProto& node) {
+  SymbolicTensor out = integer_input(node, 0);
+  std::vector<int64_t> dims;
+  for (const int64_t dim : out.dims) {
+    if (dim != 1) dims.push_back(dim);
+  }
+  out.dims = dims;  // squeezing only size-1 dims keeps the values as they are
+  bind_integers(node.output(0), std::move(out));
+}
+
+void Lowering::cast(const onnx::NodeProto& node) {
+  const Value& value = input(node, 0);
+  const int64_t to = attr_int(node, "to", 0);
+  const bool to_integer = to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32;
+  if (value.ints && to_integer) {
+    values_[node.output(0)] = value;
+  } else if (!value.layer.empty() && to == onnx::TensorProto::FLOAT) {
+    bind_layer(node.output(0), value.layer);
+  } else {
+    fail(node, fmt::format("burst casts integers to integers and float32 to float32 only (to = {})", to));
+  }
+}
+
+void Lowering::integer_arithmetic(const onnx::NodeProto& node) {
+  const SymbolicTensor& a = integer_input(node, 0);
+  const SymbolicTensor& b = integer_input(node, 1);
+  const size_t count = std::max(a.values.size(), b.values.size());
+  if ((a.values.size() != count && a.values.size() != 1) || (b.values.size() != count && b.values.size() != 1)) {
+    fail(node, "burst broadcasts integer arithmetic over one value only");
+  }
+  SymbolicTensor out{a.values.size() == count ? a.dims : b.dims, {}};
+  const std::string& op = node.op_type();
+  for (size_t i = 0; i < count; ++i) {
+    const SymbolicInt x = a.values[a.values.size() == 1 ? 0 : i], y = b.values[b.values.size() == 1 ? 0 : i];
+    SymbolicInt r;
+    if (op == "Add" || op == "Sub") {
+      const int64_t sign = op == "Add" ? 1 : -1;
+      r = SymbolicInt{x.batch + sign * y.batch, x.constant + sign * y.constant};
+    } else if (op == "Mul") {
+      if (x.batch != 0 && y.batch != 0) fail(node, "multiplies two batch-dependent integers");
+      r = x.batch != 0 ? SymbolicInt{x.batch * y.constant, x.constant * y.constant}
+                       : SymbolicInt{y.batch * x.constant, y.constant * x.constant};
+    } else {
+      BURST_ASSERT(op == "Div", "integer_arithmetic handles Add, Sub, Mul and Div");
+      if (y.batch != 0 || y.constant == 0) fail(node, fmt::format("divides by {}", text(y)));
+      if (x.batch % y.constant != 0 || (x.batch != 0 && x.constant % y.constant != 0)) {
+        fail(node, fmt::format("{} / {} depends on the batch size", text(x), text(y)));
+      }
+      r = SymbolicInt{x.batch / y.constant, x.constant / y.constant};  // truncates, as ONNX does
+    }
+    out.values.push_back(r);
+  }
+  bind_integers(node.output(0), std::move(out));
+}
+
+void Lowering::reshape(const onnx::NodeProto& node) {
+  const std::string x = layer_input(node, 0);
+  const SymbolicTensor& target = integer_input(node, 1);
+  const Shape& in = info_of(x).output_shape;
+  const bool allow_zero = attr_int(node, "allowzero", 0) != 0;
+  const auto describe_target = [&] {
+    std::string list;
+    for (const SymbolicInt& v : target.values) list += (list.empty() ? "" : ", ") + text(v);
+    return "[" + list + "]";
+  };
+  if (target.values.empty()) fail(node, "reshapes to a scalar");
+  const SymbolicInt first = target.values[0];
+  if (!(first == SymbolicInt{1, 0}) && !(first == SymbolicInt{0, 0} && !allow_zero) &&
+      !(first == SymbolicInt{0, -1})) {
+    fail(node, fmt::format("target shape {} does not keep the batch as its first dim", describe_target()));
+  }
+  Shape shape;
+  int inferred = -1;
+  int64_t known = 1, elements = 1;
+  for (const int64_t dim : in) elements *= dim;
+  for (size_t i = 1; i < target.values.size(); ++i) {
+    const SymbolicInt v = target.values[i];
+    if (v.batch != 0) fail(node, fmt::format("target shape {} mixes the batch into a per-sample dim", describe_target()));
+    int64_t dim = v.constant;
+    if (dim == 0 && !allow_zero) {
+      if (i - 1 >= in.size()) fail(node, "copies a dim the input does not have");
+      dim = in[i - 1];
+    }
+    if (dim == -1) {
+      if (inferred >= 0) fail(node, "has two -1 dims");
+      inferred = static_cast<int>(shape.size());
+    } else if (dim <= 0) {
+      fail(node, fmt::format("target shape {} has a dim {}", describe_target(), dim));
+    } else {
+      known *= dim;
+    }
+    shape.push_back(dim);
+  }
+  if (first == SymbolicInt{0, -1} && inferred >= 0) fail(node, "leaves both the batch and a dim to infer");
+  if (inferred >= 0) {
+    if (known <= 0 || elements % known != 0) fail(node, fmt::format("cannot infer the -1 of {}", describe_target()));
+    shape[static_cast<size_t>(inferred)] = elements / known;
+  }
+  if (shape == in) {
+    bind_layer(node.output(0), x);
+    return;
+  }
+  add_layer(node, "", {x}, ReshapeAttrs{shape});
+}
+
+void Lowering::transpose(const onnx::NodeProto& node) {
+  const std::string x = layer_input(node, 0);
+  const auto rank = static_cast<int64_t>(info_of(x).output_shape.size()) + 1;
+  std::vector<int64_t> perm = attr_ints(node, "perm", {});
+  if (perm.empty()) {
+    for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);  // ONNX's default: reversed
+  }
+  if (static_cast<int64_t>(perm.size()) != rank || perm[0] != 0) {
+    fail(node, fmt::format("perm {} moves the batch dim; burst permutes per-sample dims only", fmt::join(perm, ",")));
+  }
+  Shape per_sample;
+  bool identity = true;
+  for (size_t i = 1; i < perm.size(); ++i) {
+    per_sample.push_back(perm[i] - 1);
+    identity = identity && perm[i] == static_cast<int64_t>(i);
+  }
+  if (identity) {
+    bind_layer(node.output(0), x);
+    return;
+  }
+  add_layer(node, "", {x}, TransposeAttrs{per_sample});
+}
+
+void Lowering::slice(const onnx::NodeProto& node) {
+  const std::vector<int64_t> starts = fixed_integers(node, 1);
+  const std::vector<int64_t> ends = fixed_integers(node, 2);
+  std::string x = layer_input(node, 0);
+  const auto rank = static_cast<int64_t>(info_of(x).output_shape.size()) + 1;
+  std::vector<int64_t> axes;
+  if (has_input(node, 3)) {
+    axes = fixed_integers(node, 3);
+  } else {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  const std::vector<int64_t> steps = has_input(node, 4) ? fixed_integers(node, 4) : std::vector<int64_t>(starts.size(), 1);
+  if (starts.size() != ends.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+    fail(node, "starts, ends, axes and steps differ in length");
+  }
+  std::string result = x;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t axis = normalized_axis(axes[i], rank);
+    if (axis < 1 || axis >= rank) fail(node, fmt::format("slices axis {}; burst slices per-sample axes only", axes[i]));
+    if (steps[i] != 1) fail(node, fmt::format("step {} is not supported (1 is)", steps[i]));
+    const int64_t size = info_of(result).output_shape[static_cast<size_t>(axis - 1)];
+    const auto clamp = [size](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + size : v, 0, size); };
+    const int64_t start = clamp(starts[i]), end = clamp(ends[i]);
+    if (start == 0 && end == size) continue;
+    if (start >= end) fail(node, fmt::format("takes the empty range [{}, {}) of axis {}", start, end, axis));
+    result = add_layer(node, "", {result}, SliceAttrs{axis - 1, start, end});
+  }
+  bind_layer(node.output(0), result);
+}
+
+void Lowering::reduce_mean(const onnx::NodeProto& node) {
+  const std::string x = layer_input(node, 0);
+  const auto rank = static_cast<int64_t>(info_of(x).output_shape.size()) + 1;
+  std::vector<int64_t> axes = attr_ints(node, "axes", {});
+  if (axes.empty()) fail(node, "reduces every dim, the batch too");
+  Shape per_sample;
+  for (const int64_t axis : axes) {
+    const int64_t at = normalized_axis(axis, rank);
+    if (at < 1 || at >= rank) fail(node, fmt::format("averages over axis {}; burst averages per-sample axes only", axis));
+    per_sample.push_back(at - 1);
+  }
+  add_layer(node, "", {x}, MeanAttrs{per_sample, attr_int(node, "keepdims", 1) != 0});
+}
+
+}  // namespace burst::graph::onnx_import
