@@ -262,6 +262,29 @@ TEST(OnnxImport, ShapeArithmeticThatDependsOnTheBatchIsRefused) {
   expect_refused(m.bytes(), "target shape [4, 1*batch, 2, 2] does not keep the batch as its first dim");
 }
 
+TEST(OnnxImport, Opset17LayerNormalizationIsALayerNorm) {
+  // Tokens [4, 6] per sample; LayerNormalization over the last dim (eps 1e-6, as ViT's),
+  // the mean over tokens -> [6], Gemm to 3 logits.
+  OnnxModel m({4, 6}, 17);
+  auto* norm = m.node("LayerNormalization", {"input", m.weight("ln.weight", {6}, 1), m.weight("ln.bias", {6}, 0)}, {"n"});
+  auto* eps = norm->add_attribute();
+  eps->set_name("epsilon");
+  eps->set_type(onnx::AttributeProto::FLOAT);
+  eps->set_f(1e-6f);
+  auto* mean = m.node("ReduceMean", {"n"}, {"pooled"});
+  set_ints(mean, "axes", {1});
+  set_int(mean, "keepdims", 0);
+  auto* gemm = m.node("Gemm", {"pooled", m.weight("head.weight", {3, 6}), m.weight("head.bias", {3})}, {"output"});
+  set_int(gemm, "transB", 1);
+  m.output("output");
+  const ImportedModel imported = m.import();
+  const auto& ln = std::get<LayerNormAttrs>(layer(imported.graph, "ln").attrs);
+  EXPECT_EQ(ln.eps, 1e-6);  // the float attribute read as its shortest decimal
+  EXPECT_EQ(imported.weights.at("ln").parameters.size(), 2u);
+  // Parameters: ln 2*6 = 12, head 3*6 + 3 = 21.
+  EXPECT_EQ(imported.graph.total_params(), 33);
+}
+
 // The one-line message of importing `bytes`, or "" if it imported.
 std::string refusal(const std::string& bytes, const std::string& base_dir = "") {
   try {

@@ -131,6 +131,22 @@ TEST(LayersTest, ForwardShapesMatchTheGraph) {
 }
 
 // The ops and attributes the zoo's small variants do not reach in a forward pass.
+// Runs every layer of `graph` on a batch of 3 (layer after layer on one process) and checks
+// the output shapes against the graph's; returns the outputs.
+std::vector<torch::Tensor> run_all(const Graph& graph) {
+  std::vector<torch::Tensor> outputs(graph.size());
+  for (LayerId id = 0; id < static_cast<LayerId>(graph.size()); ++id) {
+    auto layer = make_layer_module(graph, id);
+    std::vector<torch::Tensor> inputs;
+    for (const LayerId producer : graph.inputs(id)) inputs.push_back(outputs[producer]);
+    if (graph.layer(id).op() == graph::OpKind::Input) inputs = random_inputs(graph, id, 3);
+    if (graph.layer(id).op() == graph::OpKind::SoftmaxCrossEntropy) inputs.push_back(random_inputs(graph, id, 3).back());
+    outputs[id] = layer->forward(inputs);
+    EXPECT_EQ(outputs[id].sizes().vec(), batch_shape(3, graph.info(id).output_shape)) << graph.layer(id).name;
+  }
+  return outputs;
+}
+
 TEST(LayersTest, ForwardShapesOfRemainingOps) {
   graph::GraphBuilder b("ops");
   auto x = b.input("input", {3, 9, 9});
@@ -155,36 +171,7 @@ TEST(LayersTest, ForwardShapesOfRemainingOps) {
   b.cross_entropy("loss", s, 0.4);
   const Graph graph = std::move(b).build();
   EXPECT_EQ(graph.info(*graph.find("cat")).output_shape, (graph::Shape{3, 10, 5}));
-
-  std::vector<torch::Tensor> outputs(graph.size());
-  for (LayerId id = 0; id < static_cast<LayerId>(graph.size()); ++id) {
-    auto layer = make_layer_module(graph, id);
-    std::vector<torch::Tensor> inputs;
-    for (const LayerId producer : graph.inputs(id)) inputs.push_back(outputs[producer]);
-    if (graph.layer(id).op() == graph::OpKind::Input) inputs = random_inputs(graph, id, 3);
-    if (graph.layer(id).op() == graph::OpKind::SoftmaxCrossEntropy) {
-      inputs.push_back(random_inputs(graph, id, 3).back());
-    }
-    outputs[id] = layer->forward(inputs);
-    EXPECT_EQ(outputs[id].sizes().vec(), batch_shape(3, graph.info(id).output_shape))
-        << graph.layer(id).name;
-  }
-}
-
-// Runs every layer of `graph` on a batch of 3 (layer after layer on one process) and checks
-// the output shapes against the graph's; returns the outputs.
-std::vector<torch::Tensor> run_all(const Graph& graph) {
-  std::vector<torch::Tensor> outputs(graph.size());
-  for (LayerId id = 0; id < static_cast<LayerId>(graph.size()); ++id) {
-    auto layer = make_layer_module(graph, id);
-    std::vector<torch::Tensor> inputs;
-    for (const LayerId producer : graph.inputs(id)) inputs.push_back(outputs[producer]);
-    if (graph.layer(id).op() == graph::OpKind::Input) inputs = random_inputs(graph, id, 3);
-    if (graph.layer(id).op() == graph::OpKind::SoftmaxCrossEntropy) inputs.push_back(random_inputs(graph, id, 3).back());
-    outputs[id] = layer->forward(inputs);
-    EXPECT_EQ(outputs[id].sizes().vec(), batch_shape(3, graph.info(id).output_shape)) << graph.layer(id).name;
-  }
-  return outputs;
+  run_all(graph);
 }
 
 TEST(LayersTest, ImportedOpsComputeWhatTorchDoes) {

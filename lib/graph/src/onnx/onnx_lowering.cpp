@@ -58,6 +58,7 @@ std::vector<LayerSpec> Lowering::lower() {
       {"Sigmoid", &Lowering::element_wise},
       {"HardSwish", &Lowering::element_wise},
       {"Identity", &Lowering::identity},
+      {"LayerNormalization", &Lowering::layer_normalization},
       {"Pad", &Lowering::pad},
       {"Shape", &Lowering::shape},
       {"Gather", &Lowering::gather},
@@ -86,7 +87,7 @@ bool Lowering::supports(const std::string& op_type) {
       "Conv", "BatchNormalization", "Gemm", "MatMul", "Add", "Mul", "MaxPool", "AveragePool",
       "GlobalAveragePool", "Flatten", "Concat", "Dropout", "Clip", "HardSigmoid", "Relu",
       "Sigmoid", "HardSwish", "Identity", "Constant", "Pad", "Shape", "Gather", "Unsqueeze", "Squeeze", "Cast",
-      "Sub", "Div", "Reshape", "Transpose", "Slice", "ReduceMean"};
+      "Sub", "Div", "Reshape", "Transpose", "Slice", "ReduceMean", "LayerNormalization"};
   for (const char* supported : kSupported) {
     if (op_type == supported) return true;
   }

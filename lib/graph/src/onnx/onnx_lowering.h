@@ -69,6 +69,7 @@ class Lowering {
   void clip(const onnx::NodeProto& node);
   void hard_sigmoid(const onnx::NodeProto& node);
   void element_wise(const onnx::NodeProto& node);  // Relu, Sigmoid, HardSwish
+  void layer_normalization(const onnx::NodeProto& node);  // opset 17
   void identity(const onnx::NodeProto& node);
   void pad(const onnx::NodeProto& node);
   // Shape arithmetic, folded at import (onnx_shape_ops.cpp), and the shape ops on layers.

@@ -53,6 +53,20 @@ std::vector<float> transpose_matrix(const std::vector<float>& matrix, int64_t ro
   return result;
 }
 
+// A pooling window's kernel, strides (ONNX's default 1, where burst's unset stride is the
+// kernel), symmetric pads and ceil mode.
+template <typename PoolAttrs>
+PoolAttrs window_attrs(const onnx::NodeProto& node) {
+  require_no_auto_pad(node);
+  PoolAttrs attrs;
+  attrs.kernel = two(node, "kernel_shape", attr_ints(node, "kernel_shape", {}), {0, 0});
+  if (attrs.kernel.h == 0) throw UserError(fmt::format("{}: kernel_shape is required", describe(node)));
+  attrs.stride = two(node, "strides", attr_ints(node, "strides", {}), {1, 1});
+  attrs.padding = symmetric_pads(node, attr_ints(node, "pads", {}));
+  attrs.ceil_mode = attr_int(node, "ceil_mode", 0) != 0;
+  return attrs;
+}
+
 bool near(double a, double b) { return std::abs(a - b) <= 1e-6 * std::max(1.0, std::abs(b)); }
 
 }  // namespace
@@ -210,14 +224,8 @@ void Lowering::pad(const onnx::NodeProto& node) {
 }
 
 void Lowering::max_pool(const onnx::NodeProto& node) {
-  require_no_auto_pad(node);
   const std::string x = layer_input(node, 0);
-  MaxPool2dAttrs attrs;
-  attrs.kernel = two(node, "kernel_shape", attr_ints(node, "kernel_shape", {}), {0, 0});
-  if (attrs.kernel.h == 0) fail(node, "kernel_shape is required");
-  attrs.stride = two(node, "strides", attr_ints(node, "strides", {}), {1, 1});  // ONNX: 1
-  attrs.padding = symmetric_pads(node, attr_ints(node, "pads", {}));
-  attrs.ceil_mode = attr_int(node, "ceil_mode", 0) != 0;
+  auto attrs = window_attrs<MaxPool2dAttrs>(node);
   if (two(node, "dilations", attr_ints(node, "dilations", {}), {1, 1}) != Pair{1, 1}) {
     fail(node, "dilated pooling is not supported");
   }
@@ -226,14 +234,8 @@ void Lowering::max_pool(const onnx::NodeProto& node) {
 }
 
 void Lowering::average_pool(const onnx::NodeProto& node) {
-  require_no_auto_pad(node);
   const std::string x = layer_input(node, 0);
-  AvgPool2dAttrs attrs;
-  attrs.kernel = two(node, "kernel_shape", attr_ints(node, "kernel_shape", {}), {0, 0});
-  if (attrs.kernel.h == 0) fail(node, "kernel_shape is required");
-  attrs.stride = two(node, "strides", attr_ints(node, "strides", {}), {1, 1});
-  attrs.padding = symmetric_pads(node, attr_ints(node, "pads", {}));
-  attrs.ceil_mode = attr_int(node, "ceil_mode", 0) != 0;
+  auto attrs = window_attrs<AvgPool2dAttrs>(node);
   attrs.count_include_pad = attr_int(node, "count_include_pad", 0) != 0;  // ONNX default: 0
   add_layer(node, "", {x}, attrs);
 }
@@ -329,6 +331,29 @@ void Lowering::element_wise(const onnx::NodeProto& node) {
     BURST_ASSERT(op == "HardSwish", "element_wise handles Relu, Sigmoid and HardSwish");
     add_layer(node, "", {x}, HardswishAttrs{});
   }
+}
+
+void Lowering::layer_normalization(const onnx::NodeProto& node) {
+  // Opset 17's LayerNormalization over the last dim (torch.nn.LayerNorm, exported with
+  // opset_version=17): scale and bias [D] become the layer's weight and bias.
+  const std::string x = layer_input(node, 0);
+  const auto rank = static_cast<int64_t>(info_of(x).output_shape.size()) + 1;
+  const int64_t axis = attr_int(node, "axis", -1);
+  if (axis != -1 && axis != rank - 1) fail(node, fmt::format("normalises from axis {}; burst normalises the last dim", axis));
+  if (!has_input(node, 2)) fail(node, "has no bias; burst's layernorm has one");
+  ConstantTensor& scale = constant_input(node, 1);
+  LayerWeights weights;
+  weights.parameters.push_back(initial(scale));
+  weights.parameters.push_back(initial(constant_input(node, 2)));
+  only_first_output_used(node, "mean and inverse standard deviation");
+  const std::string layer = add_layer(node, scale.name, {x}, LayerNormAttrs{attr_float(node, "epsilon", 1e-5)});
+  const int64_t width = info_of(x).output_shape.back();
+  for (const InitialTensor& tensor : weights.parameters) {
+    if (tensor.shape != std::vector<int64_t>{width}) {
+      fail(node, fmt::format("'{}' must have {} values, one per feature", tensor.name, width));
+    }
+  }
+  weights_[layer] = std::move(weights);
 }
 
 void Lowering::identity(const onnx::NodeProto& node) {
