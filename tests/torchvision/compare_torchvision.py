@@ -11,14 +11,21 @@ shape (without the batch dimension) with the output_shape of the burst layer of 
 qualified name. Container modules (a ResNet bottleneck, an Inception block, a ViT encoder
 block) are compared with the burst layer that produces their output (CONTAINER_OUTPUT).
 
-It fails (exit 1) when a parameter count differs, when a module that owns parameters
+For the models in STATE_MODELS, where `burst train` exists, it trains one step and checks
+that --save-params holds every torchvision parameter and BatchNorm statistic under its
+state_dict name and in its shape, as docs/model-format.md promises (so
+model.load_state_dict(torch.load(file), strict=False) takes them back).
+
+It fails (exit 1) when a parameter count differs, when a saved name or shape differs, when a module that owns parameters
 (conv, batchnorm, linear, layernorm, embedding, attention) has no burst layer of its name,
 or when a compared shape differs. Modules called more than once per forward pass (ResNet's
 shared ReLU) are skipped. Needs torch and torchvision (tested with 1.13 / 0.14).
 """
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import torch
@@ -27,6 +34,7 @@ import torchvision
 
 MODELS = ["vgg16", "resnet50", "wide_resnet50_2", "wide_resnet101_2", "inception_v3", "vit_b_16"]
 SHAPE_MODELS = {"vgg16", "resnet50", "inception_v3", "vit_b_16"}
+STATE_MODELS = {"resnet50", "inception_v3", "vit_b_16"}
 
 # Modules that own parameters and must each have a burst layer of the same name.
 PARAMETER_MODULES = (nn.Conv2d, nn.BatchNorm2d, nn.Linear, nn.LayerNorm, nn.Embedding,
@@ -131,6 +139,31 @@ def compare_shapes(name, model, report):
     return compared, skipped_repeated, problems
 
 
+def has_train(burst):
+    return subprocess.run([burst, "train", "--help"], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL).returncode == 0
+
+
+def compare_state(burst, name, model):
+    """Names and shapes of one step's --save-params against the model's state_dict."""
+    with tempfile.TemporaryDirectory() as work:
+        path = os.path.join(work, "params.pt")
+        result = subprocess.run([burst, "train", "--model", name, "--global-batch", "2",
+                                 "--synthetic-samples", "2", "--steps", "1", "--save-params", path],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if result.returncode != 0:
+            return 0, [f"burst train exited {result.returncode}: {result.stderr.strip()}"]
+        saved = torch.load(path)
+    problems = []
+    wanted = {k: v for k, v in model.state_dict().items() if not k.endswith("num_batches_tracked")}
+    for key, value in wanted.items():
+        if key not in saved:
+            problems.append(f"state_dict '{key}' {list(value.shape)} is not saved by burst")
+        elif list(saved[key].shape) != list(value.shape):
+            problems.append(f"'{key}': torch {list(value.shape)}, burst {list(saved[key].shape)}")
+    return len(wanted), problems
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
@@ -157,6 +190,10 @@ def main():
             problems += shape_problems
             line += (f"; {compared} layer shapes compared ({skipped} modules called more than "
                      f"once skipped)")
+        if name in STATE_MODELS and has_train(burst):
+            compared, state_problems = compare_state(burst, name, model)
+            problems += state_problems[:10]
+            line += f"; {compared} state_dict entries compared"
         del model
         line += f"; {len(problems)} mismatches ({time.time() - started:.1f} s)"
         print(line, flush=True)

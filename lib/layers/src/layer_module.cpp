@@ -415,6 +415,12 @@ void copy_initial(torch::Tensor& target, const graph::InitialTensor& source, con
 
 }  // namespace
 
+std::string state_name(const Graph& graph, LayerId id, const std::string& key) {
+  const graph::OpKind op = graph.layer(id).op();
+  if (op == graph::OpKind::ClassToken || op == graph::OpKind::PositionEmbedding) return graph.layer(id).name;
+  return graph.layer(id).name + "." + key;
+}
+
 void load_initial_weights(LayerModule& layer, const graph::LayerWeights& weights, const std::string& layer_name) {
   std::vector<torch::Tensor> parameters = layer.module().parameters();
   std::vector<torch::Tensor> buffers;

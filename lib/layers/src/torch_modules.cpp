@@ -10,24 +10,23 @@ namespace burst::layers {
 namespace F = torch::nn::functional;
 
 PositionEmbeddingImpl::PositionEmbeddingImpl(int64_t max_positions, int64_t dim) {
-  weight = register_parameter("weight", torch::empty({max_positions, dim}));
+  weight = register_parameter("weight", torch::empty({1, max_positions, dim}));
   torch::NoGradGuard no_grad;
   weight.normal_(0.0, 0.02);
 }
 
 torch::Tensor PositionEmbeddingImpl::forward(const torch::Tensor& x) {
   const int64_t tokens = x.size(1);
-  return x + weight.narrow(0, 0, tokens);  // [B, T, D] + [T, D]
+  return x + weight.narrow(1, 0, tokens);  // [B, T, D] + [1, T, D]
 }
 
 ClassTokenImpl::ClassTokenImpl(int64_t dim) {
-  token = register_parameter("token", torch::zeros({dim}));
+  token = register_parameter("token", torch::zeros({1, 1, dim}));
 }
 
 torch::Tensor ClassTokenImpl::forward(const torch::Tensor& x) {
   const int64_t batch = x.size(0);
-  const torch::Tensor tokens =
-      token.view({1, 1, -1}).expand({batch, 1, token.size(0)});  // [B, 1, D]
+  const torch::Tensor tokens = token.expand({batch, 1, token.size(2)});  // [B, 1, D]
   return torch::cat({tokens, x}, 1);  // [B, T + 1, D]
 }
 

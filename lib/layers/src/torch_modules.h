@@ -18,22 +18,22 @@ namespace burst::layers {
 class PositionEmbeddingImpl : public torch::nn::Module {
  public:
   PositionEmbeddingImpl(int64_t max_positions, int64_t dim);
-  // x [B, T, D] -> x + weight[0:T] (broadcast over B), [B, T, D].
+  // x [B, T, D] -> x + weight[:, 0:T] (broadcast over B), [B, T, D].
   torch::Tensor forward(const torch::Tensor& x);
 
-  torch::Tensor weight;  // [max_positions, D]
+  torch::Tensor weight;  // [1, max_positions, D], torchvision ViT's pos_embedding shape
 };
 TORCH_MODULE(PositionEmbedding);
 
-// ViT's class token: one learned token [D] (initialised to zeros, as torchvision does)
-// prepended to every sequence.
+// ViT's class token: one learned token [1, 1, D] (torchvision's shape, initialised to
+// zeros as torchvision does) prepended to every sequence.
 class ClassTokenImpl : public torch::nn::Module {
  public:
   explicit ClassTokenImpl(int64_t dim);
   // x [B, T, D] -> [B, T + 1, D]; row 0 of every sample is the token.
   torch::Tensor forward(const torch::Tensor& x);
 
-  torch::Tensor token;  // [D]
+  torch::Tensor token;  // [1, 1, D]
 };
 TORCH_MODULE(ClassToken);
 

@@ -84,7 +84,7 @@ std::vector<std::pair<std::string, torch::Tensor>> PlanExecutor::local_parameter
   for (size_t id = 0; id < state_->modules.size(); ++id) {
     if (!state_->modules[id]) continue;
     for (const auto& item : state_->modules[id]->module().named_parameters()) {
-      named.emplace_back(state_->graph.layer(static_cast<graph::LayerId>(id)).name + "." + item.key(),
+      named.emplace_back(layers::state_name(state_->graph, static_cast<graph::LayerId>(id), item.key()),
                          item.value());
     }
   }
@@ -118,10 +118,9 @@ std::vector<std::pair<std::string, torch::Tensor>> PlanExecutor::gather_paramete
       }
     }
     if (s.rank != 0) continue;
-    const std::string prefix = s.graph.layer(id).name + ".";
     if (owner == 0) {
       for (const auto& [name, tensor] : named_state(s.modules[static_cast<size_t>(id)]->module())) {
-        gathered.emplace_back(prefix + name, tensor.detach().clone());
+        gathered.emplace_back(layers::state_name(s.graph, id, name), tensor.detach().clone());
       }
       continue;
     }
@@ -132,7 +131,7 @@ std::vector<std::pair<std::string, torch::Tensor>> PlanExecutor::gather_paramete
     for (const auto& [name, tensor] : named_state(stand_in->module())) {
       torch::Tensor value = torch::empty_like(tensor).contiguous();
       s.comm.receive(value, owner, gather_tag(id, index++))->wait();
-      gathered.emplace_back(prefix + name, value);
+      gathered.emplace_back(layers::state_name(s.graph, id, name), value);
     }
   }
   for (auto& [tensor, work] : sends) work->wait();

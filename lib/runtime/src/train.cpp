@@ -102,9 +102,9 @@ double test_accuracy(const graph::Graph& graph, const std::vector<std::pair<std:
     modules.push_back(layers::make_layer_module(graph, id));
     auto& module = modules.back()->module();
     module.eval();
-    for (auto& item : module.named_parameters()) item.value().copy_(values.at(graph.layer(id).name + "." + item.key()));
+    for (auto& item : module.named_parameters()) item.value().copy_(values.at(layers::state_name(graph, id, item.key())));
     for (auto& item : module.named_buffers()) {
-      const auto found = values.find(graph.layer(id).name + "." + item.key());
+      const auto found = values.find(layers::state_name(graph, id, item.key()));
       if (found != values.end()) item.value().copy_(found->second);
     }
   }

@@ -106,6 +106,12 @@ void set_floating_dtype(LayerModule& layer, torch::Dtype dtype);
 void load_initial_weights(LayerModule& layer, const graph::LayerWeights& weights,
                           const std::string& layer_name);
 
+// The name under which tensor `key` of layer `id`'s module is saved (--save-params):
+// "<layer>.<key>", as a torch state_dict names a submodule's tensors, except for the class
+// token and the position embedding, whose single parameter torchvision's ViT names after
+// the module itself ("class_token", "encoder.pos_embedding").
+std::string state_name(const graph::Graph& graph, graph::LayerId id, const std::string& key);
+
 // Random inputs for forward() of layer `id` at batch `batch` (>= 1), from torch's global
 // generator: float32 inputs N(0, 1); int64 token ids uniform in [0, vocab) (bounded also by
 // a consuming embedding's num_embeddings); a loss's labels uniform in [0, classes).
