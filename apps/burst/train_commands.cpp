@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <iostream>
 #include <memory>
@@ -80,7 +81,11 @@ void apply_background_option(TrainArgs& args) {
 // `check_checkpoint`, a checkpoint that cannot resume (a process that trains right after
 // leaves that to the worker, so that it decodes the checkpoint once).
 // Returns the fingerprints of the model and the plan it validated (the workers compare them).
-runtime::TrainConfig::Checked check(const TrainArgs& args, int world_size, bool check_checkpoint) {
+// The model, loaded on first use: the cheap checks come first.
+using ModelLoader = std::function<const graph::Graph&()>;
+
+runtime::TrainConfig::Checked check(const TrainArgs& args, const ModelLoader& model, int world_size,
+                                    bool check_checkpoint) {
   const runtime::TrainConfig& config = args.config;
   if (config.steps <= 0 && config.epochs <= 0) throw UserError("give --steps S or --epochs E (at least 1)");
   if (config.steps > 0 && config.epochs > 0) throw UserError("give --steps or --epochs, not both");
@@ -102,7 +107,7 @@ runtime::TrainConfig::Checked check(const TrainArgs& args, int world_size, bool 
   if (config.checkpoint_dir.empty() && (config.checkpoint_every > 0 || config.resume)) {
     throw UserError("--checkpoint-every and --resume need --checkpoint-dir DIR");
   }
-  const graph::Graph graph = graph::load_model(config.model);
+  const graph::Graph& graph = model();
   if (config.dataset == "fashion-mnist") {
     // Fashion-MNIST's samples are [1, 28, 28] images of 10 classes (lib/data checks the files).
     graph::check_fits_samples(graph, {"fashion-mnist", {1, 28, 28}, 10});
@@ -159,13 +164,14 @@ class TemporaryDirectory {
 
 // --strategy burst: the cost model (given, or measured on this CPU now), the burst plan for
 // `world_size` workers on this machine, written to `directory`; returns the plan's path.
-std::string make_burst_plan(const TrainArgs& args, int world_size, const std::string& directory) {
+std::string make_burst_plan(const TrainArgs& args, const ModelLoader& model, int world_size,
+                            const std::string& directory) {
   const runtime::TrainConfig& config = args.config;
   if (!config.plan_file.empty()) throw UserError("give --plan FILE or --strategy burst, not both");
   if (config.global_batch < 1) {
     throw UserError(fmt::format("--global-batch must be at least 1, got {}", config.global_batch));
   }
-  const graph::Graph graph = graph::load_model(config.model);
+  const graph::Graph& graph = model();
   std::string profile = args.profile;
   if (args.device.empty() && profile.empty()) {
     // Per-device batches the plan can use: powers of two up to the global batch, and it.
@@ -295,6 +301,13 @@ std::vector<std::string> own_command_line() {
 
 void run_train(TrainArgs& args) {
   apply_background_option(args);
+  // Loaded once, when the launcher needs it (an ONNX model is parsed here and again by each
+  // worker, which also takes its weights).
+  std::optional<graph::Graph> loaded;
+  const ModelLoader model = [&]() -> const graph::Graph& {
+    if (!loaded) loaded.emplace(graph::load_model(args.config.model));
+    return *loaded;
+  };
   if (args.strategy != "burst" && (!args.cluster_file.empty() || !args.device.empty() || !args.profile.empty())) {
     throw UserError("--cluster, --device and --profile choose the cost model of --strategy burst; give it too");
   }
@@ -303,8 +316,8 @@ void run_train(TrainArgs& args) {
       throw UserError(fmt::format("--nproc must be between 1 and {}, got {}", launch::kMaxLocalWorkers, args.nproc));
     }
     TemporaryDirectory scratch;
-    if (args.strategy == "burst") args.config.plan_file = make_burst_plan(args, args.nproc, scratch.path());
-    args.config.checked = check(args, args.nproc, /*check_checkpoint=*/true);
+    if (args.strategy == "burst") args.config.plan_file = make_burst_plan(args, model, args.nproc, scratch.path());
+    args.config.checked = check(args, model, args.nproc, /*check_checkpoint=*/true);
     const std::vector<std::string> words = own_command_line();
     std::vector<std::string> argv{launch::current_executable()};
     for (size_t i = 1; i < words.size(); ++i) {
@@ -342,13 +355,13 @@ void run_train(TrainArgs& args) {
       throw UserError("--strategy burst under torchrun, Slurm or mpirun needs --profile FILE or --device KIND, "
                       "so that every rank makes the same plan (or use --nproc, or burst plan -o FILE and --plan)");
     }
-    args.config.plan_file = make_burst_plan(args, place.world_size, scratch.path());
+    args.config.plan_file = make_burst_plan(args, model, place.world_size, scratch.path());
   }
   // Under burst's own launcher (which checked everything once, before any worker started)
   // the error goes to the launcher's one-line report, not to a line of each worker's own.
   std::optional<launch::WorkerStatus> status = launch::WorkerStatus::from_environment(place.rank);
   if (!status) {
-    check(args, place.world_size, /*check_checkpoint=*/false);
+    check(args, model, place.world_size, /*check_checkpoint=*/false);
     run_worker(args.config, place);
     return;
   }

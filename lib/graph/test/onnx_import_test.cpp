@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <stdexcept>
 
 #include <onnx/onnx_pb.h>
 
@@ -77,7 +78,7 @@ void set_int(onnx::NodeProto* node, const std::string& name, int64_t value) {
 
 const LayerSpec& layer(const Graph& graph, const std::string& name) {
   const auto id = graph.find(name);
-  EXPECT_TRUE(id.has_value()) << "no layer " << name;
+  if (!id) throw std::runtime_error("the imported graph has no layer '" + name + "'");
   return graph.layer(*id);
 }
 
@@ -359,6 +360,75 @@ TEST(OnnxImport, StructuralErrorsNameTheNode) {
     set_ints(conv, "pads", {0, 0, 1, 1});
     m.output("output");
     expect_refused(m.bytes(), "pads 0,0,1,1 are not the same at both ends");
+  }
+}
+
+TEST(OnnxImport, WeightsThatDoNotFitTheirInputAreRefused) {
+  {
+    OnnxModel m({4});  // features [4], but the weight is [5, 3]: it takes 3 features
+    auto* gemm = m.node("Gemm", {"input", m.weight("fc.weight", {5, 3})}, {"output"});
+    set_int(gemm, "transB", 1);
+    m.output("output");
+    expect_refused(m.bytes(), "input 'input' has per-sample shape [4]; a [5, 3] weight needs [3]");
+  }
+  {
+    OnnxModel m({3, 8, 8});  // 3 channels, but the weight takes 2
+    m.node("Conv", {"input", m.weight("conv.weight", {4, 2, 3, 3})}, {"c"});
+    m.node("GlobalAveragePool", {"c"}, {"g"});
+    m.node("Flatten", {"g"}, {"output"});
+    m.output("output");
+    expect_refused(m.bytes(), "'conv.weight' has shape [4, 2, 3, 3], expected [4, 3, 3, 3]");
+  }
+}
+
+TEST(OnnxImport, InputsOfTheWrongKindAreRefusedNotDereferenced) {
+  // A computed tensor plus the integers of its own shape: neither a tensor sum nor a bias.
+  OnnxModel m({4});
+  m.node("Shape", {"input"}, {"shape"});
+  m.node("Add", {"input", "shape"}, {"output"});
+  m.output("output");
+  expect_refused(m.bytes(), "adds a computed tensor and integers, or two constants");
+  // Sub of float tensors is not shape arithmetic.
+  OnnxModel sub({4});
+  sub.node("Sub", {"input", "input"}, {"output"});
+  sub.output("output");
+  expect_refused(sub.bytes(), "burst computes Add, Sub, Mul and Div of integers at import");
+}
+
+TEST(OnnxImport, ALayerNamedLossKeepsItsNameAndTheAddedLossTakesAnother) {
+  OnnxModel m({4});
+  auto* gemm = m.node("Gemm", {"input", m.weight("onnx::Gemm_1", {3, 4})}, {"output"});
+  gemm->set_name("loss");
+  set_int(gemm, "transB", 1);
+  m.output("output");
+  const Graph g = m.import().graph;
+  EXPECT_EQ(layer(g, "loss").op(), OpKind::Linear);
+  EXPECT_EQ(layer(g, "loss_2").op(), OpKind::SoftmaxCrossEntropy);
+}
+
+TEST(OnnxImport, SqueezeDropsOnlyTheAxesItNames) {
+  // Shape(x) of [batch, 4, 1] is [3]; Unsqueeze at 0 and 2 gives [1, 3, 1]; Squeeze axis 0
+  // leaves [3, 1], whose Gather is refused as not 1-D; Squeeze without axes leaves [3].
+  for (const bool with_axes : {true, false}) {
+    OnnxModel m({4, 1});
+    m.node("Shape", {"input"}, {"shape"});
+    m.node("Unsqueeze", {"shape", ints(m, "axes", {0, 2})}, {"wide"});
+    m.node("Squeeze", with_axes ? std::vector<std::string>{"wide", ints(m, "first", {0})} : std::vector<std::string>{"wide"},
+           {"narrow"});
+    m.node("Gather", {"narrow", ints(m, "zero", {0}, true)}, {"b"});
+    m.node("Unsqueeze", {"b", ints(m, "at0", {0})}, {"b1"});
+    auto* concat = m.node("Concat", {"b1", ints(m, "rest", {4})}, {"target"});
+    set_int(concat, "axis", 0);
+    m.node("Reshape", {"input", "target"}, {"flat"});
+    auto* gemm = m.node("Gemm", {"flat", m.weight("fc.weight", {2, 4})}, {"output"});
+    set_int(gemm, "transB", 1);
+    m.output("output");
+    if (with_axes) {
+      expect_refused(m.bytes(), "burst gathers from 1-D integer tensors (shapes) only");
+    } else {
+      const Graph g = m.import().graph;
+      EXPECT_EQ(std::get<ReshapeAttrs>(layer(g, "Reshape_6").attrs).shape, (Shape{4}));
+    }
   }
 }
 

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <queue>
 #include <set>
 
 #include <fmt/format.h>
@@ -85,17 +87,17 @@ std::vector<const onnx::NodeProto*> ordered_nodes(const onnx::GraphProto& graph)
     }
   }
   std::vector<const onnx::NodeProto*> order;
-  std::vector<int> ready;
-  for (int i = graph.node_size() - 1; i >= 0; --i) {
-    if (waiting[static_cast<size_t>(i)] == 0) ready.push_back(i);
+  // Smallest index first keeps the file's order where it is valid.
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    if (waiting[static_cast<size_t>(i)] == 0) ready.push(i);
   }
-  while (!ready.empty()) {  // smallest index first keeps the file's order where it is valid
-    std::sort(ready.rbegin(), ready.rend());
-    const int next = ready.back();
-    ready.pop_back();
+  while (!ready.empty()) {
+    const int next = ready.top();
+    ready.pop();
     order.push_back(&graph.node(next));
     for (const int reader : readers[static_cast<size_t>(next)]) {
-      if (--waiting[static_cast<size_t>(reader)] == 0) ready.push_back(reader);
+      if (--waiting[static_cast<size_t>(reader)] == 0) ready.push(reader);
     }
   }
   if (order.size() != static_cast<size_t>(graph.node_size())) {
@@ -173,7 +175,7 @@ ImportedModel import_model(onnx::ModelProto model, const std::string& base_dir, 
   refuse_unsupported(graph, opset);
   std::deque<onnx_import::ConstantTensor> initializers =
       onnx_import::decode_initializers(model.mutable_graph(), base_dir, weights);
-  Lowering lowering(graph, std::move(nodes), opset, std::move(initializers), base_dir);
+  Lowering lowering(graph, std::move(nodes), std::move(initializers), base_dir);
   std::vector<LayerSpec> layers = lowering.lower();
   ImportedModel imported{Graph::build(name, std::move(layers)), {}};
   if (weights) imported.weights = lowering.take_weights();

@@ -22,11 +22,10 @@ std::string state_dict_prefix(const std::string& weight) {
 
 }  // namespace
 
-Lowering::Lowering(const onnx::GraphProto& graph, std::vector<const onnx::NodeProto*> nodes, int opset,
+Lowering::Lowering(const onnx::GraphProto& graph, std::vector<const onnx::NodeProto*> nodes,
                    std::deque<ConstantTensor> initializers, std::string base_dir)
     : graph_(graph),
       nodes_(std::move(nodes)),
-      opset_(opset),
       base_dir_(std::move(base_dir)),
       constants_(std::move(initializers)) {
   for (const auto* node : nodes_) {
@@ -35,11 +34,13 @@ Lowering::Lowering(const onnx::GraphProto& graph, std::vector<const onnx::NodePr
   for (const auto& output : graph_.output()) ++uses_[output.name()];
 }
 
-std::vector<LayerSpec> Lowering::lower() {
-  for (ConstantTensor& tensor : constants_) bind_constant(&tensor);
-  lower_inputs();
-  using Handler = void (Lowering::*)(const onnx::NodeProto&);
-  static const std::map<std::string, Handler> handlers = {
+namespace {
+
+using Handler = void (Lowering::*)(const onnx::NodeProto&);
+
+// The one list of ONNX ops burst reads, each with its handler.
+const std::map<std::string, Handler>& handlers() {
+  static const std::map<std::string, Handler> table = {
       {"Conv", &Lowering::conv},
       {"BatchNormalization", &Lowering::batch_normalization},
       {"Gemm", &Lowering::gemm},
@@ -73,26 +74,24 @@ std::vector<LayerSpec> Lowering::lower() {
       {"ReduceMean", &Lowering::reduce_mean},
       {"Constant", &Lowering::constant},
   };
+  return table;
+}
+
+}  // namespace
+
+std::vector<LayerSpec> Lowering::lower() {
+  for (ConstantTensor& tensor : constants_) bind_constant(&tensor);
+  lower_inputs();
   for (const onnx::NodeProto* node : nodes_) {
-    const auto handler = handlers.find(node->op_type());
-    BURST_ASSERT(handler != handlers.end(), "unsupported ops are refused before lowering");
+    const auto handler = handlers().find(node->op_type());
+    BURST_ASSERT(handler != handlers().end(), "unsupported ops are refused before lowering");
     (this->*handler->second)(*node);
   }
   lower_outputs();
   return std::move(layers_);
 }
 
-bool Lowering::supports(const std::string& op_type) {
-  static const char* const kSupported[] = {
-      "Conv", "BatchNormalization", "Gemm", "MatMul", "Add", "Mul", "MaxPool", "AveragePool",
-      "GlobalAveragePool", "Flatten", "Concat", "Dropout", "Clip", "HardSigmoid", "Relu",
-      "Sigmoid", "HardSwish", "Identity", "Constant", "Pad", "Shape", "Gather", "Unsqueeze", "Squeeze", "Cast",
-      "Sub", "Div", "Reshape", "Transpose", "Slice", "ReduceMean", "LayerNormalization"};
-  for (const char* supported : kSupported) {
-    if (op_type == supported) return true;
-  }
-  return false;
-}
+bool Lowering::supports(const std::string& op_type) { return handlers().count(op_type) != 0; }
 
 void Lowering::lower_inputs() {
   for (const onnx::ValueInfoProto& input : graph_.input()) {
@@ -116,11 +115,7 @@ void Lowering::lower_inputs() {
       }
       attrs.shape.push_back(dims[d].dim_value());
     }
-    LayerSpec spec{input.name(), {}, attrs};
-    infos_[spec.name] = infer_layer(spec, {});
-    layer_index_[spec.name] = layers_.size();
-    layers_.push_back(std::move(spec));
-    bind_layer(input.name(), input.name());
+    bind_layer(input.name(), append(LayerSpec{input.name(), {}, attrs}));
   }
 }
 
@@ -139,11 +134,7 @@ void Lowering::lower_outputs() {
           "and needs logits [classes]",
           name, shape_to_string(info_of(logits).output_shape)));
     }
-    LayerSpec loss{count == 1 ? "loss" : "loss_" + name, {logits}, SoftmaxCrossEntropyAttrs{}};
-    BURST_ASSERT(infos_.count(loss.name) == 0 || count > 1, "a layer named 'loss' already exists");
-    if (infos_.count(loss.name) != 0) loss.name += "_loss";
-    infos_[loss.name] = infer_layer(loss, {&info_of(logits)});
-    layers_.push_back(std::move(loss));
+    append(LayerSpec{count == 1 ? "loss" : "loss_" + name, {logits}, SoftmaxCrossEntropyAttrs{}});
   }
 }
 
@@ -237,23 +228,27 @@ void Lowering::only_first_output_used(const onnx::NodeProto& node, const std::st
   }
 }
 
+std::string Lowering::append(LayerSpec spec) {
+  const std::string base = spec.name;
+  for (int suffix = 2; infos_.count(spec.name) != 0; ++suffix) spec.name = fmt::format("{}_{}", base, suffix);
+  std::vector<const LayerInfo*> input_infos;
+  for (const std::string& input : spec.inputs) input_infos.push_back(&info_of(input));
+  infos_[spec.name] = infer_layer(spec, input_infos);
+  layer_index_[spec.name] = layers_.size();
+  layers_.push_back(std::move(spec));
+  return layers_.back().name;
+}
+
 std::string Lowering::add_layer(const onnx::NodeProto& node, const std::string& weight,
                                 std::vector<std::string> inputs, Attrs attrs) {
   std::string name = state_dict_prefix(weight);
   if (name.empty()) name = node.name();
   if (name.empty()) name = node.output(0);
-  const std::string base = name;
-  for (int suffix = 2; infos_.count(name) != 0; ++suffix) name = fmt::format("{}_{}", base, suffix);
-  LayerSpec spec{name, std::move(inputs), std::move(attrs)};
-  std::vector<const LayerInfo*> input_infos;
-  for (const std::string& input : spec.inputs) input_infos.push_back(&info_of(input));
   try {
-    infos_[name] = infer_layer(spec, input_infos);
+    name = append(LayerSpec{name, std::move(inputs), std::move(attrs)});
   } catch (const UserError& error) {
     fail(node, error.what());
   }
-  layer_index_[name] = layers_.size();
-  layers_.push_back(std::move(spec));
   bind_layer(node.output(0), name);
   return name;
 }

@@ -41,7 +41,7 @@ class Lowering {
  public:
   // `nodes` in topological order; `initializers` decoded (decode_initializers);
   // `base_dir` resolves external data of Constant nodes.
-  Lowering(const onnx::GraphProto& graph, std::vector<const onnx::NodeProto*> nodes, int opset,
+  Lowering(const onnx::GraphProto& graph, std::vector<const onnx::NodeProto*> nodes,
            std::deque<ConstantTensor> initializers, std::string base_dir);
 
   // The layers (graph inputs, every node, a loss per graph output) and their weights.
@@ -100,9 +100,15 @@ class Lowering {
   LayerSpec& layer_named(const std::string& layer);
   // How many nodes and graph outputs read tensor `name`.
   int uses(const std::string& name) const;
+  // Refuses a tensor's shape unless it is `expected`, naming the node and the tensor.
+  void require_shape(const onnx::NodeProto& node, const InitialTensor& tensor,
+                     const std::vector<int64_t>& expected, const char* why) const;
   // Refuses a consumed output of `node` past the first (BatchNorm's statistics, masks).
   void only_first_output_used(const onnx::NodeProto& node, const std::string& what);
 
+  // Appends `spec` (renamed "<name>_2", "_3", ... if the name is taken), inferring its
+  // shapes at once; returns the name it got.
+  std::string append(LayerSpec spec);
   // Appends a layer computing `node`'s first output; the name comes from `weight` (its
   // state_dict prefix) when there is one, else from the node. Shapes are inferred at once.
   std::string add_layer(const onnx::NodeProto& node, const std::string& weight,
@@ -118,7 +124,6 @@ class Lowering {
 
   const onnx::GraphProto& graph_;
   std::vector<const onnx::NodeProto*> nodes_;
-  int opset_;
   std::string base_dir_;
 
   std::vector<LayerSpec> layers_;

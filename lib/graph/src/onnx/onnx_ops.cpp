@@ -87,12 +87,16 @@ void Lowering::conv(const onnx::NodeProto& node) {
   attrs.padding = symmetric_pads(node, attr_ints(node, "pads", {}));
   attrs.groups = attr_int(node, "group", 1);
   attrs.bias = has_input(node, 2);
+  const std::string layer = add_layer(node, weight.name, {x}, attrs);  // checks groups and sizes
   LayerWeights weights;
   weights.parameters.push_back(initial(weight));
-  if (attrs.bias) weights.parameters.push_back(initial(constant_input(node, 2)));
-  const std::string layer = add_layer(node, weight.name, {x}, attrs);
-  if (weights.parameters.back().shape != std::vector<int64_t>{attrs.out_channels} && attrs.bias) {
-    fail(node, "the bias must have one value per output channel");
+  const int64_t in_channels = info_of(x).output_shape.at(0);
+  require_shape(node, weights.parameters.back(),
+                {attrs.out_channels, in_channels / attrs.groups, attrs.kernel.h, attrs.kernel.w},
+                "[out, in / groups, kh, kw] for its input");
+  if (attrs.bias) {
+    weights.parameters.push_back(initial(constant_input(node, 2)));
+    require_shape(node, weights.parameters.back(), {attrs.out_channels}, "one value per output channel");
   }
   weights_[layer] = std::move(weights);
 }
@@ -116,11 +120,7 @@ void Lowering::batch_normalization(const onnx::NodeProto& node) {
   const std::string layer = add_layer(node, scale.name, {x}, attrs);
   const int64_t channels = info_of(x).output_shape.at(0);
   for (const auto* group : {&weights.parameters, &weights.buffers}) {
-    for (const InitialTensor& tensor : *group) {
-      if (tensor.shape != std::vector<int64_t>{channels}) {
-        fail(node, fmt::format("'{}' must have {} values, one per channel", tensor.name, channels));
-      }
-    }
+    for (const InitialTensor& tensor : *group) require_shape(node, tensor, {channels}, "one value per channel");
   }
   weights_[layer] = std::move(weights);
 }
@@ -144,11 +144,11 @@ void Lowering::gemm(const onnx::NodeProto& node) {
   if (attrs.bias) {
     ConstantTensor& bias = constant_input(node, 2);
     if (bias.element_count() != out) fail(node, fmt::format("the bias must have {} values", out));
-    weights.parameters.push_back(initial(bias, {out}));
+    weights.parameters.push_back(initial(bias, {out}));  // [out] or [1, out]: torch's [out]
   }
-  if (info_of(x).output_shape.size() != 1) {
-    fail(node, fmt::format("input '{}' has per-sample shape {}; Gemm needs [features]", x,
-                           shape_to_string(info_of(x).output_shape)));
+  if (info_of(x).output_shape != Shape{in}) {
+    fail(node, fmt::format("input '{}' has per-sample shape {}; a [{}, {}] weight needs [{}]", x,
+                           shape_to_string(info_of(x).output_shape), out, in, in));
   }
   weights_[add_layer(node, weight.name, {x}, attrs)] = std::move(weights);
 }
@@ -160,6 +160,10 @@ void Lowering::matmul(const onnx::NodeProto& node) {
   ConstantTensor& weight = constant_input(node, 1);
   if (weight.dims.size() != 2) fail(node, "burst takes MatMul with a constant matrix only");
   const int64_t in = weight.dims[0], out = weight.dims[1];
+  if (info_of(x).output_shape.empty() || info_of(x).output_shape.back() != in) {
+    fail(node, fmt::format("input '{}' has per-sample shape {}; a [{}, {}] weight needs [..., {}]", x,
+                           shape_to_string(info_of(x).output_shape), in, out, in));
+  }
   InitialTensor w = initial(weight, {out, in});
   w.values = transpose_matrix(w.values, in, out);  // torch's [out, in]
   LayerWeights weights;
@@ -178,7 +182,9 @@ void Lowering::add(const onnx::NodeProto& node) {
   // A bias after a MatMul that nothing else reads: the linear layer takes it.
   const Value& computed = a.layer.empty() ? b : a;
   const Value& bias = a.layer.empty() ? a : b;
-  if (computed.layer.empty()) fail(node, "adds two constants");
+  if (computed.layer.empty() || bias.constant == nullptr) {
+    fail(node, "adds a computed tensor and integers, or two constants; burst adds tensors, or folds a bias");
+  }
   auto* linear = layers_.back().name == computed.layer ? std::get_if<LinearAttrs>(&layers_.back().attrs) : nullptr;
   const int64_t features = info_of(computed.layer).output_shape.back();
   const std::string& matmul_output = node.input(a.layer.empty() ? 1 : 0);
@@ -293,14 +299,9 @@ void Lowering::dropout(const onnx::NodeProto& node) {
 
 void Lowering::clip(const onnx::NodeProto& node) {
   const std::string x = layer_input(node, 0);
-  double low = -INFINITY, high = INFINITY;
-  if (opset_ < 11) {
-    low = attr_float(node, "min", low);
-    high = attr_float(node, "max", high);
-  } else {
-    if (has_input(node, 1)) low = constant_input(node, 1).scalar();
-    if (has_input(node, 2)) high = constant_input(node, 2).scalar();
-  }
+  double low = -INFINITY, high = INFINITY;  // opset 11 on: the bounds are inputs
+  if (has_input(node, 1)) low = constant_input(node, 1).scalar();
+  if (has_input(node, 2)) high = constant_input(node, 2).scalar();
   if (low == 0 && std::isinf(high) && high > 0) {
     add_layer(node, "", {x}, ReluAttrs{});
     return;
@@ -348,12 +349,16 @@ void Lowering::layer_normalization(const onnx::NodeProto& node) {
   only_first_output_used(node, "mean and inverse standard deviation");
   const std::string layer = add_layer(node, scale.name, {x}, LayerNormAttrs{attr_float(node, "epsilon", 1e-5)});
   const int64_t width = info_of(x).output_shape.back();
-  for (const InitialTensor& tensor : weights.parameters) {
-    if (tensor.shape != std::vector<int64_t>{width}) {
-      fail(node, fmt::format("'{}' must have {} values, one per feature", tensor.name, width));
-    }
-  }
+  for (const InitialTensor& tensor : weights.parameters) require_shape(node, tensor, {width}, "one value per feature");
   weights_[layer] = std::move(weights);
+}
+
+void Lowering::require_shape(const onnx::NodeProto& node, const InitialTensor& tensor,
+                             const std::vector<int64_t>& expected, const char* why) const {
+  if (tensor.shape != expected) {
+    fail(node, fmt::format("'{}' has shape [{}], expected [{}] ({})", tensor.name, fmt::join(tensor.shape, ", "),
+                           fmt::join(expected, ", "), why));
+  }
 }
 
 void Lowering::identity(const onnx::NodeProto& node) {

@@ -70,11 +70,21 @@ void Lowering::unsqueeze(const onnx::NodeProto& node) {
 
 void Lowering::squeeze(const onnx::NodeProto& node) {
   SymbolicTensor out = integer_input(node, 0);
-  std::vector<int64_t> dims;
-  for (const int64_t dim : out.dims) {
-    if (dim != 1) dims.push_back(dim);
+  const auto rank = static_cast<int64_t>(out.dims.size());
+  std::vector<int64_t> axes = has_input(node, 1) ? fixed_integers(node, 1) : attr_ints(node, "axes", {});
+  std::vector<bool> squeezed(out.dims.size(), axes.empty());  // no axes: every size-1 dim
+  for (const int64_t axis : axes) {
+    const int64_t at = normalized_axis(axis, rank);
+    if (at < 0 || at >= rank || out.dims[static_cast<size_t>(at)] != 1) {
+      fail(node, fmt::format("axis {} is not a size-1 dim of [{}]", axis, fmt::join(out.dims, ", ")));
+    }
+    squeezed[static_cast<size_t>(at)] = true;
   }
-  out.dims = dims;  // squeezing only size-1 dims keeps the values as they are
+  std::vector<int64_t> dims;
+  for (size_t d = 0; d < out.dims.size(); ++d) {
+    if (!(squeezed[d] && out.dims[d] == 1)) dims.push_back(out.dims[d]);
+  }
+  out.dims = dims;  // dropping size-1 dims keeps the values as they are
   bind_integers(node.output(0), std::move(out));
 }
 
@@ -92,6 +102,10 @@ void Lowering::cast(const onnx::NodeProto& node) {
 }
 
 void Lowering::integer_arithmetic(const onnx::NodeProto& node) {
+  if (!is_integer(node, 0) || !is_integer(node, 1)) {
+    fail(node, "burst computes Add, Sub, Mul and Div of integers at import (shape arithmetic), and on "
+               "tensors only Add and Mul of two computed inputs");
+  }
   const SymbolicTensor& a = integer_input(node, 0);
   const SymbolicTensor& b = integer_input(node, 1);
   const size_t count = std::max(a.values.size(), b.values.size());
