@@ -28,6 +28,12 @@ def build(name, dropout=None):
     """torchvision's model NAME, weights=None, seed 0; every Dropout's p set to `dropout` if given."""
     torch.manual_seed(0)
     model = getattr(torchvision.models, name)(weights=None, **OPTIONS.get(name, {}))
+    # ViT zero-initialises its head: the first step's gradient would then stop there, and a
+    # parity check of one step would test the head alone. Such layers get nn.Linear's
+    # default initialisation instead (seeded above).
+    for module in model.modules():
+        if isinstance(module, torch.nn.Linear) and not module.weight.detach().any():
+            module.reset_parameters()
     if dropout is not None:
         for module in model.modules():
             if isinstance(module, torch.nn.Dropout):

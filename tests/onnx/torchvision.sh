@@ -22,9 +22,6 @@ burst=$1
 python=$2
 shift 2
 models=("$@")
-# Refused today for ops the importer does not read yet (docs/model-import.md, "Not yet
-# read"): refusing them, in one line with exit 2, is what is checked.
-not_yet=(vit_b_16)
 if [ ${#models[@]} -eq 0 ]; then
   models=(resnet18 resnet50 densenet121 mobilenet_v2 mobilenet_v3_small efficientnet_b0
           shufflenet_v2_x1_0 squeezenet1_0 googlenet vgg11_bn alexnet vit_b_16)
@@ -51,11 +48,7 @@ check_model() {
   local status=0
   "$burst" model show "$onnx" --json > "$work/show.json" 2> "$work/show.err" || status=$?
   if [ "$status" -ne 0 ]; then
-    if [[ " ${not_yet[*]} " == *" $model "* && "$status" -eq 2 && $(wc -l < "$work/show.err") -eq 1 ]]; then
-      echo "refused as expected: $model: $(cut -c1-160 "$work/show.err")..."
-    else
-      fail "$model: import failed (exit $status): $(cat "$work/show.err")"
-    fi
+    fail "$model: import failed (exit $status): $(cat "$work/show.err")"
     return
   fi
   imported=$((imported + 1))

@@ -7,10 +7,7 @@
 #include "shape_inference.h"
 
 namespace burst::graph::onnx_import {
-namespace {
 
-// "layer1.0.conv1.weight" -> "layer1.0.conv1"; "" for an exporter's made-up name
-// ("onnx::Conv_123") or one without the suffix.
 std::string state_dict_prefix(const std::string& weight) {
   const std::string suffix = ".weight";
   if (weight.rfind("onnx::", 0) == 0) return "";
@@ -20,8 +17,6 @@ std::string state_dict_prefix(const std::string& weight) {
   return weight.substr(0, weight.size() - suffix.size());
 }
 
-}  // namespace
-
 Lowering::Lowering(const onnx::GraphProto& graph, std::vector<const onnx::NodeProto*> nodes,
                    std::deque<ConstantTensor> initializers, std::string base_dir)
     : graph_(graph),
@@ -29,7 +24,11 @@ Lowering::Lowering(const onnx::GraphProto& graph, std::vector<const onnx::NodePr
       base_dir_(std::move(base_dir)),
       constants_(std::move(initializers)) {
   for (const auto* node : nodes_) {
-    for (const std::string& name : node->input()) ++uses_[name];
+    for (const std::string& name : node->input()) {
+      ++uses_[name];
+      readers_[name].push_back(node);
+    }
+    for (const std::string& name : node->output()) producers_[name] = node;
   }
   for (const auto& output : graph_.output()) ++uses_[output.name()];
 }
@@ -67,7 +66,15 @@ const std::map<std::string, Handler>& handlers() {
       {"Squeeze", &Lowering::squeeze},
       {"Cast", &Lowering::cast},
       {"Sub", &Lowering::integer_arithmetic},
-      {"Div", &Lowering::integer_arithmetic},
+      {"Div", &Lowering::div},
+      {"ConstantOfShape", &Lowering::constant_of_shape},
+      {"Equal", &Lowering::equal},
+      {"Where", &Lowering::where},
+      {"Expand", &Lowering::expand},
+      {"Softmax", &Lowering::pattern_only},
+      {"Erf", &Lowering::pattern_only},
+      {"Pow", &Lowering::pattern_only},
+      {"Sqrt", &Lowering::pattern_only},
       {"Reshape", &Lowering::reshape},
       {"Transpose", &Lowering::transpose},
       {"Slice", &Lowering::slice},
@@ -83,6 +90,11 @@ std::vector<LayerSpec> Lowering::lower() {
   for (ConstantTensor& tensor : constants_) bind_constant(&tensor);
   lower_inputs();
   for (const onnx::NodeProto* node : nodes_) {
+    if (fused_.count(node) != 0) continue;
+    if (reads_trace(*node)) {
+      trace_op(*node);
+      continue;
+    }
     const auto handler = handlers().find(node->op_type());
     BURST_ASSERT(handler != handlers().end(), "unsupported ops are refused before lowering");
     (this->*handler->second)(*node);
@@ -144,7 +156,8 @@ std::string Lowering::layer_of(const std::string& tensor) const {
 }
 
 void Lowering::bind_constant(ConstantTensor* tensor) {
-  Value value{"", tensor, std::nullopt, ""};
+  Value value;
+  value.constant = tensor;
   if (!tensor->is_float) {
     SymbolicTensor ints{tensor->dims, {}};
     for (const int64_t v : tensor->ints) ints.values.push_back(SymbolicInt{0, v});
@@ -176,7 +189,9 @@ std::vector<int64_t> Lowering::fixed_integers(const onnx::NodeProto& node, int i
 }
 
 void Lowering::bind_integers(const std::string& tensor, SymbolicTensor value) {
-  values_[tensor] = Value{"", nullptr, std::move(value), ""};
+  Value bound;
+  bound.ints = std::move(value);
+  values_[tensor] = std::move(bound);
 }
 
 bool Lowering::has_input(const onnx::NodeProto& node, int index) const {
@@ -223,8 +238,9 @@ int Lowering::uses(const std::string& name) const {
 void Lowering::only_first_output_used(const onnx::NodeProto& node, const std::string& what) {
   for (int i = 1; i < node.output_size(); ++i) {
     if (node.output(i).empty()) continue;
-    values_[node.output(i)] =
-        Value{"", nullptr, std::nullopt, fmt::format("the {} of {}, which burst does not expose", what, describe(node))};
+    Value hidden;
+    hidden.not_computed = fmt::format("the {} of {}, which burst does not expose", what, describe(node));
+    values_[node.output(i)] = std::move(hidden);
   }
 }
 
@@ -241,7 +257,11 @@ std::string Lowering::append(LayerSpec spec) {
 
 std::string Lowering::add_layer(const onnx::NodeProto& node, const std::string& weight,
                                 std::vector<std::string> inputs, Attrs attrs) {
-  std::string name = state_dict_prefix(weight);
+  return add_named_layer(node, state_dict_prefix(weight), std::move(inputs), std::move(attrs));
+}
+
+std::string Lowering::add_named_layer(const onnx::NodeProto& node, std::string name,
+                                      std::vector<std::string> inputs, Attrs attrs) {
   if (name.empty()) name = node.name();
   if (name.empty()) name = node.output(0);
   try {
@@ -254,7 +274,9 @@ std::string Lowering::add_layer(const onnx::NodeProto& node, const std::string& 
 }
 
 void Lowering::bind_layer(const std::string& tensor, const std::string& layer) {
-  values_[tensor] = Value{layer, nullptr, std::nullopt, ""};
+  Value bound;
+  bound.layer = layer;
+  values_[tensor] = std::move(bound);
 }
 
 InitialTensor Lowering::initial(ConstantTensor& tensor, std::vector<int64_t> shape) {

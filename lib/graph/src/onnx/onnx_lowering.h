@@ -3,9 +3,11 @@
 // layers, one handler per ONNX op type (onnx_ops.cpp), with their initial weights.
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <onnx/onnx_pb.h>
@@ -29,12 +31,41 @@ struct SymbolicTensor {
   std::vector<SymbolicInt> values;
 };
 
+struct Trace;
+
+// "layer1.0.conv1.weight" -> "layer1.0.conv1"; "" for an exporter's made-up name
+// ("onnx::Conv_123") or one without the suffix.
+std::string state_dict_prefix(const std::string& weight);
+
 // What an ONNX tensor name stands for while lowering.
 struct Value {
   std::string layer;                    // the output of this burst layer, or
   ConstantTensor* constant = nullptr;   // a constant (initializer or Constant node), and/or
   std::optional<SymbolicTensor> ints;   // integers known at import time (integer constants too)
-  std::string not_computed;             // else why burst has no such tensor
+  std::string not_computed;             // else why burst has no such tensor, or
+  std::shared_ptr<const Trace> trace;   // a tensor whose batch is not its first dim
+  bool transposed = false;              // constant: a matrix read transposed (Transpose perm 1,0)
+  bool over_batch = false;              // constant: Expand-ed to [batch, ...] (ViT's class token)
+};
+
+// A tensor whose batch is not its first dim: torch exports nn.MultiheadAttention
+// sequence-first ([T, B, D], heads merged into the batch as [B * heads, T, d]). The importer
+// follows such tensors op by op, with their whole shapes (the batch included, as SymbolicInt),
+// and recognises the computation as a whole when a Transpose puts the batch first again
+// (onnx_attention.cpp).
+struct Trace {
+  enum class Op { Start, Linear, Slice, Reshape, Transpose, Scale, MatMul, Softmax };
+  Op op = Op::Start;
+  std::vector<std::shared_ptr<const Trace>> inputs;
+  std::vector<SymbolicInt> shape;  // every dim, the batch's included
+  std::string layer;               // Start: the batch-first layer transposed
+  std::vector<int64_t> perm;       // Start, Transpose
+  int64_t axis = 0, start = 0, end = 0;  // Slice
+  double factor = 1;               // Scale: multiplies by
+  ConstantTensor* weight = nullptr;  // Linear: [out, in] (torch's layout) when weight_as_torch,
+  bool weight_as_torch = false;      // else [in, out]
+  ConstantTensor* bias = nullptr;    // Linear: [out], or none
+  std::string node;                // the ONNX node, for messages
 };
 
 class Lowering {
@@ -84,6 +115,14 @@ class Lowering {
   void slice(const onnx::NodeProto& node);
   void reduce_mean(const onnx::NodeProto& node);
   void constant(const onnx::NodeProto& node);
+  // Integers only, folded at import: ConstantOfShape, Equal, Where (onnx_shape_ops.cpp).
+  void constant_of_shape(const onnx::NodeProto& node);
+  void equal(const onnx::NodeProto& node);
+  void where(const onnx::NodeProto& node);
+  void expand(const onnx::NodeProto& node);
+  void div(const onnx::NodeProto& node);      // integers, GELU's x / sqrt(2), attention's scale
+  // Pow, Sqrt, Erf, Softmax: read only inside the patterns above; alone they are refused.
+  void pattern_only(const onnx::NodeProto& node);
 
  private:
   // Inputs of `node`: i must exist and be non-empty unless optional.
@@ -113,14 +152,43 @@ class Lowering {
   // state_dict prefix) when there is one, else from the node. Shapes are inferred at once.
   std::string add_layer(const onnx::NodeProto& node, const std::string& weight,
                         std::vector<std::string> inputs, Attrs attrs);
+  // The same with the layer's name given (a fused pattern's, a weight's own name).
+  std::string add_named_layer(const onnx::NodeProto& node, std::string name,
+                              std::vector<std::string> inputs, Attrs attrs);
   void bind_layer(const std::string& tensor, const std::string& layer);
   void bind_constant(ConstantTensor* tensor);  // integer constants get their ints too
   // A weight's initial tensor; its values move out of the constant when no other node reads it.
   InitialTensor initial(ConstantTensor& tensor, std::vector<int64_t> shape = {});
+  // A linear layer's weight in torch's [out, in], from [out, in] (as_torch) or [in, out].
+  InitialTensor torch_linear_weight(ConstantTensor& weight, bool as_torch);
   [[noreturn]] void fail(const onnx::NodeProto& node, const std::string& reason) const;
 
   void lower_inputs();
   void lower_outputs();
+
+  // Multi-node patterns (onnx_fusions.cpp). Each starts at the pattern's first node, checks
+  // every node of it and that nothing else reads its inner tensors, then appends one layer,
+  // binds the pattern's last output and marks its other nodes done. False: no match.
+  bool fuse_layer_norm(const onnx::NodeProto& mean);  // ReduceMean, Sub, Pow, ... (opset < 17)
+  bool fuse_gelu(const onnx::NodeProto& div);         // x * (1 + erf(x / sqrt 2)) * 0.5
+  void class_token(const onnx::NodeProto& concat);    // Concat(Expand(token), x) on axis 1
+  void position_embedding(const onnx::NodeProto& add, const std::string& x, ConstantTensor& table);
+  void take_token(const onnx::NodeProto& gather);     // Gather(x, i) on the token axis
+  // The one node reading `tensor` if it is of `op_type` and no graph output reads it.
+  const onnx::NodeProto* only_reader(const std::string& tensor, const char* op_type) const;
+  // The value of a scalar constant, lowered or not yet (a Constant node later in the file).
+  std::optional<double> scalar_value(const std::string& tensor) const;
+  // `node`'s input that is not `tensor` (of a two-input node reading it), "" if none.
+  static std::string other_input(const onnx::NodeProto& node, const std::string& tensor);
+
+  // Sequence-first tensors (onnx_attention.cpp).
+  void trace_transpose(const onnx::NodeProto& node, const std::vector<int64_t>& perm);
+  void trace_op(const onnx::NodeProto& node);  // any other node reading a trace
+  void bind_trace(const std::string& tensor, Trace trace);
+  bool reads_trace(const onnx::NodeProto& node) const;
+  // Appends the layer a trace that puts the batch first again computes (multi-head
+  // self-attention) and returns its name; refuses any other computation.
+  std::string close_trace(const onnx::NodeProto& node, const Trace& closing);
 
   const onnx::GraphProto& graph_;
   std::vector<const onnx::NodeProto*> nodes_;
@@ -132,6 +200,9 @@ class Lowering {
   std::map<std::string, LayerWeights> weights_;
   std::unordered_map<std::string, Value> values_;
   std::unordered_map<std::string, int> uses_;
+  std::unordered_map<std::string, std::vector<const onnx::NodeProto*>> readers_;  // by tensor
+  std::unordered_map<std::string, const onnx::NodeProto*> producers_;             // by tensor
+  std::unordered_set<const onnx::NodeProto*> fused_;  // nodes a fused pattern computed already
   std::deque<ConstantTensor> constants_;  // stable addresses for Value::constant
 };
 

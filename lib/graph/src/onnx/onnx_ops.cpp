@@ -133,13 +133,12 @@ void Lowering::gemm(const onnx::NodeProto& node) {
   }
   ConstantTensor& weight = constant_input(node, 1);
   if (weight.dims.size() != 2) fail(node, "the weight must be a matrix");
-  const bool transposed = attr_int(node, "transB", 0) != 0;
-  const int64_t out = transposed ? weight.dims[0] : weight.dims[1];
-  const int64_t in = transposed ? weight.dims[1] : weight.dims[0];
+  // transB=1 reads B as [out, in], torch's layout; a Transpose before it flips that again.
+  const bool as_torch = (attr_int(node, "transB", 0) != 0) != input(node, 1).transposed;
+  const int64_t out = as_torch ? weight.dims[0] : weight.dims[1];
+  const int64_t in = as_torch ? weight.dims[1] : weight.dims[0];
   LayerWeights weights;
-  InitialTensor w = initial(weight, {out, in});
-  if (!transposed) w.values = transpose_matrix(w.values, in, out);  // [in, out] -> torch's [out, in]
-  weights.parameters.push_back(std::move(w));
+  weights.parameters.push_back(torch_linear_weight(weight, as_torch));
   LinearAttrs attrs{out, has_input(node, 2), ""};
   if (attrs.bias) {
     ConstantTensor& bias = constant_input(node, 2);
@@ -154,21 +153,42 @@ void Lowering::gemm(const onnx::NodeProto& node) {
 }
 
 void Lowering::matmul(const onnx::NodeProto& node) {
-  // x [..., in] times a constant [in, out]: a linear layer without bias; an Add of a bias
-  // [out] that follows joins it (add()).
+  // x [..., in] times a constant [in, out], or Transpose(W [out, in]) as torch writes
+  // F.linear: a linear layer without bias; an Add of a bias [out] that follows joins it (add()).
   const std::string x = layer_input(node, 0);
+  const Value& matrix = input(node, 1);
   ConstantTensor& weight = constant_input(node, 1);
   if (weight.dims.size() != 2) fail(node, "burst takes MatMul with a constant matrix only");
-  const int64_t in = weight.dims[0], out = weight.dims[1];
+  const int64_t in = matrix.transposed ? weight.dims[1] : weight.dims[0];
+  const int64_t out = matrix.transposed ? weight.dims[0] : weight.dims[1];
   if (info_of(x).output_shape.empty() || info_of(x).output_shape.back() != in) {
     fail(node, fmt::format("input '{}' has per-sample shape {}; a [{}, {}] weight needs [..., {}]", x,
                            shape_to_string(info_of(x).output_shape), in, out, in));
   }
-  InitialTensor w = initial(weight, {out, in});
-  w.values = transpose_matrix(w.values, in, out);  // torch's [out, in]
   LayerWeights weights;
-  weights.parameters.push_back(std::move(w));
+  weights.parameters.push_back(torch_linear_weight(weight, matrix.transposed));
   weights_[add_layer(node, weight.name, {x}, LinearAttrs{out, false, ""})] = std::move(weights);
+}
+
+InitialTensor Lowering::torch_linear_weight(ConstantTensor& weight, bool as_torch) {
+  BURST_ASSERT(weight.dims.size() == 2, "a linear weight is a matrix");
+  const int64_t out = as_torch ? weight.dims[0] : weight.dims[1];
+  const int64_t in = as_torch ? weight.dims[1] : weight.dims[0];
+  InitialTensor w = initial(weight, {out, in});
+  if (!as_torch) w.values = transpose_matrix(w.values, in, out);  // [in, out] -> torch's [out, in]
+  return w;
+}
+
+void Lowering::div(const onnx::NodeProto& node) {
+  if (is_integer(node, 0) && is_integer(node, 1)) return integer_arithmetic(node);
+  if (!input(node, 0).layer.empty() && fuse_gelu(node)) return;
+  fail(node, "divides a tensor; burst reads a float Div only in GELU's x / sqrt(2) and attention's scale");
+}
+
+void Lowering::pattern_only(const onnx::NodeProto& node) {
+  fail(node, fmt::format("burst reads {} only inside torch's LayerNorm, GELU and multi-head attention "
+                         "(docs/model-import.md, \"Patterns\")",
+                         node.op_type()));
 }
 
 void Lowering::add(const onnx::NodeProto& node) {
@@ -184,6 +204,11 @@ void Lowering::add(const onnx::NodeProto& node) {
   const Value& bias = a.layer.empty() ? a : b;
   if (computed.layer.empty() || bias.constant == nullptr) {
     fail(node, "adds a computed tensor and integers, or two constants; burst adds tensors, or folds a bias");
+  }
+  // x [T, D] + a learned [1, T, D]: ViT's position embedding.
+  const Shape& x_shape = info_of(computed.layer).output_shape;
+  if (x_shape.size() == 2 && bias.constant->dims == std::vector<int64_t>{1, x_shape[0], x_shape[1]}) {
+    return position_embedding(node, computed.layer, *bias.constant);
   }
   auto* linear = layers_.back().name == computed.layer ? std::get_if<LinearAttrs>(&layers_.back().attrs) : nullptr;
   const int64_t features = info_of(computed.layer).output_shape.back();
@@ -261,6 +286,7 @@ void Lowering::flatten(const onnx::NodeProto& node) {
 }
 
 void Lowering::concat(const onnx::NodeProto& node) {
+  if (has_input(node, 0) && input(node, 0).over_batch) return class_token(node);
   if (is_integer(node, 0)) {  // shape pieces: rank-1 integers joined along axis 0
     SymbolicTensor joined{{0}, {}};
     for (int i = 0; i < node.input_size(); ++i) {

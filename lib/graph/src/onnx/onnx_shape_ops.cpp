@@ -3,7 +3,9 @@
 // dynamic batch. burst folds it at import: every integer is batch x (batch size) + constant
 // (SymbolicInt), so a target shape must name the batch as its first dim and fixed sizes
 // after it, which become a per-sample reshape.
+#include <algorithm>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -25,9 +27,15 @@ std::string text(const SymbolicInt& v) {
 }  // namespace
 
 void Lowering::shape(const onnx::NodeProto& node) {
-  const std::string x = layer_input(node, 0);
-  std::vector<SymbolicInt> dims{SymbolicInt{1, 0}};
-  for (const int64_t dim : info_of(x).output_shape) dims.push_back(SymbolicInt{0, dim});
+  std::vector<SymbolicInt> dims;
+  if (is_integer(node, 0)) {  // the shape of a shape: [rank]
+    for (const int64_t dim : integer_input(node, 0).dims) dims.push_back(SymbolicInt{0, dim});
+  } else if (const auto& trace = input(node, 0).trace) {  // a sequence-first tensor
+    dims = trace->shape;
+  } else {
+    dims.push_back(SymbolicInt{1, 0});
+    for (const int64_t dim : info_of(layer_input(node, 0)).output_shape) dims.push_back(SymbolicInt{0, dim});
+  }
   const auto rank = static_cast<int64_t>(dims.size());
   // Opset 15's start and end, clamped as ONNX clamps them.
   int64_t start = normalized_axis(attr_int(node, "start", 0), rank);
@@ -40,6 +48,7 @@ void Lowering::shape(const onnx::NodeProto& node) {
 }
 
 void Lowering::gather(const onnx::NodeProto& node) {
+  if (!input(node, 0).layer.empty()) return take_token(node);
   const SymbolicTensor& data = integer_input(node, 0);
   if (data.dims.size() != 1 || attr_int(node, "axis", 0) != 0) {
     fail(node, "burst gathers from 1-D integer tensors (shapes) only");
@@ -138,6 +147,22 @@ void Lowering::integer_arithmetic(const onnx::NodeProto& node) {
 }
 
 void Lowering::reshape(const onnx::NodeProto& node) {
+  if (is_integer(node, 0)) {  // integers to a fixed shape of as many values
+    SymbolicTensor out = integer_input(node, 0);
+    std::vector<int64_t> dims = fixed_integers(node, 1);
+    int64_t known = 1;
+    for (const int64_t dim : dims) known *= dim == -1 ? 1 : dim;
+    const auto count = static_cast<int64_t>(out.values.size());
+    for (int64_t& dim : dims) {
+      if (dim == -1 && known > 0) dim = count / known;
+    }
+    int64_t product = 1;
+    for (const int64_t dim : dims) product *= dim;
+    if (product != count) fail(node, fmt::format("reshapes {} integers to [{}]", count, fmt::join(dims, ", ")));
+    out.dims = dims;
+    bind_integers(node.output(0), std::move(out));
+    return;
+  }
   const std::string x = layer_input(node, 0);
   const SymbolicTensor& target = integer_input(node, 1);
   const Shape& in = info_of(x).output_shape;
@@ -188,15 +213,24 @@ void Lowering::reshape(const onnx::NodeProto& node) {
 }
 
 void Lowering::transpose(const onnx::NodeProto& node) {
+  const Value& value = input(node, 0);
+  std::vector<int64_t> perm = attr_ints(node, "perm", {});
+  if (value.constant != nullptr && value.layer.empty()) {  // x @ W.t(): the weight read transposed
+    if (value.constant->dims.size() != 2 || (!perm.empty() && perm != std::vector<int64_t>{1, 0})) {
+      fail(node, "burst transposes constant matrices only (a weight for MatMul)");
+    }
+    Value transposed = value;
+    transposed.transposed = !value.transposed;
+    values_[node.output(0)] = transposed;
+    return;
+  }
   const std::string x = layer_input(node, 0);
   const auto rank = static_cast<int64_t>(info_of(x).output_shape.size()) + 1;
-  std::vector<int64_t> perm = attr_ints(node, "perm", {});
   if (perm.empty()) {
     for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);  // ONNX's default: reversed
   }
-  if (static_cast<int64_t>(perm.size()) != rank || perm[0] != 0) {
-    fail(node, fmt::format("perm {} moves the batch dim; burst permutes per-sample dims only", fmt::join(perm, ",")));
-  }
+  if (static_cast<int64_t>(perm.size()) != rank) fail(node, fmt::format("perm {} does not fit rank {}", fmt::join(perm, ","), rank));
+  if (perm[0] != 0) return trace_transpose(node, perm);  // sequence-first attention
   Shape per_sample;
   bool identity = true;
   for (size_t i = 1; i < perm.size(); ++i) {
@@ -242,6 +276,7 @@ void Lowering::slice(const onnx::NodeProto& node) {
 
 void Lowering::reduce_mean(const onnx::NodeProto& node) {
   const std::string x = layer_input(node, 0);
+  if (fuse_layer_norm(node)) return;
   const auto rank = static_cast<int64_t>(info_of(x).output_shape.size()) + 1;
   std::vector<int64_t> axes = attr_ints(node, "axes", {});
   if (axes.empty()) fail(node, "reduces every dim, the batch too");
@@ -252,6 +287,83 @@ void Lowering::reduce_mean(const onnx::NodeProto& node) {
     per_sample.push_back(at - 1);
   }
   add_layer(node, "", {x}, MeanAttrs{per_sample, attr_int(node, "keepdims", 1) != 0});
+}
+
+void Lowering::constant_of_shape(const onnx::NodeProto& node) {
+  // torch writes expand(x, [B, -1, -1]) with ConstantOfShape(Shape(shape)) = [1, 1, 1].
+  const std::vector<int64_t> dims = fixed_integers(node, 0);
+  int64_t fill = 0;
+  if (const auto* attribute = find_attribute(node, "value")) {
+    ConstantTensor value = decode_tensor(attribute->t(), base_dir_);
+    if (value.is_float) fail(node, "burst folds integer ConstantOfShape only (a shape's ones)");
+    if (value.ints.size() != 1) fail(node, "value must hold one integer");
+    fill = value.ints[0];
+  }
+  int64_t count = 1;
+  for (const int64_t dim : dims) count *= dim;
+  if (count < 0 || count > 64) fail(node, fmt::format("makes {} integers; burst folds shapes only", count));
+  bind_integers(node.output(0), SymbolicTensor{dims, std::vector<SymbolicInt>(static_cast<size_t>(count), SymbolicInt{0, fill})});
+}
+
+namespace {
+
+// Whether a == b for every batch size >= 1; nullopt when that depends on the batch.
+std::optional<bool> always_equal(const SymbolicInt& a, const SymbolicInt& b) {
+  if (a == b) return true;
+  const int64_t k = a.batch - b.batch, c = b.constant - a.constant;  // equal iff k * batch == c
+  if (k == 0) return false;
+  if (c % k != 0 || c / k < 1) return false;
+  return std::nullopt;
+}
+
+}  // namespace
+
+void Lowering::equal(const onnx::NodeProto& node) {
+  const SymbolicTensor& a = integer_input(node, 0);
+  const SymbolicTensor& b = integer_input(node, 1);
+  if (a.values.size() != b.values.size() && b.values.size() != 1) fail(node, "burst compares integers of one shape");
+  SymbolicTensor out{a.dims, {}};
+  for (size_t i = 0; i < a.values.size(); ++i) {
+    const SymbolicInt other = b.values[b.values.size() == 1 ? 0 : i];
+    const auto same = always_equal(a.values[i], other);
+    if (!same) fail(node, fmt::format("compares {} and {}, which depends on the batch size", text(a.values[i]), text(other)));
+    out.values.push_back(SymbolicInt{0, *same ? 1 : 0});
+  }
+  bind_integers(node.output(0), std::move(out));
+}
+
+void Lowering::where(const onnx::NodeProto& node) {
+  const std::vector<int64_t> condition = fixed_integers(node, 0);
+  const SymbolicTensor& a = integer_input(node, 1);
+  const SymbolicTensor& b = integer_input(node, 2);
+  const size_t count = condition.size();
+  const auto pick = [&](const SymbolicTensor& t, size_t i) {
+    if (t.values.size() != count && t.values.size() != 1) fail(node, "burst selects between integers of one shape");
+    return t.values[t.values.size() == 1 ? 0 : i];
+  };
+  SymbolicTensor out{integer_input(node, 0).dims, {}};
+  for (size_t i = 0; i < count; ++i) out.values.push_back(condition[i] != 0 ? pick(a, i) : pick(b, i));
+  bind_integers(node.output(0), std::move(out));
+}
+
+void Lowering::expand(const onnx::NodeProto& node) {
+  // A learned [1, 1, D] token repeated over the batch: [B, 1, D] (ViT's class token), taken
+  // by the Concat that follows (class_token()).
+  ConstantTensor& token = constant_input(node, 0);
+  const SymbolicTensor& shape = integer_input(node, 1);
+  const bool over_batch = !shape.values.empty() && shape.values[0] == SymbolicInt{1, 0} &&
+                          token.dims.size() == shape.values.size() && token.dims[0] == 1;
+  bool keeps_the_rest = over_batch;
+  for (size_t d = 1; keeps_the_rest && d < shape.values.size(); ++d) {
+    const SymbolicInt v = shape.values[d];
+    keeps_the_rest = v.batch == 0 && (v.constant == 1 || v.constant == token.dims[d]);
+  }
+  if (!keeps_the_rest) {
+    fail(node, "burst expands a constant [1, ...] over the batch only (a class token), keeping its other dims");
+  }
+  Value value = input(node, 0);
+  value.over_batch = true;
+  values_[node.output(0)] = value;
 }
 
 }  // namespace burst::graph::onnx_import
