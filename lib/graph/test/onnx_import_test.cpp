@@ -7,6 +7,7 @@
 #include <fstream>
 #include <random>
 #include <stdexcept>
+#include <tuple>
 
 #include <onnx/onnx_pb.h>
 
@@ -345,6 +346,30 @@ TEST(OnnxImport, SqueezeDropsOnlyTheAxesItNames) {
       EXPECT_EQ(std::get<ReshapeAttrs>(layer(g, "Reshape_6").attrs).shape, (Shape{4}));
     }
   }
+}
+
+TEST(OnnxImport, SplitIsOneSliceLayerPerOutput) {
+  // x [4, 2, 2] split on the channels into [1, 3] (opset 13's sizes input): slices [0, 1)
+  // and [1, 4); then channel 0 is added to the mean of the others, per pixel.
+  OnnxModel m({4, 2, 2});
+  auto* split = m.node("Split", {"input", ints(m, "sizes", {1, 3})}, {"one", "three"});
+  set_int(split, "axis", 1);
+  auto* mean = m.node("ReduceMean", {"three"}, {"others"});
+  set_ints(mean, "axes", {1});
+  m.node("Add", {"one", "others"}, {"sum"});
+  m.node("Flatten", {"sum"}, {"output"});
+  m.output("output");
+  const Graph g = m.import().graph;
+  const auto& first = std::get<SliceAttrs>(layer(g, "Split_0_0").attrs);
+  const auto& second = std::get<SliceAttrs>(layer(g, "Split_0_1").attrs);
+  EXPECT_EQ(std::make_tuple(first.axis, first.start, first.end), std::make_tuple(0, 0, 1));
+  EXPECT_EQ(std::make_tuple(second.axis, second.start, second.end), std::make_tuple(0, 1, 4));
+  EXPECT_EQ(g.info(*g.find("Split_0_1")).output_shape, (Shape{3, 2, 2}));
+  // Sizes that do not add up to the axis are refused.
+  OnnxModel bad({4, 2, 2});
+  set_int(bad.node("Split", {"input", ints(bad, "sizes", {1, 2})}, {"a", "output"}), "axis", 1);
+  bad.output("output");
+  expect_refused(bad.bytes(), "splits 4 elements into [1, 2] for 2 outputs");
 }
 
 TEST(OnnxImport, ExternalDataIsReadBesideTheModelAndAMissingFileIsRefused) {

@@ -78,6 +78,7 @@ const std::map<std::string, Handler>& handlers() {
       {"Reshape", &Lowering::reshape},
       {"Transpose", &Lowering::transpose},
       {"Slice", &Lowering::slice},
+      {"Split", &Lowering::split},
       {"ReduceMean", &Lowering::reduce_mean},
       {"Constant", &Lowering::constant},
   };

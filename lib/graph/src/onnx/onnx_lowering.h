@@ -113,6 +113,7 @@ class Lowering {
   void reshape(const onnx::NodeProto& node);
   void transpose(const onnx::NodeProto& node);
   void slice(const onnx::NodeProto& node);
+  void split(const onnx::NodeProto& node);  // one slice layer per output
   void reduce_mean(const onnx::NodeProto& node);
   void constant(const onnx::NodeProto& node);
   // Integers only, folded at import: ConstantOfShape, Equal, Where (onnx_shape_ops.cpp).

@@ -274,6 +274,39 @@ void Lowering::slice(const onnx::NodeProto& node) {
   bind_layer(node.output(0), result);
 }
 
+void Lowering::split(const onnx::NodeProto& node) {
+  // torch.split / chunk: one slice layer per output, along a per-sample axis.
+  const std::string x = layer_input(node, 0);
+  const Shape& shape = info_of(x).output_shape;
+  const auto rank = static_cast<int64_t>(shape.size()) + 1;
+  const int64_t axis = normalized_axis(attr_int(node, "axis", 0), rank);
+  if (axis < 1 || axis >= rank) fail(node, fmt::format("splits axis {}; burst splits per-sample axes only", axis));
+  const int64_t size = shape[static_cast<size_t>(axis - 1)];
+  // The sizes: input 1 from opset 13, the 'split' attribute before; else equal parts.
+  std::vector<int64_t> sizes = has_input(node, 1) ? fixed_integers(node, 1) : attr_ints(node, "split", {});
+  const auto parts = static_cast<int64_t>(node.output_size());
+  if (sizes.empty() && size % parts == 0) sizes.assign(static_cast<size_t>(parts), size / parts);
+  int64_t total = 0;
+  for (const int64_t part : sizes) total += part > 0 ? part : size + 1;  // a size <= 0 cannot add up
+  if (static_cast<int64_t>(sizes.size()) != parts || total != size) {
+    fail(node, fmt::format("splits {} elements into [{}] for {} outputs", size, fmt::join(sizes, ", "), parts));
+  }
+  int64_t start = 0;
+  for (int64_t i = 0; i < parts; ++i) {
+    const int64_t end = start + sizes[static_cast<size_t>(i)];
+    const std::string& output = node.output(static_cast<int>(i));
+    if (!output.empty()) {
+      const std::string base = node.name().empty() ? output : fmt::format("{}_{}", node.name(), i);
+      try {
+        bind_layer(output, append(LayerSpec{base, {x}, SliceAttrs{axis - 1, start, end}}));
+      } catch (const UserError& error) {
+        fail(node, error.what());
+      }
+    }
+    start = end;
+  }
+}
+
 void Lowering::reduce_mean(const onnx::NodeProto& node) {
   const std::string x = layer_input(node, 0);
   if (fuse_layer_norm(node)) return;
