@@ -1,7 +1,9 @@
 #include "burst/cost/analytic.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <future>
 #include <limits>
 
 #include <fmt/format.h>
@@ -39,6 +41,16 @@ double roofline_seconds(const DeviceSpec& device, const LayerWork& work) {
                   work.bytes / device.memory_bandwidth.bytes_per_second());
 }
 
+// The value of a curve's utilisation variable for `work`.
+double utilisation(EfficiencyCurve::Scale scale, const LayerWork& work) {
+  switch (scale) {
+    case EfficiencyCurve::Scale::Batch: return static_cast<double>(work.batch);
+    case EfficiencyCurve::Scale::Work: return op_class(work.op) == OpClass::Memory ? work.bytes : work.flops;
+    case EfficiencyCurve::Scale::Rows: return work.rows;
+  }
+  BURST_ASSERT(false, "unknown scale");
+}
+
 Seconds forward_time(const DeviceSpec& device, const EfficiencyCurve& curve, const LayerWork& work) {
   return Seconds(roofline_seconds(device, work) / curve.efficiency(work)) + device.overhead;
 }
@@ -65,13 +77,22 @@ struct Sample {
   double backward_ratio;  // measured backward / forward
   double log_total;       // log of measured forward + backward seconds
   double roofline = 0;    // roofline_seconds at full efficiency
+  // The utilisation variable under each EfficiencyCurve::Scale, by its index: computed once,
+  // as the fit evaluates every sample thousands of times.
+  std::array<double, 3> scale_x{};
 };
+
+// EfficiencyCurve::efficiency(sample.work), from the precomputed utilisation variable.
+double sample_efficiency(const EfficiencyCurve& curve, const Sample& sample) {
+  const double x = sample.scale_x[static_cast<size_t>(curve.scale)];
+  return curve.eff_max * x / (x + curve.x_half);
+}
 
 // Squared log error of forward + backward times over `samples` for one curve.
 double curve_error(Seconds overhead, const EfficiencyCurve& curve, const std::vector<const Sample*>& samples) {
   double error = 0;
   for (const Sample* s : samples) {
-    const double forward = s->roofline / curve.efficiency(s->work) + overhead.s();
+    const double forward = s->roofline / sample_efficiency(curve, *s) + overhead.s();
     const double diff = std::log(forward * (1 + curve.backward_ratio)) - s->log_total;
     error += diff * diff;
   }
@@ -155,9 +176,7 @@ LayerWork layer_work(const std::string& op, int64_t batch, int64_t flops_per_sam
 }
 
 double EfficiencyCurve::efficiency(const LayerWork& work) const {
-  double x = static_cast<double>(work.batch);
-  if (scale == Scale::Work) x = op_class(work.op) == OpClass::Memory ? work.bytes : work.flops;
-  if (scale == Scale::Rows) x = work.rows;
+  const double x = utilisation(scale, work);
   return eff_max * x / (x + x_half);
 }
 
@@ -241,6 +260,28 @@ std::optional<LayerEstimate> AnalyticCostModel::estimate(const graph::Graph& gra
   return LayerEstimate{time(work), CostSource::Analytic};
 }
 
+namespace {
+
+struct FittedCandidate {
+  double error;  // squared log error summed over the per-op curves
+  DeviceSpec device;
+};
+
+// Every curve of `device` fitted at one fixed overhead.
+FittedCandidate fit_at_overhead(const DeviceSpec& device, const SampleGroups& groups, Seconds overhead) {
+  FittedCandidate fitted{0, device};
+  fitted.device.overhead = overhead;
+  for (int c = 0; c < kOpClassCount; ++c) {
+    if (!groups.by_class[c].empty()) fit_curve(overhead, groups.by_class[c], &fitted.device.curves[c]);
+  }
+  for (const auto& [op, members] : groups.by_op) {
+    fitted.error += fit_curve(overhead, members, &fitted.device.op_curves[op]);
+  }
+  return fitted;
+}
+
+}  // namespace
+
 DeviceSpec fit_device(DeviceSpec device, const Profile& profile) {
   std::vector<Sample> samples;
   for (const ProfileEntry& entry : profile.entries) {
@@ -271,6 +312,9 @@ DeviceSpec fit_device(DeviceSpec device, const Profile& profile) {
   SampleGroups groups;
   for (Sample& sample : samples) {
     sample.roofline = roofline_seconds(device, sample.work);
+    for (const auto scale : {EfficiencyCurve::Scale::Batch, EfficiencyCurve::Scale::Work, EfficiencyCurve::Scale::Rows}) {
+      sample.scale_x[static_cast<size_t>(scale)] = utilisation(scale, sample.work);
+    }
     min_forward = std::min(min_forward, sample.forward);
     groups.by_class[static_cast<int>(op_class(sample.work.op))].push_back(&sample);
     groups.by_op[sample.work.op].push_back(&sample);
@@ -286,25 +330,20 @@ DeviceSpec fit_device(DeviceSpec device, const Profile& profile) {
     curve.backward_ratio = median_backward_ratio(members);
     device.op_curves[op] = curve;
   }
-  // Overhead is shared by all ops: try a grid below the fastest measured layer.
-  double best_total = std::numeric_limits<double>::infinity();
-  DeviceSpec best = device;
+  // Overhead is shared by all ops: try a grid below the fastest measured layer. The
+  // candidates are independent fits, run concurrently; the first best one wins, as in order.
+  std::vector<std::future<FittedCandidate>> fits;
   for (const double overhead : geometric_grid(min_forward * 0.01, min_forward * 0.99, 8)) {
-    DeviceSpec candidate = device;
-    candidate.overhead = Seconds(overhead);
-    double total = 0;
-    for (int c = 0; c < kOpClassCount; ++c) {
-      if (!groups.by_class[c].empty()) fit_curve(candidate.overhead, groups.by_class[c], &candidate.curves[c]);
-    }
-    for (const auto& [op, members] : groups.by_op) {
-      total += fit_curve(candidate.overhead, members, &candidate.op_curves[op]);
-    }
-    if (total < best_total) {
-      best_total = total;
-      best = candidate;
-    }
+    fits.push_back(std::async(std::launch::async, [&device, &groups, overhead] {
+      return fit_at_overhead(device, groups, Seconds(overhead));
+    }));
   }
-  return best;
+  FittedCandidate best{std::numeric_limits<double>::infinity(), device};
+  for (auto& fit : fits) {
+    FittedCandidate candidate = fit.get();
+    if (candidate.error < best.error) best = std::move(candidate);
+  }
+  return best.device;
 }
 
 FitError evaluate_fit(const DeviceSpec& device, const Profile& profile) {

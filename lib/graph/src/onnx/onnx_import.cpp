@@ -7,8 +7,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
+#include <limits>
 #include <queue>
 #include <set>
 
@@ -18,6 +18,7 @@
 #include "burst/util/error.h"
 #include "onnx/onnx_attributes.h"
 #include "onnx/onnx_lowering.h"
+#include "onnx/mapped_file.h"
 
 namespace burst::graph {
 namespace {
@@ -30,9 +31,9 @@ using onnx_import::Lowering;
 constexpr int kMinOpset = 11;
 constexpr int kMaxOpset = 17;
 
-onnx::ModelProto parse_model(const std::string& bytes) {
+onnx::ModelProto parse_model(const char* bytes, size_t size) {
   onnx::ModelProto model;
-  if (!model.ParseFromString(bytes)) {
+  if (size > static_cast<size_t>(std::numeric_limits<int>::max()) || !model.ParseFromArray(bytes, static_cast<int>(size))) {
     throw UserError("not an ONNX model: the bytes do not parse as an ONNX ModelProto (truncated or another format)");
   }
   if (!model.has_graph() || model.graph().node_size() == 0 || model.ir_version() <= 0) {
@@ -193,25 +194,6 @@ ImportedModel naming_errors(const std::string& source, Function&& function) {
   }
 }
 
-// The whole file in one read (a model of 500 MB reads in a fraction of a second, where a
-// character iterator takes seconds). Errors name the path.
-std::string read_model_bytes(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw UserError(fmt::format("cannot open ONNX model '{}': {}", path, std::strerror(errno)));
-  std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) {
-    throw UserError(fmt::format("cannot read ONNX model '{}': not a regular file", path));
-  }
-  const auto size = static_cast<std::streamsize>(std::filesystem::file_size(path, error));
-  if (error) throw UserError(fmt::format("cannot read ONNX model '{}': {}", path, error.message()));
-  if (size == 0) throw UserError(fmt::format("ONNX model '{}' is empty", path));
-  std::string bytes(static_cast<size_t>(size), '\0');
-  if (!file.read(bytes.data(), size)) {
-    throw UserError(fmt::format("cannot read ONNX model '{}' (is it a regular file?)", path));
-  }
-  return bytes;
-}
-
 std::string stem(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
@@ -227,16 +209,18 @@ bool is_onnx_path(const std::string& path) {
 
 ImportedModel import_onnx_bytes(const std::string& bytes, const std::string& base_dir,
                                 const std::string& source, bool weights) {
-  return naming_errors(source, [&] { return import_model(parse_model(bytes), base_dir, stem(source), weights); });
+  return naming_errors(source, [&] {
+    return import_model(parse_model(bytes.data(), bytes.size()), base_dir, stem(source), weights);
+  });
 }
 
 ImportedModel import_onnx_file(const std::string& path, bool weights) {
   const size_t slash = path.find_last_of('/');
   const std::string base_dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  std::string bytes = read_model_bytes(path);  // its errors name the path
+  onnx_import::MappedFile file(path);  // its errors name the path
   return naming_errors(path, [&] {
-    onnx::ModelProto model = parse_model(bytes);
-    std::string().swap(bytes);  // the model holds them now
+    onnx::ModelProto model = parse_model(file.data(), file.size());
+    file.release();  // the model holds what it needs now
     return import_model(std::move(model), base_dir, stem(path), weights);
   });
 }
