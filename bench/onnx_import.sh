@@ -10,7 +10,7 @@ burst=${1:-build/release/apps/burst/burst}
 python=${2:-/usr/bin/python3}
 shift $(( $# > 2 ? 2 : $# ))
 models=("$@")
-[ ${#models[@]} -gt 0 ] || models=(resnet50 vgg11_bn efficientnet_b0 googlenet)
+[ ${#models[@]} -gt 0 ] || models=(resnet50 vgg11_bn efficientnet_b0 googlenet vit_b_16)
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
