@@ -7,7 +7,10 @@
 
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
+
 #include "burst/graph/model_json.h"
+#include "burst/plan/evaluate.h"
 #include "burst/util/error.h"
 #include "burst/util/json_io.h"
 
@@ -128,7 +131,56 @@ Inputs read_inputs(const InputOptions& options) {
     }
   }
   if (!device) device = cost::resolve_device(cluster.device(), profile_path(options));
-  return Inputs{std::move(graph), std::move(loaded), std::move(cluster), std::move(*device), *global_batch};
+  const cost::Optimizer optimizer = cost::parse_optimizer(options.optimizer);
+  plan::MemoryCapacity capacity{cluster.device(), device->spec.memory};
+  if (!options.device_memory.empty()) {
+    capacity.capacity = Bytes(parse_finite(options.device_memory, "--device-memory", 1e-9, "a size in GB > 0") * 1e9);
+  }
+  return Inputs{std::move(graph), std::move(loaded),  std::move(cluster), std::move(*device),
+                *global_batch,    optimizer,          std::move(capacity)};
+}
+
+void add_memory_options(CLI::App& command, InputOptions& options) {
+  command
+      .add_option("--optimizer", options.optimizer,
+                  "The optimizer whose state the memory model counts: sgd, momentum (SGD with momentum) or adam")
+      ->check(CLI::IsMember({"sgd", "momentum", "adam"}))
+      ->capture_default_str();
+  command.add_option("--device-memory", options.device_memory,
+                     "Memory per device in GB for the memory check (default: the device kind's, e.g. 40 for "
+                     "a100; the machine's for cpu)");
+}
+
+ChosenPlan choose_plan(const Inputs& inputs, const std::string& strategy, const plan::PlanContext& context,
+                       const plan::BurstOptions& burst) {
+  ChosenPlan chosen;
+  const graph::Graph& graph = inputs.graph;
+  if (inputs.loaded) {
+    chosen.plan = *inputs.loaded;  // evaluated as given, fitting or not (the report says which)
+  } else if (strategy == "dp") {
+    chosen.plan = plan::plan_data_parallel(graph, inputs.cluster.size(), inputs.global_batch);
+  } else {
+    chosen.burst = plan::plan_burst_with_prediction(context, inputs.global_batch, burst);
+    chosen.plan = chosen.burst->plan;
+  }
+  if (inputs.loaded) {
+    chosen.memory = plan::plan_memory(chosen.plan, graph, inputs.optimizer);
+    return chosen;
+  }
+  plan::FittedPlan fitted = plan::fit_in_memory(std::move(chosen.plan), strategy == "dp" ? "data-parallel" : "burst",
+                                                graph, inputs.optimizer, inputs.capacity);
+  chosen.plan = std::move(fitted.plan);
+  chosen.memory = std::move(fitted.memory);
+  chosen.memory_note = std::move(fitted.note);
+  if (!chosen.memory_note.empty()) chosen.burst.reset();
+  return chosen;
+}
+
+std::string memory_summary(const ChosenPlan& chosen, const Inputs& inputs) {
+  const plan::DeviceMemory& peak = plan::peak_memory(chosen.memory);
+  const bool over = inputs.capacity.capacity < peak.use.total();
+  return fmt::format("{} (optimizer {}){}", plan::memory_text(peak, inputs.graph, inputs.capacity),
+                     cost::optimizer_name(inputs.optimizer), over ? ": DOES NOT FIT" : "");
 }
 
 ModelAndBatch parse_background_option(const std::string& text, int64_t default_batch) {

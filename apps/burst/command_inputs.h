@@ -11,6 +11,11 @@
 #include "burst/graph/graph.h"
 #include "burst/plan/burst_planner.h"
 #include "burst/plan/plan.h"
+#include "burst/plan/plan_memory.h"
+
+namespace CLI {
+class App;
+}
 
 namespace burst::cli {
 
@@ -24,7 +29,12 @@ struct InputOptions {
   std::string profile;
   std::string cluster_file;
   std::string plan_file;  // evaluate this plan instead of planning
+  std::string optimizer = "sgd";  // for the memory model: sgd, momentum or adam
+  std::string device_memory;      // --device-memory GB; empty: the device kind's capacity
 };
+
+// --optimizer and --device-memory, which `burst plan` and `burst sim` share.
+void add_memory_options(CLI::App& command, InputOptions& options);
 
 // A whole number in [minimum, maximum] given to `flag`; anything else is refused quoting it.
 int64_t parse_whole(const std::string& text, const char* flag, int64_t minimum, int64_t maximum);
@@ -61,11 +71,30 @@ struct Inputs {
   cluster::Cluster cluster;
   cost::DeviceModel device;
   int64_t global_batch = 0;
+  cost::Optimizer optimizer = cost::Optimizer::Sgd;
+  plan::MemoryCapacity capacity;  // per device: --device-memory, else the device kind's
 };
 
 // Cheap checks first, the device (fitting its curves takes a while) last. The cluster is
 // --cluster FILE, or the built-in one of the device kind with --devices (or, with --plan and
 // no --devices, the plan's device count).
 Inputs read_inputs(const InputOptions& options);
+
+// The plan a command runs: --plan FILE as given, or made here by `strategy` ("dp" or
+// "burst"). A plan made here must fit every device's memory (plan_memory.h): a burst plan
+// that does not is replaced by data parallelism if that fits, with a note saying so; when
+// neither fits, UserError "no plan fits" with the smallest requirement found.
+struct ChosenPlan {
+  plan::Plan plan;
+  std::optional<plan::BurstPlanResult> burst;  // what the burst planner said, when it made the plan
+  std::vector<plan::DeviceMemory> memory;      // per rank
+  std::string memory_note;                     // why the plan is not the strategy's own, or empty
+};
+ChosenPlan choose_plan(const Inputs& inputs, const std::string& strategy, const plan::PlanContext& context,
+                       const plan::BurstOptions& burst);
+
+// "peak memory per device" as the reports print it: the peak rank's needs against the
+// capacity, and whether they fit.
+std::string memory_summary(const ChosenPlan& chosen, const Inputs& inputs);
 
 }  // namespace burst::cli

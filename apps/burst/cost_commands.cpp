@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "burst/cost/device_models.h"
+#include "burst/cost/memory.h"
 #include "burst/graph/model_json.h"
 #include "burst/util/error.h"
 #include "burst/util/format.h"

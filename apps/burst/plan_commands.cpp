@@ -132,19 +132,13 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const cost::CostM
   const plan::PlanContext context{graph, cost, network};
   const int devices = inputs.cluster.size();
   const int64_t global_batch = inputs.global_batch;
-  plan::Plan plan;
+  const ChosenPlan chosen = choose_plan(inputs, options.strategy, context, planner_options(options, limit));
+  const plan::Plan& plan = chosen.plan;
   std::optional<double> limit_used;
   std::optional<Seconds> planner_prediction;
-  if (inputs.loaded) {
-    plan = *inputs.loaded;
-  } else if (options.strategy == "dp") {
-    plan = plan::plan_data_parallel(graph, devices, global_batch);
-  } else {
-    plan::BurstPlanResult result =
-        plan::plan_burst_with_prediction(context, global_batch, planner_options(options, limit));
-    plan = std::move(result.plan);
-    limit_used = limit_of(result.amplification_limit);
-    planner_prediction = result.predicted;
+  if (chosen.burst) {
+    limit_used = limit_of(chosen.burst->amplification_limit);
+    planner_prediction = chosen.burst->predicted;
   }
   plan::EvaluateOptions evaluate_options;
   evaluate_options.sync_batchnorm = options.batchnorm == "sync";
@@ -159,7 +153,7 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const cost::CostM
   if (!options.svg.empty()) {
     write_text_file_atomically(options.svg, plan::render_plan_svg(plan, evaluation, graph));
   }
-  const bool burst_planned = !inputs.loaded && options.strategy == "burst";
+  const bool burst_planned = chosen.burst.has_value();
   const PlanReport report{graph,
                           inputs.cluster,
                           plan,
@@ -171,7 +165,11 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const cost::CostM
                           limit_used,
                           planner_prediction,
                           burst_planned ? std::optional<Seconds>(planner_options(options, limit).amplification_exempt_below)
-                                        : std::nullopt};
+                                        : std::nullopt,
+                          &chosen.memory,
+                          memory_summary(chosen, inputs),
+                          chosen.memory_note,
+                          inputs.capacity.capacity};
   if (options.json) {
     std::cout << plan_report_json(report).dump(2) << '\n';
     return;
@@ -238,6 +236,7 @@ void add_plan_commands(CLI::App& app) {
                       "all-reduces of split BatchNorm layers, local does not")
       ->check(CLI::IsMember({"sync", "local"}))
       ->capture_default_str();
+  add_memory_options(*command, *options);
   CLI::Option* strategy =
       command->add_option("--strategy", options->strategy, "burst (default) or dp (data parallel)")
           ->check(CLI::IsMember({"burst", "dp"}));

@@ -55,6 +55,28 @@ std::pair<double, double> max_amplifications(const PlanReport& report) {
   return {all, limited};
 }
 
+json memory_json(const PlanReport& report) {
+  if (report.memory == nullptr) return nullptr;
+  json devices = json::array();
+  for (const plan::DeviceMemory& device : *report.memory) {
+    devices.push_back({{"rank", device.rank},
+                       {"weights", device.use.weights.value()},
+                       {"gradients", device.use.gradients.value()},
+                       {"optimizer_state", device.use.optimizer_state.value()},
+                       {"activations", device.use.activations.value()},
+                       {"total", device.use.total().value()}});
+  }
+  const plan::DeviceMemory& peak = plan::peak_memory(*report.memory);
+  return {{"peak_rank", peak.rank},
+          {"peak_bytes", peak.use.total().value()},
+          {"peak_layer", report.graph.layer(peak.largest_layer).name},
+          {"capacity_bytes", report.memory_capacity.value()},
+          {"fits", !(report.memory_capacity < peak.use.total())},
+          {"summary", report.memory_line},
+          {"note", report.memory_note.empty() ? json(nullptr) : json(report.memory_note)},
+          {"per_device", std::move(devices)}};
+}
+
 }  // namespace
 
 std::string amplification_text(const std::optional<double>& limit) {
@@ -134,6 +156,8 @@ void print_plan_report(const PlanReport& report, std::ostream& out) {
                    iteration.ms())},
       {"devices used",
        fmt::format("{} of {} (the most any layer runs on)", devices_used(report.plan), devices)},
+      {"peak memory per device", report.memory_line.empty() ? "-" : report.memory_line},
+      {"  note", report.memory_note.empty() ? "-" : report.memory_note},
   };
   size_t label_width = 0;
   for (const auto& [label, value] : summary) label_width = std::max(label_width, label.size());
@@ -194,6 +218,7 @@ json plan_report_json(const PlanReport& report) {
           {"one_device_ms", report.one_device.iteration_time.ms()},
           {"speedup_vs_dp", ratio(report.data_parallel.iteration_time, iteration)},
           {"speedup_vs_one_device", ratio(report.one_device.iteration_time, iteration)},
+          {"memory", memory_json(report)},
           {"layers", std::move(layers)}};
 }
 

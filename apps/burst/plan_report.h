@@ -12,6 +12,7 @@
 #include "burst/graph/graph.h"
 #include "burst/plan/evaluate.h"
 #include "burst/plan/plan.h"
+#include "burst/plan/plan_memory.h"
 
 namespace burst::cli {
 
@@ -35,6 +36,12 @@ struct PlanReport {
   // Layers whose one-device time at the global batch is under this were exempt from the
   // limit (the burst planner's threshold; nullopt for other plans).
   std::optional<Seconds> amplification_exempt_below = std::nullopt;
+  // Memory per rank (plan_memory.h), its one-line summary, and why the plan is not the
+  // strategy's own (a burst plan over capacity replaced by data parallelism), if it is not.
+  const std::vector<plan::DeviceMemory>* memory = nullptr;
+  std::string memory_line;
+  std::string memory_note;
+  Bytes memory_capacity;  // per device
 };
 
 // The layer that runs on the most devices sets how many devices the plan uses.
@@ -52,7 +59,9 @@ void print_plan_report(const PlanReport& report, std::ostream& out);
 //  "one_device_ms", "speedup_vs_dp", "speedup_vs_one_device", "layers": [{id, name, op,
 //  devices, first_rank, per_device_batch, forward_ms, backward_ms, transfer_ms, sync_ms,
 //  amplification, exempt (from the amplification limit), forward_start_ms, forward_end_ms, backward_start_ms, backward_end_ms,
-//  sync_end_ms}]}; times of day in ms from the start of the iteration.
+//  sync_end_ms}], "memory": {"peak_rank", "peak_bytes", "capacity_bytes", "fits", "note",
+//  "per_device": [{rank, weights, gradients, optimizer_state, activations, total} in bytes]}};
+//  times of day in ms from the start of the iteration.
 nlohmann::json plan_report_json(const PlanReport& report);
 
 // One device count of a strong-scaling sweep: both strategies on a built-in cluster.

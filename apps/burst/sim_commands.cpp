@@ -164,20 +164,17 @@ void run_one(const SimOptionsText& options, const Inputs& inputs, const cost::Co
              const std::optional<Background>& background) {
   const cost::NetworkModel network(inputs.cluster);
   const plan::PlanContext context{inputs.graph, cost, network};
-  plan::Plan plan;
-  std::string source;
+  plan::BurstOptions burst = burst_options(limit, false);
+  burst.sync_batchnorm = batchnorm == sim::BatchNormMode::Sync;  // plan for the BatchNorm simulated
+  const ChosenPlan chosen = choose_plan(inputs, options.strategy, context, burst);
+  const plan::Plan& plan = chosen.plan;
+  std::string source = "data-parallel plan";
   if (inputs.loaded) {
-    plan = *inputs.loaded;
     source = fmt::format("plan file {} (strategy {})", options.plan_file, plan.strategy);
-  } else if (options.strategy == "dp") {
-    plan = plan::plan_data_parallel(inputs.graph, inputs.cluster.size(), inputs.global_batch);
-    source = "data-parallel plan";
-  } else {
-    plan::BurstOptions burst = burst_options(limit, false);
-    burst.sync_batchnorm = batchnorm == sim::BatchNormMode::Sync;  // plan for the BatchNorm simulated
-    const plan::BurstPlanResult result = plan::plan_burst_with_prediction(context, inputs.global_batch, burst);
-    plan = result.plan;
-    source = fmt::format("burst plan (amplification limit {})", amplification_text(limit_of(result.amplification_limit)));
+  } else if (chosen.burst) {
+    source = fmt::format("burst plan (amplification limit {})", amplification_text(limit_of(chosen.burst->amplification_limit)));
+  } else if (!chosen.memory_note.empty()) {
+    source = fmt::format("data-parallel plan ({})", chosen.memory_note);
   }
   const int trace_ranks = static_cast<int>(parse_whole(options.trace_ranks, "--trace-ranks", 1, cluster::kMaxDevices));
   sim::SimOptions sim_options = base_sim_options(options, batchnorm, co_located);
@@ -209,7 +206,8 @@ void run_one(const SimOptionsText& options, const Inputs& inputs, const cost::Co
                          foreground,
                          background ? std::optional<BackgroundSpec>(background->spec) : std::nullopt,
                          multiplexed ? &*multiplexed : nullptr,
-                         options.intervals};
+                         options.intervals,
+                         memory_summary(chosen, inputs)};
   if (options.json) {
     std::cout << sim_report_json(report).dump(2) << '\n';
     return;
@@ -283,6 +281,7 @@ void add_sim_commands(CLI::App& app) {
       command->add_option("--co-located-profile", options->co_located_profile,
                           "Profile for layers split over devices of one node, which compute them at once "
                           "(burst profile --co-located N)")};
+  add_memory_options(*command, *options);
   CLI::Option* strategy = command->add_option("--strategy", options->strategy, "burst (default) or dp (data parallel)")
                               ->check(CLI::IsMember({"burst", "dp"}));
   command->add_option("--batchnorm", options->batchnorm,

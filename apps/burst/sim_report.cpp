@@ -58,6 +58,7 @@ void print_sim_report(const SimReport& report, std::ostream& out) {
   line("cluster throughput", rate(result.cluster_throughput) + " samples/s", "");
   line("useful fraction", fmt::format("{:.3f}", result.useful_fraction),
        fmt::format("(busy {:.3f}; useful: device time on work one device would also do)", result.busy_fraction));
+  if (!report.memory.empty()) out << "peak memory per device: " << report.memory << '\n';
 
   out << "\nPer device, ms per step (communication runs beside compute):\n";
   TextTable table({{"rank", Align::Right},
@@ -130,6 +131,7 @@ json sim_report_json(const SimReport& report) {
           {"global_batch", report.plan.global_batch},
           {"strategy", report.plan.strategy},
           {"plan_source", report.plan_source},
+          {"memory", report.memory},
           {"batchnorm", batchnorm_name(report.batchnorm)},
           {"iteration_time_ms", result.iteration_time.ms()},
           {"iteration_time_alone_ms", report.foreground.iteration_time.ms()},

@@ -33,12 +33,13 @@ struct SimReport {
   std::optional<BackgroundSpec> background;
   const sim::MultiplexResult* multiplexed = nullptr;  // with the background job
   bool intervals = false;                  // idle intervals in the JSON
+  std::string memory;                      // the peak rank's memory against the capacity
 };
 
 void print_sim_report(const SimReport& report, std::ostream& out);
 
 // {"model", "device", "cluster", "devices", "global_batch", "strategy", "plan_source",
-//  "batchnorm", "iteration_time_ms" (with the background job, if any), "iteration_time_alone_ms",
+//  "batchnorm", "memory" (the peak rank's memory against the capacity, one line), "iteration_time_ms" (with the background job, if any), "iteration_time_alone_ms",
 //  "evaluator_iteration_time_ms", "foreground_samples_per_s", "background_samples_per_s",
 //  "cluster_throughput", "useful_fraction", "busy_fraction", "foreground_slowdown",
 //  "background": null or {"model", "per_device_batch", "step_alone_ms", "alone_samples_per_s",

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "burst/cost/memory.h"
 #include "burst/util/error.h"
 
 namespace burst::cost {
@@ -223,6 +224,7 @@ DeviceSpec catalog_device(const std::string& kind) {
   if (kind == "cpu") {
     // Peak and bandwidth are placeholders until fit_device reads them off a local profile.
     DeviceSpec spec = gpu(kind, "local CPU (fitted from a profile)", 0.1, 10, 16);
+    spec.memory = machine_memory();
     spec.overhead = Seconds::from_us(5);
     return spec;
   }

@@ -27,12 +27,4 @@ LayerEstimate CostModel::require(const graph::Graph& graph, graph::LayerId id, i
       graph::layer_signature(graph, id)));
 }
 
-LayerMemory layer_memory(const graph::Graph& graph, graph::LayerId id, int64_t batch) {
-  const auto& info = graph.info(id);
-  constexpr double kFloatBytes = 4;
-  return LayerMemory{Bytes(static_cast<double>(info.params) * kFloatBytes),
-                     Bytes(static_cast<double>(info.params) * kFloatBytes),
-                     Bytes(static_cast<double>(info.output_bytes) * static_cast<double>(batch))};
-}
-
 }  // namespace burst::cost

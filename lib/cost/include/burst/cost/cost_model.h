@@ -67,12 +67,4 @@ class CostModel {
   }
 };
 
-// Memory one device needs for a layer at a per-device batch (fp32 training).
-struct LayerMemory {
-  Bytes weights;      // parameters
-  Bytes gradients;    // one gradient per parameter
-  Bytes activations;  // the output kept for backward: output bytes per sample x batch
-};
-LayerMemory layer_memory(const graph::Graph& graph, graph::LayerId id, int64_t batch);
-
 }  // namespace burst::cost

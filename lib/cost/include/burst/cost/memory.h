@@ -1,0 +1,41 @@
+#pragma once
+// Training memory (fp32), per layer held on a device: the weights, one gradient per weight,
+// the optimizer's state, and the activations kept for backward. docs/cost-model.md,
+// "Memory", gives the counts and what is left out.
+#include <cstdint>
+#include <string>
+
+#include "burst/graph/graph.h"
+#include "burst/util/units.h"
+
+namespace burst::cost {
+
+// The optimizer, for its state: SGD keeps none, SGD with momentum one buffer per weight
+// (torch.optim.SGD's momentum_buffer), Adam two (exp_avg and exp_avg_sq).
+enum class Optimizer { Sgd, Momentum, Adam };
+
+// "sgd", "momentum", "adam"; anything else is a UserError listing them.
+Optimizer parse_optimizer(const std::string& name);
+const char* optimizer_name(Optimizer optimizer);
+// fp32 values of state per weight: 0, 1 or 2.
+int optimizer_state_values(Optimizer optimizer);
+
+// Memory one device needs for a layer at a per-device batch.
+struct LayerMemory {
+  Bytes weights;          // trainable parameters (BatchNorm's running statistics are left out)
+  Bytes gradients;        // one gradient per parameter
+  Bytes optimizer_state;  // optimizer_state_values per parameter
+  Bytes activations;      // the output kept for backward: output bytes per sample x batch
+  Bytes total() const { return weights + gradients + optimizer_state + activations; }
+  LayerMemory& operator+=(const LayerMemory& other);
+};
+LayerMemory layer_memory(const graph::Graph& graph, graph::LayerId id, int64_t batch,
+                         Optimizer optimizer = Optimizer::Sgd);
+
+// The memory of this machine (for the "cpu" device kind): physical pages x page size.
+Bytes machine_memory();
+
+// In decimal units: "12.3 GB", "512.0 MB", "4.00 kB", "17 B".
+std::string bytes_text(Bytes bytes);
+
+}  // namespace burst::cost

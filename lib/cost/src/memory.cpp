@@ -1,0 +1,80 @@
+#include "burst/cost/memory.h"
+
+#include <unistd.h>
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "burst/util/error.h"
+
+namespace burst::cost {
+
+constexpr double kFloatBytes = 4;  // fp32 training
+
+Optimizer parse_optimizer(const std::string& name) {
+  if (name == "sgd") return Optimizer::Sgd;
+  if (name == "momentum") return Optimizer::Momentum;
+  if (name == "adam") return Optimizer::Adam;
+  throw UserError(fmt::format("unknown optimizer '{}' (known: sgd, momentum, adam)", name));
+}
+
+const char* optimizer_name(Optimizer optimizer) {
+  switch (optimizer) {
+    case Optimizer::Sgd: return "sgd";
+    case Optimizer::Momentum: return "momentum";
+    case Optimizer::Adam: return "adam";
+  }
+  BURST_ASSERT(false, "unknown optimizer");
+}
+
+int optimizer_state_values(Optimizer optimizer) {
+  switch (optimizer) {
+    case Optimizer::Sgd: return 0;
+    case Optimizer::Momentum: return 1;
+    case Optimizer::Adam: return 2;
+  }
+  BURST_ASSERT(false, "unknown optimizer");
+}
+
+LayerMemory& LayerMemory::operator+=(const LayerMemory& other) {
+  weights += other.weights;
+  gradients += other.gradients;
+  optimizer_state += other.optimizer_state;
+  activations += other.activations;
+  return *this;
+}
+
+LayerMemory layer_memory(const graph::Graph& graph, graph::LayerId id, int64_t batch, Optimizer optimizer) {
+  const auto& info = graph.info(id);
+  const double params = static_cast<double>(info.params);
+  LayerMemory memory;
+  memory.weights = Bytes(params * kFloatBytes);
+  memory.gradients = Bytes(params * kFloatBytes);
+  memory.optimizer_state = Bytes(params * kFloatBytes * optimizer_state_values(optimizer));
+  memory.activations = Bytes(static_cast<double>(info.output_bytes) * static_cast<double>(batch));
+  return memory;
+}
+
+Bytes machine_memory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return Bytes(16e9);  // unknown: the catalog's placeholder
+  return Bytes(static_cast<double>(pages) * static_cast<double>(page_size));
+}
+
+std::string bytes_text(Bytes bytes) {
+  const double value = bytes.value();
+  // Decimal units, as device memory is sold (an A100 has 40 GB).
+  const char* units[] = {"B", "kB", "MB", "GB", "TB"};
+  int unit = 0;
+  double scaled = value;
+  while (std::fabs(scaled) >= 1000 && unit < 4) {
+    scaled /= 1000;
+    ++unit;
+  }
+  if (unit == 0) return fmt::format("{:.0f} B", scaled);
+  return fmt::format("{:.{}f} {}", scaled, std::fabs(scaled) < 10 ? 2 : 1, units[unit]);
+}
+
+}  // namespace burst::cost
