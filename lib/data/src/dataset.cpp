@@ -8,12 +8,18 @@
 namespace burst::data {
 
 Dataset::Dataset(std::string name, std::vector<int64_t> sample_shape, int64_t num_classes,
-                 std::vector<float> features, std::vector<int64_t> labels)
+                 std::vector<float> features, std::vector<int64_t> labels, int64_t labels_per_sample,
+                 bool tokens)
     : name_(std::move(name)),
       sample_shape_(std::move(sample_shape)),
       num_classes_(num_classes),
+      labels_per_sample_(labels_per_sample),
+      tokens_(tokens),
       features_(std::move(features)),
       labels_(std::move(labels)) {
+  BURST_ASSERT(labels_per_sample_ >= 1 && labels_.size() % static_cast<size_t>(labels_per_sample_) == 0,
+               "labels hold labels_per_sample per sample");
+  num_samples_ = static_cast<int64_t>(labels_.size()) / labels_per_sample_;
   BURST_ASSERT(!sample_shape_.empty(), "a sample has at least one dimension");
   int64_t elements = 1;
   for (const int64_t extent : sample_shape_) {

@@ -33,8 +33,10 @@ void gather_features(const Dataset& dataset, const std::vector<int64_t>& batch_i
 void gather_labels(const Dataset& dataset, const std::vector<int64_t>& batch_indices,
                    int64_t begin, int64_t end, int64_t* labels_out) {
   check_range(dataset, batch_indices, begin, end);
+  const int64_t per_sample = dataset.labels_per_sample();
   for (int64_t position = begin; position < end; ++position) {
-    labels_out[position - begin] = dataset.labels()[batch_indices[position]];
+    const auto first = dataset.labels().begin() + batch_indices[position] * per_sample;
+    std::copy(first, first + per_sample, labels_out + (position - begin) * per_sample);
   }
 }
 

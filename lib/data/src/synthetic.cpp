@@ -50,9 +50,40 @@ int64_t checked_total_elements(const SyntheticSpec& spec, int64_t* sample_elemen
   return *total;
 }
 
+// Token walks (dataset.h): ids s_0 .. s_{T-1}, labels s_1 .. s_T.
+Dataset synthetic_tokens(const SyntheticSpec& spec, int64_t tokens) {
+  std::vector<float> ids(static_cast<size_t>(spec.num_samples * tokens));
+  std::vector<int64_t> labels(ids.size());
+  const auto vocab = static_cast<uint64_t>(spec.vocab);
+  for (int64_t sample = 0; sample < spec.num_samples; ++sample) {
+    util::SplitMix64 random(util::derive_seed(spec.seed ^ kSampleStream, static_cast<uint64_t>(sample)));
+    uint64_t token = random.below(vocab);
+    for (int64_t t = 0; t < tokens; ++t) {
+      const auto at = static_cast<size_t>(sample * tokens + t);
+      ids[at] = static_cast<float>(token);
+      token = (token + 1 + random.below(2)) % vocab;
+      labels[at] = static_cast<int64_t>(token);
+    }
+  }
+  return Dataset("synthetic", {tokens}, spec.vocab, std::move(ids), std::move(labels), tokens, true);
+}
+
 }  // namespace
 
 Dataset synthetic_dataset(const SyntheticSpec& spec) {
+  if (spec.vocab != 0) {
+    if (spec.vocab < 1 || spec.vocab > (int64_t{1} << 24)) {
+      throw UserError(fmt::format("synthetic dataset: vocab must lie in [1, 2^24], got {}", spec.vocab));
+    }
+    if (spec.sample_shape.size() != 1) {
+      throw UserError(fmt::format("synthetic dataset: token samples are [T], not [{}]", fmt::join(spec.sample_shape, ", ")));
+    }
+    int64_t elements = 0;
+    SyntheticSpec checked = spec;
+    checked.num_classes = 1;  // token data has no prototypes
+    checked_total_elements(checked, &elements);
+    return synthetic_tokens(spec, elements);
+  }
   int64_t elements = 0;
   const int64_t total = checked_total_elements(spec, &elements);
 

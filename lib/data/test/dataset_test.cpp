@@ -106,6 +106,35 @@ TEST(SyntheticDataset, RefusesBadSpecs) {
             std::string::npos);
 }
 
+TEST(SyntheticTokens, AreWalksWithTheirNextTokensAsLabels) {
+  SyntheticSpec spec{6, {5}, 1, 3};
+  spec.vocab = 7;
+  const Dataset tokens = synthetic_dataset(spec);
+  EXPECT_TRUE(tokens.tokens());
+  EXPECT_EQ(tokens.num_samples(), 6);
+  EXPECT_EQ(tokens.labels_per_sample(), 5);
+  EXPECT_EQ(tokens.num_classes(), 7);
+  for (int64_t sample = 0; sample < 6; ++sample) {
+    const float* ids = tokens.sample_features(sample);
+    const int64_t* next = tokens.labels().data() + sample * 5;
+    for (int t = 0; t < 5; ++t) {
+      const auto id = static_cast<int64_t>(ids[t]);
+      EXPECT_EQ(static_cast<float>(id), ids[t]);  // whole numbers
+      const int64_t step = (next[t] - id + 7) % 7;  // each step is +1 or +2 mod vocab
+      EXPECT_TRUE(step == 1 || step == 2) << "sample " << sample << " token " << t;
+      if (t + 1 < 5) EXPECT_EQ(next[t], static_cast<int64_t>(ids[t + 1]));  // the label is the next id
+    }
+  }
+  // Gathering two samples copies 5 labels each, in batch order.
+  std::vector<int64_t> labels(10);
+  gather_labels(tokens, {4, 1}, 0, 2, labels.data());
+  EXPECT_EQ(std::vector<int64_t>(labels.begin(), labels.begin() + 5),
+            std::vector<int64_t>(tokens.labels().begin() + 20, tokens.labels().begin() + 25));
+  EXPECT_EQ(labels[5], tokens.labels()[5]);
+  spec.vocab = -1;
+  EXPECT_NE(spec_error(spec).find("vocab must lie in [1, 2^24], got -1"), std::string::npos);
+}
+
 // 4 samples of shape {2}: sample i holds {10 i, 10 i + 1} and label i.
 Dataset counting_dataset() {
   return Dataset("counting", {2}, 4, {0, 1, 10, 11, 20, 21, 30, 31}, {0, 1, 2, 3});

@@ -15,11 +15,18 @@ void check_fits_samples(const Graph& graph, const SampleSpec& spec) {
                                   layer.name, fmt::join(graph.info(id).output_shape, ", "), spec.data_name,
                                   fmt::join(spec.sample_shape, ", ")));
     }
+    if (layer.op() == OpKind::Input && (std::get<InputAttrs>(layer.attrs).dtype == DType::Int64) != spec.tokens) {
+      throw UserError(fmt::format("model '{}' input '{}' takes {}, but dataset '{}' has {}", graph.name(), layer.name,
+                                  spec.tokens ? "floats" : "token ids", spec.data_name,
+                                  spec.tokens ? "token ids" : "float samples"));
+    }
     if (layer.op() == OpKind::SoftmaxCrossEntropy) {
       const Shape& logits = graph.info(graph.inputs(id)[0]).output_shape;
-      if (logits.size() != 1 || logits[0] != spec.classes) {
-        throw UserError(fmt::format("model '{}' loss '{}' takes logits [{}], but dataset '{}' has {} classes",
-                                    graph.name(), layer.name, fmt::join(logits, ", "), spec.data_name, spec.classes));
+      const Shape expected = spec.tokens ? Shape{spec.sample_shape.at(0), spec.classes} : Shape{spec.classes};
+      if (logits != expected) {
+        throw UserError(fmt::format("model '{}' loss '{}' takes logits [{}], but dataset '{}' has {} classes{}",
+                                    graph.name(), layer.name, fmt::join(logits, ", "), spec.data_name, spec.classes,
+                                    spec.tokens ? fmt::format(" for each of {} tokens", spec.sample_shape.at(0)) : ""));
       }
     }
   }

@@ -41,5 +41,23 @@ TEST(DataFit, AnotherClassCountIsRefusedNamingTheLoss) {
             "model 'tiny' loss 'loss' takes logits [100], but dataset 'fashion-mnist' has 10 classes");
 }
 
+TEST(DataFit, TokenModelsTakeTokenDataWithALabelPerToken) {
+  const Graph gpt2 = [] {
+    GraphBuilder b("lm");
+    auto x = b.token_input("ids", 8, 50);
+    x = b.embedding("wte", x, 50, 16);
+    x = b.linear("head", x, 50);
+    b.cross_entropy("loss", x);
+    return std::move(b).build();
+  }();
+  EXPECT_EQ(refusal(gpt2, {"synthetic", {8}, 50, true}), "");
+  EXPECT_EQ(refusal(gpt2, {"synthetic", {8}, 50, false}),
+            "model 'lm' input 'ids' takes token ids, but dataset 'synthetic' has float samples");
+  EXPECT_EQ(refusal(classifier({8}, 50), {"synthetic", {8}, 50, true}),
+            "model 'tiny' input 'images' takes floats, but dataset 'synthetic' has token ids");
+  EXPECT_EQ(refusal(gpt2, {"synthetic", {8}, 40, true}),
+            "model 'lm' loss 'loss' takes logits [8, 50], but dataset 'synthetic' has 40 classes for each of 8 tokens");
+}
+
 }  // namespace
 }  // namespace burst::graph

@@ -10,7 +10,8 @@ struct GradientBuckets::Bucket {
   std::vector<int> group;
   std::vector<torch::Tensor> parameters;  // in backward order of their layers
   std::vector<int64_t> offsets;           // of each parameter in `flat`
-  std::vector<char> arrived;              // by parameter, this step
+  std::vector<int> expected;              // by parameter: gradient contributions per step
+  std::vector<int> arrived;               // by parameter: contributions so far this step
   size_t missing = 0;                     // parameters without a gradient yet
   torch::Tensor flat;                     // [sum of numel] fp32
   std::unique_ptr<PendingWork> work;      // the all-reduce in flight
@@ -18,6 +19,7 @@ struct GradientBuckets::Bucket {
 
 GradientBuckets::GradientBuckets(const program::StepProgram& program, int rank,
                                  const std::function<std::vector<torch::Tensor>(graph::LayerId)>& parameters,
+                                 const std::function<int(graph::LayerId)>& contributions,
                                  Communicator& communicator)
     : communicator_(communicator), local_index_(program.buckets.size(), -1) {
   for (size_t b = 0; b < program.buckets.size(); ++b) {
@@ -30,6 +32,7 @@ GradientBuckets::GradientBuckets(const program::StepProgram& program, int rank,
     for (const graph::LayerId layer : planned.layers) {
       for (const torch::Tensor& p : parameters(layer)) {
         bucket->parameters.push_back(p);
+        bucket->expected.push_back(contributions(layer));
         bucket->offsets.push_back(size);
         size += p.numel();
       }
@@ -62,10 +65,16 @@ void GradientBuckets::begin_step() {
 
 void GradientBuckets::gradient_arrived(size_t index, size_t slot, const torch::Tensor& gradient) {
   Bucket& bucket = *buckets_[index];
-  BURST_ASSERT(!bucket.arrived[slot] && !bucket.work, "a parameter's gradient arrived twice in one step");
+  BURST_ASSERT(bucket.arrived[slot] < bucket.expected[slot] && !bucket.work,
+               "a parameter's gradient arrived more often than its contributions in one step");
   const torch::Tensor& p = bucket.parameters[slot];
-  bucket.flat.narrow(0, bucket.offsets[slot], p.numel()).copy_(gradient.reshape({-1}));
-  bucket.arrived[slot] = 1;
+  torch::Tensor slice = bucket.flat.narrow(0, bucket.offsets[slot], p.numel());
+  if (bucket.arrived[slot] == 0) {
+    slice.copy_(gradient.reshape({-1}));
+  } else {
+    slice.add_(gradient.reshape({-1}));  // a tied weight's second use, in another segment
+  }
+  if (++bucket.arrived[slot] < bucket.expected[slot]) return;
   --bucket.missing;
   if (bucket.missing == 0) start_ready_in_order();
 }
@@ -88,9 +97,10 @@ void GradientBuckets::start(int32_t program_bucket) {
   for (auto i = static_cast<int32_t>(next_to_start_); i <= index; ++i) {
     Bucket& bucket = *buckets_[static_cast<size_t>(i)];
     for (size_t slot = 0; slot < bucket.parameters.size(); ++slot) {
-      if (bucket.arrived[slot]) continue;
-      bucket.flat.narrow(0, bucket.offsets[slot], bucket.parameters[slot].numel()).zero_();
-      bucket.arrived[slot] = 1;
+      if (bucket.arrived[slot] >= bucket.expected[slot]) continue;
+      // Contributions no backward reached this step count as zero.
+      if (bucket.arrived[slot] == 0) bucket.flat.narrow(0, bucket.offsets[slot], bucket.parameters[slot].numel()).zero_();
+      bucket.arrived[slot] = bucket.expected[slot];
     }
     bucket.missing = 0;
   }

@@ -20,10 +20,13 @@ namespace burst::runtime::detail {
 class GradientBuckets {
  public:
   // `parameters(layer)`: the layer's parameters on this rank (the layers of this rank's
-  // buckets must be ours). Registers the hooks; they stay for the parameters' lifetime.
+  // buckets must be ours). `contributions(layer)`: how many autograd calls of a step add to
+  // those parameters' gradients on this rank: 1, or more for an embedding whose weight a
+  // tied head in another segment also uses (each segment's backward is its own call, and
+  // the hook fires once per call). Registers the hooks; they stay for the parameters' lifetime.
   GradientBuckets(const program::StepProgram& program, int rank,
                   const std::function<std::vector<torch::Tensor>(graph::LayerId)>& parameters,
-                  Communicator& communicator);
+                  const std::function<int(graph::LayerId)>& contributions, Communicator& communicator);
   ~GradientBuckets();
   GradientBuckets(const GradientBuckets&) = delete;
   GradientBuckets& operator=(const GradientBuckets&) = delete;

@@ -1,5 +1,6 @@
 #include "burst/runtime/plan_executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 
@@ -32,6 +33,34 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch:
       torch::optim::SGDOptions(options.learning_rate).momentum(options.momentum).weight_decay(options.weight_decay));
 }
 
+// A tied linear layer (GPT-2's LM head) shares the weight of its embedding, built before
+// it on this rank (require_tied_layers_together put both on the same shards).
+layers::LayerModuleOptions tied_options(const detail::ExecutorState& s, graph::LayerId id) {
+  layers::LayerModuleOptions options;
+  const auto* linear = std::get_if<graph::LinearAttrs>(&s.graph.layer(id).attrs);
+  if (linear == nullptr || linear->tied_to.empty()) return options;
+  const auto embedding = s.graph.find(linear->tied_to);
+  BURST_ASSERT(embedding && s.modules[static_cast<size_t>(*embedding)] != nullptr,
+               "a tied layer's embedding runs on its rank, and before it");
+  options.tied_weight = s.modules[static_cast<size_t>(*embedding)]->module().parameters().at(0);
+  return options;
+}
+
+// How many autograd calls add to layer `id`'s parameter gradients on this rank in a step:
+// its own segment's, and, for an embedding, that of each tied head in another segment.
+int gradient_contributions(const detail::ExecutorState& s, graph::LayerId id) {
+  const graph::Graph& graph = s.graph;
+  const auto& segment_of = s.reporting.segment_of;
+  std::vector<int32_t> segments{segment_of[static_cast<size_t>(id)]};
+  for (graph::LayerId head = 0; head < static_cast<graph::LayerId>(graph.size()); ++head) {
+    const auto* linear = std::get_if<graph::LinearAttrs>(&graph.layer(head).attrs);
+    if (linear == nullptr || linear->tied_to != graph.layer(id).name || !s.ours(head)) continue;
+    const int32_t segment = segment_of[static_cast<size_t>(head)];
+    if (std::find(segments.begin(), segments.end(), segment) == segments.end()) segments.push_back(segment);
+  }
+  return static_cast<int>(segments.size());
+}
+
 // This rank's modules, each initialised from its layer's own seed (so its weights do not
 // depend on which rank builds it), with the synchronised BatchNorm links the program needs.
 void build_modules(detail::ExecutorState& s, uint64_t seed, bool sync_batchnorm,
@@ -42,13 +71,9 @@ void build_modules(detail::ExecutorState& s, uint64_t seed, bool sync_batchnorm,
     for (const cost::Shard& shard : shards) {
       if (shard.rank == s.rank) s.ranges[static_cast<size_t>(id)] = shard.samples;
     }
-    if (graph.layer(id).op() == graph::OpKind::Linear &&
-        !std::get<graph::LinearAttrs>(graph.layer(id).attrs).tied_to.empty()) {
-      throw UserError(fmt::format("layer '{}': tied weights are not supported by the runtime yet", graph.layer(id).name));
-    }
     if (!s.ours(id)) continue;
     torch::manual_seed(layer_seed(seed, id));
-    s.modules[static_cast<size_t>(id)] = layers::make_layer_module(graph, id);
+    s.modules[static_cast<size_t>(id)] = layers::make_layer_module(graph, id, tied_options(s, id));
     if (initial_weights != nullptr) {
       const auto found = initial_weights->find(graph.layer(id).name);
       if (found != initial_weights->end()) {
@@ -89,6 +114,7 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
   s.modules.resize(graph.size());
   s.ranges.resize(graph.size());
   s.batchnorm.resize(graph.size());
+  plan::require_tied_layers_together(s.plan, graph);
   build_modules(s, options.seed, options.sync_batchnorm, options.initial_weights);
   communicator.prepare_groups(s.reporting.groups);  // the same list, in the same order, on every rank
   std::vector<torch::Tensor> parameters;
@@ -99,7 +125,7 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
   s.optimizer = make_optimizer(parameters, options.optimizer);
   s.buckets = std::make_unique<detail::GradientBuckets>(
       s.reporting, s.rank, [&s](graph::LayerId id) { return s.modules[static_cast<size_t>(id)]->parameters(); },
-      communicator);
+      [&s](graph::LayerId id) { return gradient_contributions(s, id); }, communicator);
 }
 
 PlanExecutor::~PlanExecutor() = default;

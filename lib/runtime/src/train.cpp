@@ -67,10 +67,15 @@ data::Dataset load_dataset(const TrainConfig& config, const graph::Graph& graph,
   data::SyntheticSpec spec;
   spec.num_samples = split == data::Split::train ? config.synthetic_samples : config.synthetic_samples / 4 + 1;
   spec.seed = config.seed + (split == data::Split::train ? 0 : 1);
+  // Token models (int64 inputs, GPT-2) get token walks over their input's vocabulary.
   for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
-    if (graph.layer(id).op() == graph::OpKind::Input) spec.sample_shape = graph.info(id).output_shape;
+    if (graph.layer(id).op() == graph::OpKind::Input) {
+      spec.sample_shape = graph.info(id).output_shape;
+      const auto& input = std::get<graph::InputAttrs>(graph.layer(id).attrs);
+      if (input.dtype == graph::DType::Int64) spec.vocab = input.vocab;
+    }
     if (graph.layer(id).op() == graph::OpKind::SoftmaxCrossEntropy && spec.num_classes == 0) {
-      spec.num_classes = graph.info(graph.inputs(id)[0]).output_shape.at(0);
+      spec.num_classes = graph.info(graph.inputs(id)[0]).output_shape.back();
     }
   }
   return data::synthetic_dataset(spec);
@@ -82,12 +87,14 @@ torch::Tensor features_of(const data::Dataset& dataset, const std::vector<int64_
   shape.insert(shape.end(), dataset.sample_shape().begin(), dataset.sample_shape().end());
   torch::Tensor out = torch::empty(shape, torch::kFloat32);
   data::gather_features(dataset, indices, begin, end, out.data_ptr<float>());
-  return out;
+  return dataset.tokens() ? out.to(torch::kInt64) : out;  // token ids are exact in float below 2^24
 }
 
 torch::Tensor labels_of(const data::Dataset& dataset, const std::vector<int64_t>& indices, int64_t begin,
                         int64_t end) {
-  torch::Tensor out = torch::empty({end - begin}, torch::kInt64);
+  std::vector<int64_t> shape{end - begin};  // [n], or [n, T] next tokens
+  if (dataset.tokens()) shape.push_back(dataset.labels_per_sample());
+  torch::Tensor out = torch::empty(shape, torch::kInt64);
   data::gather_labels(dataset, indices, begin, end, out.data_ptr<int64_t>());
   return out;
 }
@@ -121,14 +128,14 @@ double test_accuracy(const graph::Graph& graph, const std::vector<std::pair<std:
       for (const graph::LayerId producer : graph.inputs(id)) args.push_back(outputs[static_cast<size_t>(producer)]);
       if (graph.layer(id).op() == graph::OpKind::SoftmaxCrossEntropy) {
         const torch::Tensor labels = labels_of(dataset, all, begin, end);
-        correct += args[0].argmax(1).eq(labels).sum().item<int64_t>();
+        correct += args[0].argmax(-1).eq(labels).sum().item<int64_t>();  // every token counts
         args.push_back(labels);
         break;  // the first loss's logits decide
       }
       outputs[static_cast<size_t>(id)] = modules[static_cast<size_t>(id)]->forward(args);
     }
   }
-  return static_cast<double>(correct) / static_cast<double>(dataset.num_samples());
+  return static_cast<double>(correct) / static_cast<double>(dataset.num_samples() * dataset.labels_per_sample());
 }
 
 void save_parameters(const std::vector<std::pair<std::string, torch::Tensor>>& state, const std::string& path) {
@@ -300,7 +307,7 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
     throw UserError(fmt::format("the plan is for {} devices but {} workers run", plan.devices, place.world_size));
   }
   const data::Dataset train = load_dataset(config, graph, data::Split::train);
-  graph::check_fits_samples(graph, {train.name(), train.sample_shape(), train.num_classes()});
+  graph::check_fits_samples(graph, {train.name(), train.sample_shape(), train.num_classes(), train.tokens()});
   const data::EpochSampler sampler(train.num_samples(), plan.global_batch, config.seed);
   const int64_t steps = config.steps > 0 ? config.steps : config.epochs * sampler.steps_per_epoch();
 

@@ -1,7 +1,9 @@
 #pragma once
 // Datasets as plain buffers (no libtorch): every sample is a float tensor of one fixed
-// per-sample shape (C, H, W for images) plus an int64 class label. The runtime copies the
-// samples a rank needs into its own input tensors with gather_features / gather_labels.
+// per-sample shape (C, H, W for images) plus an int64 class label; or, for language models,
+// a sequence of T token ids (held as floats, exact below 2^24) with T next-token labels.
+// The runtime copies the samples a rank needs into its own input tensors with
+// gather_features / gather_labels.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,11 +20,16 @@ class Dataset {
   // Takes ownership of the buffers. Internal invariants (BURST_ASSERT, the loaders check
   // user input first): every sample_shape entry >= 1; features.size() ==
   // labels.size() * sample_elements(); num_classes >= 1 and every label in [0, num_classes).
+  // labels_per_sample: 1 for a class label, T for a token sequence's next tokens (labels
+  // then holds num_samples x T, sample-major); tokens: the features are token ids.
   Dataset(std::string name, std::vector<int64_t> sample_shape, int64_t num_classes,
-          std::vector<float> features, std::vector<int64_t> labels);
+          std::vector<float> features, std::vector<int64_t> labels, int64_t labels_per_sample = 1,
+          bool tokens = false);
 
   const std::string& name() const { return name_; }
-  int64_t num_samples() const { return static_cast<int64_t>(labels_.size()); }
+  int64_t num_samples() const { return num_samples_; }
+  int64_t labels_per_sample() const { return labels_per_sample_; }
+  bool tokens() const { return tokens_; }  // features are token ids (int64 inputs)
   // Shape of one sample, e.g. {1, 28, 28} (channels, height, width) for Fashion-MNIST.
   const std::vector<int64_t>& sample_shape() const { return sample_shape_; }
   // Product of sample_shape: the floats of one sample.
@@ -30,7 +37,7 @@ class Dataset {
   int64_t num_classes() const { return num_classes_; }
   // num_samples × sample_elements floats, sample-major (sample i starts at i * elements).
   const std::vector<float>& features() const { return features_; }
-  // One label per sample, in [0, num_classes).
+  // labels_per_sample labels per sample, sample-major, in [0, num_classes).
   const std::vector<int64_t>& labels() const { return labels_; }
   // The first float of sample `index` (asserted in [0, num_samples)).
   const float* sample_features(int64_t index) const;
@@ -40,6 +47,9 @@ class Dataset {
   std::vector<int64_t> sample_shape_;
   int64_t sample_elements_ = 0;
   int64_t num_classes_ = 0;
+  int64_t num_samples_ = 0;
+  int64_t labels_per_sample_ = 1;
+  bool tokens_ = false;
   std::vector<float> features_;
   std::vector<int64_t> labels_;
 };
@@ -50,11 +60,17 @@ class Dataset {
 // (p_label + u) / 2 with u uniform in [0, 1). Values lie in [0, 1) and classes are
 // separable, so a model can learn it (loss falls), which makes smoke tests meaningful.
 // Samples are counter-based (sample i depends only on seed and i).
+//
+// With `vocab` > 0 it is token data for a language model instead: sample_shape is [T], and
+// sample i is a walk s_0 .. s_T over the vocabulary (s_0 uniform, each step +1 or +2 mod
+// vocab, drawn per sample), with ids s_0 .. s_{T-1} and next-token labels s_1 .. s_T
+// (num_classes = vocab). The walk makes the next token predictable, so the loss falls.
 struct SyntheticSpec {
   int64_t num_samples = 0;            // >= 1
-  std::vector<int64_t> sample_shape;  // each >= 1, e.g. {1, 28, 28}
+  std::vector<int64_t> sample_shape;  // each >= 1, e.g. {1, 28, 28}; [T] for tokens
   int64_t num_classes = 0;            // >= 1
   uint64_t seed = 0;
+  int64_t vocab = 0;                  // > 0: token sequences over [0, vocab), at most 2^24
 };
 
 // Throws UserError naming the field when the spec is out of range or the dataset would
@@ -63,7 +79,7 @@ Dataset synthetic_dataset(const SyntheticSpec& spec);
 
 // Copies samples batch_indices[begin, end) of a global batch (dataset indices, e.g. from
 // EpochSampler) into caller buffers, in batch order: features_out receives
-// (end - begin) * sample_elements floats, labels_out (end - begin) labels. This is how a
+// (end - begin) * sample_elements floats, labels_out (end - begin) * labels_per_sample labels. This is how a
 // rank takes only its own sample range [begin, end) of the plan. Asserts
 // 0 <= begin <= end <= batch_indices.size() and every index in [0, num_samples).
 void gather_features(const Dataset& dataset, const std::vector<int64_t>& batch_indices,

@@ -14,10 +14,12 @@ struct SampleSpec {
   std::string data_name;  // for messages: "fashion-mnist", "synthetic", ...
   Shape sample_shape;     // of one sample, e.g. {1, 28, 28}
   int64_t classes = 0;    // labels in [0, classes)
+  bool tokens = false;    // samples are T token ids with T next-token labels (sample_shape [T])
 };
 
 // Throws UserError naming the model, the layer and both shapes when an input layer's
-// per-sample shape is not spec.sample_shape, or a loss's logits are not [spec.classes].
+// per-sample shape is not spec.sample_shape, or its kind (token ids or floats) is not the
+// dataset's, or a loss's logits are not [spec.classes] (token data: [T, spec.classes]).
 void check_fits_samples(const Graph& graph, const SampleSpec& spec);
 
 }  // namespace burst::graph

@@ -43,6 +43,11 @@ void validate_plan(const Plan& plan, const graph::Graph& graph, const cluster::C
 std::vector<cost::Transfer> activation_transfers(const Plan& plan, graph::LayerId producer,
                                                  graph::LayerId consumer);
 
+// The runtime ties a linear layer's weight to an embedding's (LinearAttrs::tied_to, GPT-2's
+// LM head) by sharing one tensor, so both must run on the same shards. Throws UserError
+// naming both layers when a plan places a tied pair differently.
+void require_tied_layers_together(const Plan& plan, const graph::Graph& graph);
+
 // The ranks that all-reduce `layer`'s weight gradients, ascending (empty when the layer has
 // no parameters or runs on one rank).
 std::vector<int> sync_group(const Plan& plan, const graph::Graph& graph, graph::LayerId layer);
