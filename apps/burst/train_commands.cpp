@@ -126,7 +126,6 @@ runtime::TrainConfig::Checked check(const TrainArgs& args, const ModelLoader& mo
                                 plan.devices, world_size));
   }
   plan::validate_plan(plan, graph, cluster::builtin_cluster("cpu", world_size));
-  plan::require_tied_layers_together(plan, graph);
   if (config.global_batch != 0 && config.global_batch != plan.global_batch) {
     throw UserError(fmt::format("--global-batch {} differs from plan '{}' ({})", config.global_batch,
                                 config.plan_file, plan.global_batch));

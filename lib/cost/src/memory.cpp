@@ -2,8 +2,6 @@
 
 #include <unistd.h>
 
-#include <cmath>
-
 #include <fmt/format.h>
 
 #include "burst/util/error.h"
@@ -61,20 +59,6 @@ Bytes machine_memory() {
   const long page_size = ::sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page_size <= 0) return Bytes(16e9);  // unknown: the catalog's placeholder
   return Bytes(static_cast<double>(pages) * static_cast<double>(page_size));
-}
-
-std::string bytes_text(Bytes bytes) {
-  const double value = bytes.value();
-  // Decimal units, as device memory is sold (an A100 has 40 GB).
-  const char* units[] = {"B", "kB", "MB", "GB", "TB"};
-  int unit = 0;
-  double scaled = value;
-  while (std::fabs(scaled) >= 1000 && unit < 4) {
-    scaled /= 1000;
-    ++unit;
-  }
-  if (unit == 0) return fmt::format("{:.0f} B", scaled);
-  return fmt::format("{:.{}f} {}", scaled, std::fabs(scaled) < 10 ? 2 : 1, units[unit]);
 }
 
 }  // namespace burst::cost

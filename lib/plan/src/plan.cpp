@@ -10,41 +10,6 @@
 
 namespace burst::plan {
 
-namespace {
-
-bool same_shards(const std::vector<cost::Shard>& a, const std::vector<cost::Shard>& b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const cost::Shard& x, const cost::Shard& y) {
-    return x.rank == y.rank && x.samples == y.samples;
-  });
-}
-
-std::string shards_text(const std::vector<cost::Shard>& shards) {
-  std::string text;
-  for (const cost::Shard& shard : shards) {
-    text += fmt::format("{}r{} [{}, {})", text.empty() ? "" : ", ", shard.rank, shard.samples.begin, shard.samples.end);
-  }
-  return text;
-}
-
-}  // namespace
-
-void require_tied_layers_together(const Plan& plan, const graph::Graph& graph) {
-  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
-    const auto* linear = std::get_if<graph::LinearAttrs>(&graph.layer(id).attrs);
-    if (linear == nullptr || linear->tied_to.empty()) continue;
-    const auto embedding = graph.find(linear->tied_to);
-    BURST_ASSERT(embedding.has_value(), "a built graph's tied_to names a layer");
-    const auto& head = plan.layers[static_cast<size_t>(id)].shards;
-    const auto& table = plan.layers[static_cast<size_t>(*embedding)].shards;
-    if (!same_shards(head, table)) {
-      throw UserError(fmt::format(
-          "layer '{}' shares its weight with '{}' (tied), but the plan runs it on {} and '{}' on {}: the runtime "
-          "ties weights only between layers on the same shards",
-          graph.layer(id).name, linear->tied_to, shards_text(head), linear->tied_to, shards_text(table)));
-    }
-  }
-}
-
 void validate_plan(const Plan& plan, const graph::Graph& graph, const cluster::Cluster& cluster) {
   if (plan.model != graph.name()) {
     throw UserError(fmt::format("plan is for model '{}', not '{}'", plan.model, graph.name()));
@@ -107,12 +72,24 @@ std::vector<cost::Transfer> activation_transfers(const Plan& plan, graph::LayerI
                                  plan.layers.at(static_cast<size_t>(consumer)).shards);
 }
 
-std::vector<int> sync_group(const Plan& plan, const graph::Graph& graph, graph::LayerId layer) {
-  const auto& shards = plan.layers.at(static_cast<size_t>(layer)).shards;
-  if (graph.info(layer).params == 0 || shards.size() < 2) return {};
+std::vector<int> weight_holders(const Plan& plan, const graph::Graph& graph, graph::LayerId layer) {
   std::vector<int> ranks;
-  for (const cost::Shard& shard : shards) ranks.push_back(shard.rank);
+  for (const cost::Shard& shard : plan.layers.at(static_cast<size_t>(layer)).shards) ranks.push_back(shard.rank);
+  const std::string& name = graph.layer(layer).name;
+  for (graph::LayerId head = 0; head < static_cast<graph::LayerId>(graph.size()); ++head) {
+    const auto* linear = std::get_if<graph::LinearAttrs>(&graph.layer(head).attrs);
+    if (linear == nullptr || linear->tied_to != name) continue;
+    for (const cost::Shard& shard : plan.layers.at(static_cast<size_t>(head)).shards) ranks.push_back(shard.rank);
+  }
   std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
+}
+
+std::vector<int> sync_group(const Plan& plan, const graph::Graph& graph, graph::LayerId layer) {
+  if (graph.info(layer).params == 0) return {};
+  std::vector<int> ranks = weight_holders(plan, graph, layer);
+  if (ranks.size() < 2) return {};
   return ranks;
 }
 

@@ -1,8 +1,11 @@
 #include "burst/plan/plan_memory.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "burst/util/error.h"
+#include "burst/util/format.h"
 
 namespace burst::plan {
 
@@ -22,6 +25,19 @@ std::vector<DeviceMemory> plan_memory(const Plan& plan, const graph::Graph& grap
       }
     }
   }
+  // A tied embedding's weight, its gradient and its optimizer state are held on its heads'
+  // ranks too (plan::weight_holders), without its activations.
+  for (graph::LayerId head = 0; head < static_cast<graph::LayerId>(graph.size()); ++head) {
+    const auto* linear = std::get_if<graph::LinearAttrs>(&graph.layer(head).attrs);
+    if (linear == nullptr || linear->tied_to.empty()) continue;
+    const graph::LayerId embedding = *graph.find(linear->tied_to);
+    cost::LayerMemory copy = cost::layer_memory(graph, embedding, 0, optimizer);
+    for (const cost::Shard& shard : plan.layers[static_cast<size_t>(head)].shards) {
+      const auto& own = plan.layers[static_cast<size_t>(embedding)].shards;
+      const bool holds = std::any_of(own.begin(), own.end(), [&](const cost::Shard& s) { return s.rank == shard.rank; });
+      if (!holds) devices[static_cast<size_t>(shard.rank)].use += copy;
+    }
+  }
   return devices;
 }
 
@@ -35,7 +51,7 @@ const DeviceMemory& peak_memory(const std::vector<DeviceMemory>& devices) {
 }
 
 std::string memory_text(const DeviceMemory& peak, const graph::Graph& graph, const MemoryCapacity& capacity) {
-  using cost::bytes_text;
+  const auto bytes_text = [](Bytes bytes) { return bytes_decimal(bytes.value()); };
   const cost::LayerMemory& use = peak.use;
   return fmt::format(
       "rank {} needs {} (weights {}, gradients {}, optimizer state {}, activations {}; layer '{}' the most, {}) "

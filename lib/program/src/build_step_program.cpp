@@ -38,6 +38,7 @@ class ProgramBuilder {
     program_.ranks = plan.devices;
     program_.global_batch = plan.global_batch;
     program_.ops.resize(static_cast<size_t>(plan.devices));
+    find_tied_groups();
   }
 
   StepProgram build() && {
@@ -79,7 +80,25 @@ class ProgramBuilder {
   }
 
   // Whether layer `id` all-reduces weight gradients (plan::sync_group is not empty).
-  bool has_gradients(graph::LayerId id) const { return graph_.info(id).params > 0 && placement(id).shards.size() >= 2; }
+  bool has_gradients(graph::LayerId id) const {
+    if (!tied_group_[static_cast<size_t>(id)].empty()) return true;
+    return graph_.info(id).params > 0 && placement(id).shards.size() >= 2;
+  }
+
+  // By layer: for an embedding whose tied heads run on ranks it does not, the ranks that
+  // sum its gradients (plan::sync_group: its own and its heads'); empty otherwise. Found
+  // once: graphs without ties (almost all) cost one scan.
+  void find_tied_groups() {
+    tied_group_.assign(graph_.size(), {});
+    for (graph::LayerId head = 0; head < layer_count_; ++head) {
+      const auto* linear = std::get_if<graph::LinearAttrs>(&graph_.layer(head).attrs);
+      if (linear == nullptr || linear->tied_to.empty()) continue;
+      const auto embedding = graph_.find(linear->tied_to);
+      BURST_ASSERT(embedding.has_value(), "a built graph's tied_to names a layer");
+      std::vector<int> group = plan::sync_group(plan_, graph_, *embedding);
+      if (group.size() > placement(*embedding).shards.size()) tied_group_[static_cast<size_t>(*embedding)] = group;
+    }
+  }
 
   // Gradient groups (layers with parameters on several ranks) and BatchNorm statistics
   // groups. A segment's layers share its ranks: each segment's are sorted once (data
@@ -90,20 +109,32 @@ class ProgramBuilder {
     std::vector<std::vector<int>> all;
     for (const Segment& segment : program_.segments) {
       segment_ranks.push_back(sorted_ranks(segment.shards));
-      const bool syncs = std::any_of(segment.layers.begin(), segment.layers.end(),
-                                     [&](graph::LayerId id) { return has_gradients(id) || syncs_batchnorm(id); });
+      // (A tied embedding's gradients go to its own group, below.)
+      const bool syncs = std::any_of(segment.layers.begin(), segment.layers.end(), [&](graph::LayerId id) {
+        return (has_gradients(id) && tied_group_[static_cast<size_t>(id)].empty()) || syncs_batchnorm(id);
+      });
       if (syncs) all.push_back(segment_ranks.back());
+    }
+    // A tied embedding's gradients are summed over its heads' ranks too (plan::sync_group).
+    for (const std::vector<int>& group : tied_group_) {
+      if (!group.empty()) all.push_back(group);
     }
     std::sort(all.begin(), all.end());
     all.erase(std::unique(all.begin(), all.end()), all.end());
     program_.groups = all;
+    const auto group_index = [&all](const std::vector<int>& ranks) {
+      const auto found = std::lower_bound(all.begin(), all.end(), ranks);
+      return found == all.end() || *found != ranks ? -1 : static_cast<int32_t>(found - all.begin());
+    };
     for (size_t s = 0; s < program_.segments.size(); ++s) {
       if (segment_ranks[s].size() < 2) continue;
-      const auto found = std::lower_bound(all.begin(), all.end(), segment_ranks[s]);
-      if (found == all.end() || *found != segment_ranks[s]) continue;
-      for (const graph::LayerId id : program_.segments[s].layers) {
-        layer_group_[static_cast<size_t>(id)] = static_cast<int32_t>(found - all.begin());
-      }
+      const int32_t group = group_index(segment_ranks[s]);
+      if (group < 0) continue;
+      for (const graph::LayerId id : program_.segments[s].layers) layer_group_[static_cast<size_t>(id)] = group;
+    }
+    for (graph::LayerId id = 0; id < layer_count_; ++id) {
+      const std::vector<int>& tied = tied_group_[static_cast<size_t>(id)];
+      if (!tied.empty()) layer_group_[static_cast<size_t>(id)] = group_index(tied);
     }
   }
 
@@ -309,6 +340,8 @@ class ProgramBuilder {
     for (graph::LayerId id = 0; id < layer_count_; ++id) {
       if (graph_.info(id).params == 0) continue;
       for (const cost::Shard& shard : placement(id).shards) updates[static_cast<size_t>(shard.rank)] = 1;
+      // A tied embedding's weight is updated on its heads' ranks too.
+      for (const int rank : tied_group_[static_cast<size_t>(id)]) updates[static_cast<size_t>(rank)] = 1;
     }
     for (int rank = 0; rank < program_.ranks; ++rank) {
       if (options_.one_rank_per_class && !built(rank)) continue;  // stands for none, or stood for
@@ -335,6 +368,7 @@ class ProgramBuilder {
   const graph::LayerId layer_count_;
   StepProgram program_;
   std::vector<int32_t> layer_group_;  // by layer: its group (-1: one rank, or nothing to sync)
+  std::vector<std::vector<int>> tied_group_;  // find_tied_groups
   // Piece indices by [consumer][input position], ascending samples.
   std::vector<std::vector<std::vector<int32_t>>> activation_pieces_;
   std::vector<std::vector<std::vector<int32_t>>> gradient_pieces_;

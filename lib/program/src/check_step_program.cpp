@@ -73,6 +73,30 @@ void check_messages(const StepProgram& program) {
   }
 }
 
+bool runs(const StepProgram& program, int rank, graph::LayerId id) {
+  const auto& shards = program.segments[static_cast<size_t>(program.segment_of[static_cast<size_t>(id)])].shards;
+  return std::any_of(shards.begin(), shards.end(), [rank](const cost::Shard& shard) { return shard.rank == rank; });
+}
+
+// Whether `rank` has done every backward that adds to `bucket`'s gradients: the closing
+// layer's where it runs it; elsewhere (a rank that holds a tied embedding's weight for its
+// head) the backward of each layer of the bucket it runs and of each head tied to one.
+bool backward_done(const StepProgram& program, const graph::Graph& graph, int rank, const Bucket& bucket,
+                   const std::vector<int>& backward) {
+  if (runs(program, rank, bucket.closed_by)) return backward[static_cast<size_t>(bucket.closed_by)] == 1;
+  for (graph::LayerId head = 0; head < static_cast<graph::LayerId>(graph.size()); ++head) {
+    const auto* linear = std::get_if<graph::LinearAttrs>(&graph.layer(head).attrs);
+    const bool tied_here = linear != nullptr && !linear->tied_to.empty() && runs(program, rank, head) &&
+                           std::any_of(bucket.layers.begin(), bucket.layers.end(),
+                                       [&](graph::LayerId id) { return graph.layer(id).name == linear->tied_to; });
+    if (tied_here && backward[static_cast<size_t>(head)] != 1) return false;
+  }
+  for (const graph::LayerId id : bucket.layers) {
+    if (runs(program, rank, id) && backward[static_cast<size_t>(id)] != 1) return false;
+  }
+  return true;
+}
+
 // Segments' ranks compute each of their layers forward and backward once; buckets are
 // started after their closing layer's backward and waited for once, by their group only.
 void check_compute_and_buckets(const StepProgram& program, const graph::Graph& graph) {
@@ -84,7 +108,7 @@ void check_compute_and_buckets(const StepProgram& program, const graph::Graph& g
       if (op.kind == OpKind::Backward) ++backward[static_cast<size_t>(op.layer)];
       if (op.kind == OpKind::AllReduce) {
         const Bucket& bucket = program.buckets[static_cast<size_t>(op.bucket)];
-        if (backward[static_cast<size_t>(bucket.closed_by)] != 1) {
+        if (!backward_done(program, graph, rank, bucket, backward)) {
           throw UserError(fmt::format("step program: rank {} starts bucket {} before its last layer's backward", rank,
                                       op.bucket));
         }

@@ -1,6 +1,7 @@
 // Step programs of hand-written plans, worked out by hand in the comments.
 #include "burst/program/step_program.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -218,6 +219,37 @@ TEST(StepProgram, OneLayerOnOneRankAmongFour) {
     if (op.kind == OpKind::RecvActivation && !program.pieces[static_cast<size_t>(op.piece)].local()) ++receives;
   }
   EXPECT_EQ(receives, 3);
+}
+
+// A tied head away from its embedding: ids [4] (vocab 10) -> wte embedding [4, 3] on r0 ->
+// fc linear [4, 3] split r0 [0,1), r1 [1,2) -> head, tied to wte, on r1 alone -> loss on r1;
+// global batch 2. wte's weight (30 floats, 120 B) is held on r0 (its own) and r1 (a copy the
+// head uses): its gradient group is {0, 1}, although wte runs on r0 alone. fc's group is
+// {0, 1} too, so one bucket holds fc (12 floats) and wte, closed by wte: r1 starts and waits
+// for it too (after its own backward), and both ranks update.
+TEST(StepProgram, ATiedWeightIsSummedOverTheEmbeddingsAndTheHeadsRanks) {
+  graph::GraphBuilder b("tied");
+  std::string x = b.embedding("wte", b.token_input("ids", 4, 10), 10, 3);
+  x = b.linear("fc", x, 3);
+  x = b.linear("head", x, 10, false, "wte");
+  b.cross_entropy("loss", x);
+  const graph::Graph graph = std::move(b).build();
+  const auto split = plan::even_split({0, 1}, 2);
+  const plan::Plan plan = hand_plan(graph, 2, 2, {{shard(0, 0, 2)}, {shard(0, 0, 2)}, split, {shard(1, 0, 2)}, {shard(1, 0, 2)}});
+  EXPECT_EQ(plan::weight_holders(plan, graph, 1), (std::vector<int>{0, 1}));
+  EXPECT_EQ(plan::sync_group(plan, graph, 1), (std::vector<int>{0, 1}));
+  const StepProgram program = build_step_program(graph, plan);
+  check_step_program(program, graph, plan);
+  ASSERT_EQ(program.buckets.size(), 1u);
+  EXPECT_EQ(bucket_layers(program, 0), (std::vector<graph::LayerId>{2, 1}));
+  EXPECT_EQ(program.buckets[0].closed_by, 1);
+  EXPECT_EQ(program.buckets[0].bytes, 48 + 120);
+  EXPECT_EQ(program.groups.at(static_cast<size_t>(program.buckets[0].group)), (std::vector<int>{0, 1}));
+  for (const int rank : {0, 1}) {
+    const std::vector<OpKind> ops = kinds(program, rank);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), OpKind::AllReduce), 1) << "rank " << rank;
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), OpKind::Update), 1) << "rank " << rank;
+  }
 }
 
 // One program per class (ProgramOptions::one_rank_per_class). Data parallelism of three

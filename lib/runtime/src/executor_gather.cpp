@@ -183,7 +183,7 @@ void PlanExecutor::load_training_state(const std::vector<checkpoint::TensorBytes
   std::map<std::string, const checkpoint::TensorBytes*> by_name;
   for (const checkpoint::TensorBytes& tensor : state) by_name[tensor.name] = &tensor;
   for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(s.graph.size()); ++id) {
-    if (!s.ours(id)) continue;
+    if (!s.modules[static_cast<size_t>(id)]) continue;  // its layers, and tied weights' copies
     detail::load_layer_training_state(s.modules[static_cast<size_t>(id)]->module(), s.optimizer.get(),
                                       s.graph.layer(id).name + ".", by_name);
   }

@@ -34,7 +34,8 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch:
 }
 
 // A tied linear layer (GPT-2's LM head) shares the weight of its embedding, built before
-// it on this rank (require_tied_layers_together put both on the same shards).
+// it on this rank: the embedding's own module, or a copy that holds its weight where only
+// the head runs (plan::weight_holders).
 layers::LayerModuleOptions tied_options(const detail::ExecutorState& s, graph::LayerId id) {
   layers::LayerModuleOptions options;
   const auto* linear = std::get_if<graph::LinearAttrs>(&s.graph.layer(id).attrs);
@@ -46,12 +47,14 @@ layers::LayerModuleOptions tied_options(const detail::ExecutorState& s, graph::L
   return options;
 }
 
-// How many autograd calls add to layer `id`'s parameter gradients on this rank in a step:
-// its own segment's, and, for an embedding, that of each tied head in another segment.
+// How many autograd calls add to layer `id`'s parameter gradients on this rank in a step: its
+// own segment's, if it runs here, and, for an embedding, that of each tied head that runs
+// here in another segment.
 int gradient_contributions(const detail::ExecutorState& s, graph::LayerId id) {
   const graph::Graph& graph = s.graph;
   const auto& segment_of = s.reporting.segment_of;
-  std::vector<int32_t> segments{segment_of[static_cast<size_t>(id)]};
+  std::vector<int32_t> segments;
+  if (s.ours(id)) segments.push_back(segment_of[static_cast<size_t>(id)]);
   for (graph::LayerId head = 0; head < static_cast<graph::LayerId>(graph.size()); ++head) {
     const auto* linear = std::get_if<graph::LinearAttrs>(&graph.layer(head).attrs);
     if (linear == nullptr || linear->tied_to != graph.layer(id).name || !s.ours(head)) continue;
@@ -71,7 +74,10 @@ void build_modules(detail::ExecutorState& s, uint64_t seed, bool sync_batchnorm,
     for (const cost::Shard& shard : shards) {
       if (shard.rank == s.rank) s.ranges[static_cast<size_t>(id)] = shard.samples;
     }
-    if (!s.ours(id)) continue;
+    // A tied embedding's weight lives on its heads' ranks too: there the module is a copy
+    // that never runs, built from the same seed (or file) and updated from the same sum.
+    const std::vector<int> holders = plan::weight_holders(s.plan, graph, id);
+    if (!s.ours(id) && !std::binary_search(holders.begin(), holders.end(), s.rank)) continue;
     torch::manual_seed(layer_seed(seed, id));
     s.modules[static_cast<size_t>(id)] = layers::make_layer_module(graph, id, tied_options(s, id));
     if (initial_weights != nullptr) {
@@ -114,7 +120,6 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
   s.modules.resize(graph.size());
   s.ranges.resize(graph.size());
   s.batchnorm.resize(graph.size());
-  plan::require_tied_layers_together(s.plan, graph);
   build_modules(s, options.seed, options.sync_batchnorm, options.initial_weights);
   communicator.prepare_groups(s.reporting.groups);  // the same list, in the same order, on every rank
   std::vector<torch::Tensor> parameters;

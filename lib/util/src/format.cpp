@@ -57,4 +57,16 @@ std::string bytes_compact(double bytes) {
   return three_digits(scaled, kUnits[index]);
 }
 
+std::string bytes_decimal(double bytes) {
+  static constexpr const char* kUnits[] = {" B", " kB", " MB", " GB", " TB", " PB", " EB"};
+  double scaled = bytes;
+  size_t index = 0;
+  while (std::fabs(scaled) >= 999.5 && index + 1 < std::size(kUnits)) {
+    scaled /= 1000;
+    ++index;
+  }
+  if (index == 0) return fmt::format("{:g} B", bytes);
+  return three_digits(scaled, kUnits[index]);
+}
+
 }  // namespace burst

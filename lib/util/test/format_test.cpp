@@ -32,6 +32,13 @@ TEST(BytesCompact, BinaryUnits) {
   EXPECT_EQ(bytes_compact(802816), "784 KiB");  // 64 x 56 x 56 floats
 }
 
+TEST(BytesDecimal, DecimalUnits) {
+  EXPECT_EQ(bytes_decimal(12), "12 B");
+  EXPECT_EQ(bytes_decimal(1152), "1.15 kB");
+  EXPECT_EQ(bytes_decimal(553.4e6), "553 MB");
+  EXPECT_EQ(bytes_decimal(40e9), "40.0 GB");
+}
+
 TEST(CheckedMath, DetectsOverflow) {
   const int64_t big = std::numeric_limits<int64_t>::max();
   EXPECT_EQ(checked_mul(3, 4), 12);

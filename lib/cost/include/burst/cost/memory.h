@@ -35,7 +35,4 @@ LayerMemory layer_memory(const graph::Graph& graph, graph::LayerId id, int64_t b
 // The memory of this machine (for the "cpu" device kind): physical pages x page size.
 Bytes machine_memory();
 
-// In decimal units: "12.3 GB", "512.0 MB", "4.00 kB", "17 B".
-std::string bytes_text(Bytes bytes);
-
 }  // namespace burst::cost

@@ -43,13 +43,15 @@ void validate_plan(const Plan& plan, const graph::Graph& graph, const cluster::C
 std::vector<cost::Transfer> activation_transfers(const Plan& plan, graph::LayerId producer,
                                                  graph::LayerId consumer);
 
-// The runtime ties a linear layer's weight to an embedding's (LinearAttrs::tied_to, GPT-2's
-// LM head) by sharing one tensor, so both must run on the same shards. Throws UserError
-// naming both layers when a plan places a tied pair differently.
-void require_tied_layers_together(const Plan& plan, const graph::Graph& graph);
+// The ranks that hold `layer`'s weights, ascending: its own, and for an embedding those of
+// every linear layer tied to it (LinearAttrs::tied_to, GPT-2's LM head), which keep a copy
+// of the embedding's weight, updated from the same summed gradient.
+std::vector<int> weight_holders(const Plan& plan, const graph::Graph& graph, graph::LayerId layer);
 
-// The ranks that all-reduce `layer`'s weight gradients, ascending (empty when the layer has
-// no parameters or runs on one rank).
+// The ranks that all-reduce `layer`'s weight gradients, ascending: weight_holders (empty when
+// the layer has no parameters or they are held on one rank). A tied embedding's group spans
+// its heads' ranks too, so each rank's contributions (embedding, head or both) are summed
+// before the one update.
 std::vector<int> sync_group(const Plan& plan, const graph::Graph& graph, graph::LayerId layer);
 
 // Plan files. Reading checks the format; validate_plan checks the content.
