@@ -150,6 +150,23 @@ refused "an unknown BatchNorm mode" "${vgg[@]}" --batchnorm other
 refused "a negative exemption threshold" "${vgg[@]}" --amplification-exempt-ms -1
 refused "a NaN exemption threshold" "${vgg[@]}" --amplification-exempt-ms nan
 refused "an exemption threshold with dp" "${vgg[@]}" --strategy dp --amplification-exempt-ms 0.3
+
+# --- memory (docs/cost-model.md, "Memory") ---------------------------------------------------
+resnet=(plan --model resnet50 --device a100 --devices 16 --global-batch 32)
+if quiet memory "${resnet[@]}"; then
+  contains memory "peak memory per device:"
+  contains memory "of 40.0 GB per a100 (optimizer sgd)"
+fi
+# At 0.7 GB per device the burst plan (976 MB on rank 0) does not fit; data parallel (506 MB) does.
+if quiet fallback "${resnet[@]}" --device-memory 0.7; then
+  contains fallback "data-parallel plan for resnet50"
+  contains fallback "the burst plan does not fit: rank 0 needs"
+  contains fallback "; data parallel instead"
+fi
+refused "a plan that fits nowhere" "${resnet[@]}" --device-memory 0.4
+refused "an unknown optimizer" "${resnet[@]}" --optimizer lamb
+refused "a device memory of 0" "${resnet[@]}" --device-memory 0
+refused "adam with data parallel over capacity" "${resnet[@]}" --strategy dp --optimizer adam --device-memory 0.7
 refused "global batch 0" "${vgg[@]:0:7}" --global-batch 0
 refused "global batch -3" "${vgg[@]:0:7}" --global-batch -3
 refused "global batch not a number" "${vgg[@]:0:7}" --global-batch many
