@@ -94,6 +94,8 @@ template <typename Visit> void for_each_field(SiluAttrs&, Visit&&) {}
 template <typename Visit> void for_each_field(HardswishAttrs&, Visit&&) {}
 template <typename Visit> void for_each_field(HardsigmoidAttrs&, Visit&&) {}
 template <typename Visit> void for_each_field(MulAttrs&, Visit&&) {}
+template <typename Visit> void for_each_field(MatmulAttrs&, Visit&&) {}
+template <typename Visit> void for_each_field(SoftmaxAttrs&, Visit&&) {}
 template <typename Visit> void for_each_field(ReshapeAttrs& a, Visit&& v) {
   v("shape", a.shape, Presence::Required);
 }

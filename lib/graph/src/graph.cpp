@@ -38,6 +38,7 @@ void check_input_count(const LayerSpec& layer) {
       }
       return;
     case OpKind::Mul:
+    case OpKind::Matmul:
       if (count != 2) {
         throw UserError(fmt::format("{}: needs exactly 2 inputs, got {}", describe(layer), count));
       }

@@ -17,6 +17,7 @@ constexpr std::array<const char*, kOpKindCount> kOpNames = {
     "softmax_cross_entropy", "hardtanh",     "sigmoid",            "silu",
     "hardswish",   "hardsigmoid",    "mul",                "reshape",
     "transpose",   "slice",          "mean",               "stochastic_depth",
+    "matmul",      "softmax",
 };
 
 // default_attrs(kind) builds alternative number `kind` of the variant, value-initialised.

@@ -389,6 +389,29 @@ class Inferrer {
     return finish(std::move(out), 0, elements);
   }
 
+  LayerInfo operator()(const MatmulAttrs&) const {
+    for (size_t i = 0; i < 2; ++i) {
+      if (inputs_[i]->output_dtype != DType::Float32) {
+        fail(fmt::format("input '{}' is {}, expected float32", layer_.inputs[i], dtype_name(inputs_[i]->output_dtype)));
+      }
+    }
+    const Shape& a = inputs_[0]->output_shape;
+    const Shape& b = inputs_[1]->output_shape;
+    bool fits = a.size() >= 2 && a.size() == b.size() && a.back() == b[b.size() - 2];
+    for (size_t d = 0; fits && d + 2 < a.size(); ++d) fits = a[d] == b[d];
+    if (!fits) {
+      fail(fmt::format("inputs '{}' {} and '{}' {} do not multiply ([..., n, k] x [..., k, m], the leading "
+                       "dims equal)",
+                       layer_.inputs[0], shape_to_string(a), layer_.inputs[1], shape_to_string(b)));
+    }
+    Shape out = a;
+    out.back() = b.back();
+    // A multiply and an add for each of the k terms of every output element.
+    return finish(out, 0, mul(2 * a.back(), numel(out), "FLOPs"));
+  }
+
+  LayerInfo operator()(const SoftmaxAttrs&) const { return element_wise(kSoftmaxFlops); }
+
   LayerInfo operator()(const StochasticDepthAttrs& a) const {
     const Shape& in = float_input(0, "");
     if (!(a.p >= 0 && a.p < 1)) fail(fmt::format("p must be in [0, 1), got {}", a.p));

@@ -192,6 +192,31 @@ TEST(OnnxTransformer, ABatchMovedForAnythingButAttentionIsRefused) {
   expect_refused(m.bytes(), "a tensor of shape [3, batch, 4] whose batch is not its first dim");
 }
 
+TEST(OnnxTransformer, BatchFirstMatMulOfTwoTensorsAndSoftmaxAreLayers) {
+  // x [4, 6] per sample: scores = x @ Transpose(x, (0, 2, 1)) [4, 4]; Softmax over the last
+  // axis; weights @ x [4, 6]; mean over tokens [6]; Gemm to 3 logits.
+  OnnxModel m({4, 6});
+  set_ints(m.node("Transpose", {"input"}, {"x_t"}), "perm", {0, 2, 1});
+  m.node("MatMul", {"input", "x_t"}, {"scores"});
+  set_int(m.node("Softmax", {"scores"}, {"weights"}), "axis", -1);
+  m.node("MatMul", {"weights", "input"}, {"mixed"});
+  auto* mean = m.node("ReduceMean", {"mixed"}, {"pooled"});
+  set_ints(mean, "axes", {1});
+  set_int(mean, "keepdims", 0);
+  set_int(m.node("Gemm", {"pooled", m.weight("head.weight", {3, 6}), m.weight("head.bias", {3})}, {"output"}), "transB", 1);
+  m.output("output");
+  const Graph g = m.import().graph;
+  EXPECT_EQ(count(g, OpKind::Matmul), 2);
+  EXPECT_EQ(count(g, OpKind::Softmax), 1);
+  EXPECT_EQ(g.info(*g.find("MatMul_1")).output_shape, (Shape{4, 4}));
+  EXPECT_EQ(g.info(*g.find("MatMul_3")).output_shape, (Shape{4, 6}));
+  // A softmax over the tokens (axis 1 of [B, 4, 4]) is refused.
+  OnnxModel bad({4, 4});
+  set_int(bad.node("Softmax", {"input"}, {"output"}), "axis", 1);
+  bad.output("output");
+  expect_refused(bad.bytes(), "softmax over axis 1; burst takes the last axis only");
+}
+
 TEST(OnnxTransformer, NearMissesOfLayerNormAndGeluAreNotFused) {
   // (x - mean)^3 is no LayerNorm: its Sub stays a Sub of tensors, which burst refuses.
   expect_refused(tiny_vit({}, 3.0f).bytes(), "(Sub)");

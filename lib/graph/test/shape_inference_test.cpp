@@ -192,6 +192,39 @@ TEST(ShapeInference, MulRefusesShapesThatDoNotBroadcast) {
   }
 }
 
+TEST(ShapeInference, MatmulAndSoftmaxOfAttentionScores) {
+  // Per sample, queries [2, 5, 4] (2 heads, 5 tokens, 4 features) times keys transposed
+  // [2, 4, 5]: scores [2, 5, 5], each a sum of 4 products: 2 x 4 FLOPs for each of the 50
+  // scores = 400. Softmax over the last dim: 5 FLOPs for each of 50 elements = 250. Then the
+  // weights [2, 5, 5] times values [2, 5, 4]: [2, 5, 4], 2 x 5 x 40 = 400.
+  GraphBuilder b("scores");
+  auto q = b.input("q", {2, 5, 4});
+  auto k = b.input("k", {2, 4, 5});
+  auto v = b.input("v", {2, 5, 4});
+  auto scores = b.add("scores", {q, k}, MatmulAttrs{});
+  auto weights = b.add("weights", {scores}, SoftmaxAttrs{});
+  b.add("mixed", {weights, v}, MatmulAttrs{});
+  const Graph graph = std::move(b).build();
+  EXPECT_EQ(graph.info(*graph.find("scores")).output_shape, (Shape{2, 5, 5}));
+  EXPECT_EQ(graph.info(*graph.find("scores")).forward_flops, 400);
+  EXPECT_EQ(graph.info(*graph.find("weights")).forward_flops, 250);
+  EXPECT_EQ(graph.info(*graph.find("mixed")).output_shape, (Shape{2, 5, 4}));
+  EXPECT_EQ(graph.info(*graph.find("mixed")).forward_flops, 400);
+  // Inner dims that differ (4 against 5), or leading dims that differ, are refused.
+  for (const Shape& other : {Shape{2, 5, 5}, Shape{3, 4, 5}}) {
+    GraphBuilder bad("bad");
+    auto x = bad.input("x", {2, 5, 4});
+    auto y = bad.input("y", other);
+    bad.add("product", {x, y}, MatmulAttrs{});
+    try {
+      std::move(bad).build();
+      FAIL() << "expected a matmul shape error";
+    } catch (const UserError& error) {
+      EXPECT_NE(std::string(error.what()).find("do not multiply"), std::string::npos) << error.what();
+    }
+  }
+}
+
 TEST(ShapeInference, ShapeOpsOfChannelShuffle) {
   // shufflenet's channel shuffle on [116, 28, 28] with 2 groups: reshape to [2, 58, 28, 28]
   // (same 90,944 elements), transpose the group and channel dims (perm [1, 0, 2, 3] ->

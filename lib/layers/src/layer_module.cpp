@@ -313,6 +313,15 @@ class Factory {
     return function(2, [](const auto& x) { return x[0] * x[1]; });
   }
 
+  std::unique_ptr<LayerModule> operator()(const graph::MatmulAttrs&) const {
+    // [B, ..., n, k] x [B, ..., k, m] -> [B, ..., n, m].
+    return function(2, [](const auto& x) { return torch::matmul(x[0], x[1]); });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::SoftmaxAttrs&) const {
+    return function(1, [](const auto& x) { return torch::softmax(x[0], -1); });
+  }
+
   std::unique_ptr<LayerModule> operator()(const graph::StochasticDepthAttrs& a) const {
     return std::make_unique<StochasticDepthLayer>(a.p, id_);
   }

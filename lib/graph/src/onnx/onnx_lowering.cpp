@@ -71,7 +71,7 @@ const std::map<std::string, Handler>& handlers() {
       {"Equal", &Lowering::equal},
       {"Where", &Lowering::where},
       {"Expand", &Lowering::expand},
-      {"Softmax", &Lowering::pattern_only},
+      {"Softmax", &Lowering::softmax},
       {"Erf", &Lowering::pattern_only},
       {"Pow", &Lowering::pattern_only},
       {"Sqrt", &Lowering::pattern_only},

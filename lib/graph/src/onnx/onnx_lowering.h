@@ -122,7 +122,8 @@ class Lowering {
   void where(const onnx::NodeProto& node);
   void expand(const onnx::NodeProto& node);
   void div(const onnx::NodeProto& node);      // integers, GELU's x / sqrt(2), attention's scale
-  // Pow, Sqrt, Erf, Softmax: read only inside the patterns above; alone they are refused.
+  void softmax(const onnx::NodeProto& node);  // over the last dim
+  // Pow, Sqrt, Erf: read only inside the patterns above; alone they are refused.
   void pattern_only(const onnx::NodeProto& node);
 
  private:

@@ -157,8 +157,12 @@ void Lowering::matmul(const onnx::NodeProto& node) {
   // F.linear: a linear layer without bias; an Add of a bias [out] that follows joins it (add()).
   const std::string x = layer_input(node, 0);
   const Value& matrix = input(node, 1);
+  if (!matrix.layer.empty()) {  // two computed tensors: a batched product per sample
+    add_layer(node, "", {x, matrix.layer}, MatmulAttrs{});
+    return;
+  }
   ConstantTensor& weight = constant_input(node, 1);
-  if (weight.dims.size() != 2) fail(node, "burst takes MatMul with a constant matrix only");
+  if (weight.dims.size() != 2) fail(node, "burst takes MatMul with a constant matrix or a computed tensor only");
   const int64_t in = matrix.transposed ? weight.dims[1] : weight.dims[0];
   const int64_t out = matrix.transposed ? weight.dims[0] : weight.dims[1];
   if (info_of(x).output_shape.empty() || info_of(x).output_shape.back() != in) {
@@ -185,8 +189,22 @@ void Lowering::div(const onnx::NodeProto& node) {
   fail(node, "divides a tensor; burst reads a float Div only in GELU's x / sqrt(2) and attention's scale");
 }
 
+void Lowering::softmax(const onnx::NodeProto& node) {
+  // Over the last dim only. Without an `axis` the default differs by opset (1, flattening
+  // what follows, before 13; -1 from 13): both are the last dim only for [B, C].
+  const std::string x = layer_input(node, 0);
+  const auto rank = static_cast<int64_t>(info_of(x).output_shape.size()) + 1;
+  if (find_attribute(node, "axis") == nullptr && rank != 2) {
+    fail(node, "has no axis, whose default differs between opsets 11-12 and 13 on; export with an explicit axis");
+  }
+  int64_t axis = attr_int(node, "axis", -1);
+  if (axis < 0) axis += rank;
+  if (axis != rank - 1) fail(node, fmt::format("softmax over axis {}; burst takes the last axis only", axis));
+  add_layer(node, "", {x}, SoftmaxAttrs{});
+}
+
 void Lowering::pattern_only(const onnx::NodeProto& node) {
-  fail(node, fmt::format("burst reads {} only inside torch's LayerNorm, GELU and multi-head attention "
+  fail(node, fmt::format("burst reads {} only inside torch's LayerNorm and GELU "
                          "(docs/model-import.md, \"Patterns\")",
                          node.op_type()));
 }

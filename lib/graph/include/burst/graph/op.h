@@ -172,6 +172,13 @@ struct StochasticDepthAttrs {
   double p = 0.5;
 };
 
+// Batched matrix product of two computed inputs (torch.matmul per sample): [..., n, k] x
+// [..., k, m] -> [..., n, m], the leading per-sample dims equal (attention's q @ k^T).
+struct MatmulAttrs {};
+
+// Softmax over the last per-sample axis (torch.softmax(x, -1): attention weights).
+struct SoftmaxAttrs {};
+
 using Attrs =
     std::variant<InputAttrs, Conv2dAttrs, BatchNorm2dAttrs, ReluAttrs, GeluAttrs, MaxPool2dAttrs,
                  AvgPool2dAttrs, AdaptiveAvgPool2dAttrs, LinearAttrs, FlattenAttrs, DropoutAttrs,
@@ -179,7 +186,7 @@ using Attrs =
                  ClassTokenAttrs, ImageToTokensAttrs, TakeTokenAttrs, SelfAttentionAttrs,
                  SoftmaxCrossEntropyAttrs, HardtanhAttrs, SigmoidAttrs, SiluAttrs, HardswishAttrs,
                  HardsigmoidAttrs, MulAttrs, ReshapeAttrs, TransposeAttrs, SliceAttrs, MeanAttrs,
-                 StochasticDepthAttrs>;
+                 StochasticDepthAttrs, MatmulAttrs, SoftmaxAttrs>;
 
 // Same order as Attrs' alternatives: OpKind(attrs.index()) is a layer's op.
 enum class OpKind {
@@ -215,6 +222,8 @@ enum class OpKind {
   Slice,
   Mean,
   StochasticDepth,
+  Matmul,
+  Softmax,
 };
 inline constexpr int kOpKindCount = static_cast<int>(std::variant_size_v<Attrs>);
 
