@@ -177,6 +177,8 @@ Graph Graph::build(std::string name, std::vector<LayerSpec> specs) {
     for (const LayerId input : graph.inputs_[i]) input_infos.push_back(&graph.infos_[input]);
     graph.infos_.push_back(infer_layer(graph.layers_[i], input_infos));
   }
+  graph.tied_embedding_.assign(count, -1);
+  graph.tied_heads_.assign(count, {});
   for (size_t i = 0; i < count; ++i) {
     const LayerSpec& layer = graph.layers_[i];
     const auto* linear = std::get_if<LinearAttrs>(&layer.attrs);
@@ -195,6 +197,8 @@ Graph Graph::build(std::string name, std::vector<LayerSpec> specs) {
           linear->out_features, in_features, linear->tied_to, embedding->num_embeddings,
           embedding->dim));
     }
+    graph.tied_embedding_[i] = *owner;
+    graph.tied_heads_[static_cast<size_t>(*owner)].push_back(static_cast<LayerId>(i));
   }
   for (const LayerInfo& info : graph.infos_) {
     const auto params = checked_add(graph.total_params_, info.params);
@@ -214,6 +218,12 @@ std::optional<LayerId> Graph::find(const std::string& layer_name) const {
   const auto found = index_.find(layer_name);
   if (found == index_.end()) return std::nullopt;
   return found->second;
+}
+
+std::optional<LayerId> Graph::tied_embedding(LayerId id) const {
+  const LayerId embedding = tied_embedding_.at(static_cast<size_t>(id));
+  if (embedding < 0) return std::nullopt;
+  return embedding;
 }
 
 }  // namespace burst::graph

@@ -75,10 +75,7 @@ std::vector<cost::Transfer> activation_transfers(const Plan& plan, graph::LayerI
 std::vector<int> weight_holders(const Plan& plan, const graph::Graph& graph, graph::LayerId layer) {
   std::vector<int> ranks;
   for (const cost::Shard& shard : plan.layers.at(static_cast<size_t>(layer)).shards) ranks.push_back(shard.rank);
-  const std::string& name = graph.layer(layer).name;
-  for (graph::LayerId head = 0; head < static_cast<graph::LayerId>(graph.size()); ++head) {
-    const auto* linear = std::get_if<graph::LinearAttrs>(&graph.layer(head).attrs);
-    if (linear == nullptr || linear->tied_to != name) continue;
+  for (const graph::LayerId head : graph.tied_heads(layer)) {
     for (const cost::Shard& shard : plan.layers.at(static_cast<size_t>(head)).shards) ranks.push_back(shard.rank);
   }
   std::sort(ranks.begin(), ranks.end());

@@ -27,15 +27,13 @@ std::vector<DeviceMemory> plan_memory(const Plan& plan, const graph::Graph& grap
   }
   // A tied embedding's weight, its gradient and its optimizer state are held on its heads'
   // ranks too (plan::weight_holders), without its activations.
-  for (graph::LayerId head = 0; head < static_cast<graph::LayerId>(graph.size()); ++head) {
-    const auto* linear = std::get_if<graph::LinearAttrs>(&graph.layer(head).attrs);
-    if (linear == nullptr || linear->tied_to.empty()) continue;
-    const graph::LayerId embedding = *graph.find(linear->tied_to);
-    cost::LayerMemory copy = cost::layer_memory(graph, embedding, 0, optimizer);
-    for (const cost::Shard& shard : plan.layers[static_cast<size_t>(head)].shards) {
-      const auto& own = plan.layers[static_cast<size_t>(embedding)].shards;
-      const bool holds = std::any_of(own.begin(), own.end(), [&](const cost::Shard& s) { return s.rank == shard.rank; });
-      if (!holds) devices[static_cast<size_t>(shard.rank)].use += copy;
+  for (graph::LayerId embedding = 0; embedding < static_cast<graph::LayerId>(graph.size()); ++embedding) {
+    if (graph.tied_heads(embedding).empty()) continue;
+    const cost::LayerMemory copy = cost::layer_memory(graph, embedding, 0, optimizer);
+    const auto& own = plan.layers[static_cast<size_t>(embedding)].shards;
+    for (const int rank : weight_holders(plan, graph, embedding)) {
+      const bool runs = std::any_of(own.begin(), own.end(), [rank](const cost::Shard& s) { return s.rank == rank; });
+      if (!runs) devices[static_cast<size_t>(rank)].use += copy;
     }
   }
   return devices;

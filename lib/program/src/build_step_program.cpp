@@ -87,16 +87,13 @@ class ProgramBuilder {
 
   // By layer: for an embedding whose tied heads run on ranks it does not, the ranks that
   // sum its gradients (plan::sync_group: its own and its heads'); empty otherwise. Found
-  // once: graphs without ties (almost all) cost one scan.
+  // once.
   void find_tied_groups() {
     tied_group_.assign(graph_.size(), {});
-    for (graph::LayerId head = 0; head < layer_count_; ++head) {
-      const auto* linear = std::get_if<graph::LinearAttrs>(&graph_.layer(head).attrs);
-      if (linear == nullptr || linear->tied_to.empty()) continue;
-      const auto embedding = graph_.find(linear->tied_to);
-      BURST_ASSERT(embedding.has_value(), "a built graph's tied_to names a layer");
-      std::vector<int> group = plan::sync_group(plan_, graph_, *embedding);
-      if (group.size() > placement(*embedding).shards.size()) tied_group_[static_cast<size_t>(*embedding)] = group;
+    for (graph::LayerId embedding = 0; embedding < layer_count_; ++embedding) {
+      if (graph_.tied_heads(embedding).empty()) continue;
+      std::vector<int> group = plan::sync_group(plan_, graph_, embedding);
+      if (group.size() > placement(embedding).shards.size()) tied_group_[static_cast<size_t>(embedding)] = group;
     }
   }
 

@@ -84,15 +84,10 @@ bool runs(const StepProgram& program, int rank, graph::LayerId id) {
 bool backward_done(const StepProgram& program, const graph::Graph& graph, int rank, const Bucket& bucket,
                    const std::vector<int>& backward) {
   if (runs(program, rank, bucket.closed_by)) return backward[static_cast<size_t>(bucket.closed_by)] == 1;
-  for (graph::LayerId head = 0; head < static_cast<graph::LayerId>(graph.size()); ++head) {
-    const auto* linear = std::get_if<graph::LinearAttrs>(&graph.layer(head).attrs);
-    const bool tied_here = linear != nullptr && !linear->tied_to.empty() && runs(program, rank, head) &&
-                           std::any_of(bucket.layers.begin(), bucket.layers.end(),
-                                       [&](graph::LayerId id) { return graph.layer(id).name == linear->tied_to; });
-    if (tied_here && backward[static_cast<size_t>(head)] != 1) return false;
-  }
+  const auto done = [&](graph::LayerId id) { return !runs(program, rank, id) || backward[static_cast<size_t>(id)] == 1; };
   for (const graph::LayerId id : bucket.layers) {
-    if (runs(program, rank, id) && backward[static_cast<size_t>(id)] != 1) return false;
+    const auto& heads = graph.tied_heads(id);
+    if (!done(id) || !std::all_of(heads.begin(), heads.end(), done)) return false;
   }
   return true;
 }

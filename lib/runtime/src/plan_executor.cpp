@@ -38,10 +38,9 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch:
 // the head runs (plan::weight_holders).
 layers::LayerModuleOptions tied_options(const detail::ExecutorState& s, graph::LayerId id) {
   layers::LayerModuleOptions options;
-  const auto* linear = std::get_if<graph::LinearAttrs>(&s.graph.layer(id).attrs);
-  if (linear == nullptr || linear->tied_to.empty()) return options;
-  const auto embedding = s.graph.find(linear->tied_to);
-  BURST_ASSERT(embedding && s.modules[static_cast<size_t>(*embedding)] != nullptr,
+  const auto embedding = s.graph.tied_embedding(id);
+  if (!embedding) return options;
+  BURST_ASSERT(s.modules[static_cast<size_t>(*embedding)] != nullptr,
                "a tied layer's embedding runs on its rank, and before it");
   options.tied_weight = s.modules[static_cast<size_t>(*embedding)]->module().parameters().at(0);
   return options;
@@ -55,9 +54,8 @@ int gradient_contributions(const detail::ExecutorState& s, graph::LayerId id) {
   const auto& segment_of = s.reporting.segment_of;
   std::vector<int32_t> segments;
   if (s.ours(id)) segments.push_back(segment_of[static_cast<size_t>(id)]);
-  for (graph::LayerId head = 0; head < static_cast<graph::LayerId>(graph.size()); ++head) {
-    const auto* linear = std::get_if<graph::LinearAttrs>(&graph.layer(head).attrs);
-    if (linear == nullptr || linear->tied_to != graph.layer(id).name || !s.ours(head)) continue;
+  for (const graph::LayerId head : graph.tied_heads(id)) {
+    if (!s.ours(head)) continue;
     const int32_t segment = segment_of[static_cast<size_t>(head)];
     if (std::find(segments.begin(), segments.end(), segment) == segments.end()) segments.push_back(segment);
   }
@@ -76,8 +74,11 @@ void build_modules(detail::ExecutorState& s, uint64_t seed, bool sync_batchnorm,
     }
     // A tied embedding's weight lives on its heads' ranks too: there the module is a copy
     // that never runs, built from the same seed (or file) and updated from the same sum.
-    const std::vector<int> holders = plan::weight_holders(s.plan, graph, id);
-    if (!s.ours(id) && !std::binary_search(holders.begin(), holders.end(), s.rank)) continue;
+    if (!s.ours(id)) {
+      const std::vector<int> holders = graph.tied_heads(id).empty() ? std::vector<int>{}
+                                                                      : plan::weight_holders(s.plan, graph, id);
+      if (!std::binary_search(holders.begin(), holders.end(), s.rank)) continue;
+    }
     torch::manual_seed(layer_seed(seed, id));
     s.modules[static_cast<size_t>(id)] = layers::make_layer_module(graph, id, tied_options(s, id));
     if (initial_weights != nullptr) {

@@ -1,5 +1,6 @@
 #include "burst/util/format.h"
 
+#include <array>
 #include <cmath>
 #include <cstdlib>
 
@@ -33,40 +34,31 @@ std::string three_digits(double scaled, const char* unit) {
 
 }  // namespace
 
-std::string si_compact(double value) {
-  static constexpr const char* kSuffixes[] = {"", "K", "M", "G", "T", "P", "E"};
+namespace {
+
+// `value` in the largest of `units` (each `base` times the one before) that keeps it at
+// least 1, with three significant digits; units[0] as "{:g}" when it is below `base`.
+std::string with_units(double value, double base, const std::array<const char*, 7>& units) {
   double scaled = value;
   size_t index = 0;
-  while (std::fabs(scaled) >= 999.5 && index + 1 < std::size(kSuffixes)) {
-    scaled /= 1000;
+  while (std::fabs(scaled) >= base - 0.5 && index + 1 < units.size()) {
+    scaled /= base;
     ++index;
   }
-  if (index == 0) return fmt::format("{:g}", value);
-  return three_digits(scaled, kSuffixes[index]);
+  if (index == 0) return fmt::format("{:g}{}", value, units[0]);
+  return three_digits(scaled, units[index]);
 }
 
+}  // namespace
+
+std::string si_compact(double value) { return with_units(value, 1000, {"", "K", "M", "G", "T", "P", "E"}); }
+
 std::string bytes_compact(double bytes) {
-  static constexpr const char* kUnits[] = {" B", " KiB", " MiB", " GiB", " TiB", " PiB", " EiB"};
-  double scaled = bytes;
-  size_t index = 0;
-  while (std::fabs(scaled) >= 1023.5 && index + 1 < std::size(kUnits)) {
-    scaled /= 1024;
-    ++index;
-  }
-  if (index == 0) return fmt::format("{:g} B", bytes);
-  return three_digits(scaled, kUnits[index]);
+  return with_units(bytes, 1024, {" B", " KiB", " MiB", " GiB", " TiB", " PiB", " EiB"});
 }
 
 std::string bytes_decimal(double bytes) {
-  static constexpr const char* kUnits[] = {" B", " kB", " MB", " GB", " TB", " PB", " EB"};
-  double scaled = bytes;
-  size_t index = 0;
-  while (std::fabs(scaled) >= 999.5 && index + 1 < std::size(kUnits)) {
-    scaled /= 1000;
-    ++index;
-  }
-  if (index == 0) return fmt::format("{:g} B", bytes);
-  return three_digits(scaled, kUnits[index]);
+  return with_units(bytes, 1000, {" B", " kB", " MB", " GB", " TB", " PB", " EB"});
 }
 
 }  // namespace burst

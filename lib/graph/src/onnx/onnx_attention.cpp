@@ -20,17 +20,6 @@ namespace {
 
 using TracePtr = std::shared_ptr<const Trace>;
 
-std::string text(const std::vector<SymbolicInt>& shape) {
-  std::string list;
-  for (const SymbolicInt& v : shape) {
-    std::string dim = v.batch == 0 ? std::to_string(v.constant)
-                                   : (v.batch == 1 ? std::string("batch") : fmt::format("{}*batch", v.batch));
-    if (v.batch != 0 && v.constant != 0) dim += fmt::format("{:+}", v.constant);
-    list += (list.empty() ? "" : ", ") + dim;
-  }
-  return "[" + list + "]";
-}
-
 SymbolicInt fixed(int64_t value) { return SymbolicInt{0, value}; }
 const SymbolicInt kBatch{1, 0};
 
@@ -129,7 +118,7 @@ class TraceBuilder {
       for (auto i = static_cast<int64_t>(x->shape.size()) - 1; i >= 0; --i) perm.push_back(i);
     }
     if (perm.size() != x->shape.size() || !is_permutation(perm)) {
-      fail_(fmt::format("perm {} does not permute {}", fmt::join(perm, ","), text(x->shape)));
+      fail_(fmt::format("perm {} does not permute {}", fmt::join(perm, ","), symbolic_text(x->shape)));
     }
     Trace result = make(Trace::Op::Transpose, {x}, permuted(x->shape, perm));
     result.perm = perm;
@@ -145,7 +134,7 @@ class TraceBuilder {
     const int64_t in = as_torch ? weight.dims[1] : weight.dims[0];
     const int64_t out = as_torch ? weight.dims[0] : weight.dims[1];
     if (!(x->shape.back() == fixed(in))) {
-      fail_(fmt::format("a [{}, {}] weight does not fit {}", in, out, text(x->shape)));
+      fail_(fmt::format("a [{}, {}] weight does not fit {}", in, out, symbolic_text(x->shape)));
     }
     std::vector<SymbolicInt> shape = x->shape;
     shape.back() = fixed(out);
@@ -170,7 +159,7 @@ class TraceBuilder {
     const size_t rank = a->shape.size();
     bool fits = rank >= 3 && b->shape.size() == rank && a->shape[rank - 1] == b->shape[rank - 2];
     for (size_t d = 0; fits && d + 2 < rank; ++d) fits = a->shape[d] == b->shape[d];
-    if (!fits) fail_(fmt::format("multiplies {} by {}; burst reads batched products of one batch only", text(a->shape), text(b->shape)));
+    if (!fits) fail_(fmt::format("multiplies {} by {}; burst reads batched products of one batch only", symbolic_text(a->shape), symbolic_text(b->shape)));
     std::vector<SymbolicInt> shape = a->shape;
     shape.back() = b->shape.back();
     return make(Trace::Op::MatMul, {a, b}, shape);
@@ -180,7 +169,7 @@ class TraceBuilder {
     const auto rank = static_cast<int64_t>(x->shape.size());
     if (axis < 0) axis += rank;
     if (axis < 0 || axis >= rank || x->shape[static_cast<size_t>(axis)].batch != 0) {
-      fail_(fmt::format("slices axis {} of {}; burst slices fixed dims only", axis, text(x->shape)));
+      fail_(fmt::format("slices axis {} of {}; burst slices fixed dims only", axis, symbolic_text(x->shape)));
     }
     const int64_t size = x->shape[static_cast<size_t>(axis)].constant;
     const auto clamp = [size](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + size : v, 0, size); };
@@ -196,7 +185,7 @@ class TraceBuilder {
 
   Trace reshape(const TracePtr& x, const SymbolicTensor& target, bool allow_zero) const {
     const auto count = element_count(x->shape);
-    if (!count) fail_(fmt::format("reshapes {}, which has two batch-dependent dims", text(x->shape)));
+    if (!count) fail_(fmt::format("reshapes {}, which has two batch-dependent dims", symbolic_text(x->shape)));
     std::vector<SymbolicInt> shape = target.values;
     int inferred = -1;
     for (size_t d = 0; d < shape.size(); ++d) {
@@ -211,12 +200,12 @@ class TraceBuilder {
       known[static_cast<size_t>(inferred)] = fixed(1);
       const auto known_count = element_count(known);
       const auto dim = known_count ? divide(*count, *known_count) : std::nullopt;
-      if (!dim) fail_(fmt::format("cannot infer the -1 of {} from {}", text(shape), text(x->shape)));
+      if (!dim) fail_(fmt::format("cannot infer the -1 of {} from {}", symbolic_text(shape), symbolic_text(x->shape)));
       shape[static_cast<size_t>(inferred)] = *dim;
     }
     const auto result_count = element_count(shape);
     if (!result_count || !(*result_count == *count)) {
-      fail_(fmt::format("reshapes {} to {}, another number of elements", text(x->shape), text(shape)));
+      fail_(fmt::format("reshapes {} to {}, another number of elements", symbolic_text(x->shape), symbolic_text(shape)));
     }
     return make(Trace::Op::Reshape, {x}, shape);
   }
@@ -241,17 +230,14 @@ void Lowering::trace_op(const onnx::NodeProto& node) {
   const TraceBuilder build(node, [this, &node](const std::string& reason) { fail(node, reason); });
   const std::string& op = node.op_type();
   const TracePtr x = input(node, 0).trace;
-  const auto first_trace = [&]() -> const Value& {
-    return input(node, x ? 0 : 1);
-  };
   if (op == "Shape") return shape(node);
-  if (op == "Identity" || op == "Cast" || (op == "Dropout" && (!has_input(node, 1) || scalar_value(node.input(1)) == 0.0))) {
-    if (op == "Dropout") only_first_output_used(node, "mask");
-    values_[node.output(0)] = first_trace();
-    return;
-  }
   if (!x && op != "Add" && op != "Mul") {
     fail(node, fmt::format("reads '{}' as a constant or shape, where a sequence-first tensor is traced", node.input(0)));
+  }
+  if (op == "Identity" || op == "Cast" || (op == "Dropout" && (!has_input(node, 1) || scalar_value(node.input(1)) == 0.0))) {
+    if (op == "Dropout") only_first_output_used(node, "mask");
+    values_[node.output(0)] = input(node, 0);
+    return;
   }
   if (op == "Transpose") {
     Trace result = build.transpose(x, attr_ints(node, "perm", {}));
@@ -311,7 +297,7 @@ void Lowering::trace_op(const onnx::NodeProto& node) {
   } else {
     fail(node, fmt::format("reads '{}', a tensor of shape {} whose batch is not its first dim (since node '{}'); "
                            "burst reads such tensors only inside torch's multi-head attention",
-                           node.input(0), text(x->shape), x->node));
+                           node.input(0), symbolic_text(x->shape), x->node));
   }
 }
 

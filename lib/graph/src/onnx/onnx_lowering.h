@@ -25,6 +25,10 @@ struct SymbolicInt {
   bool operator==(const SymbolicInt& other) const { return batch == other.batch && constant == other.constant; }
 };
 
+// For messages: "4", "batch", "12*batch", "2*batch+1"; a shape "[5, batch, 768]".
+std::string symbolic_text(const SymbolicInt& value);
+std::string symbolic_text(const std::vector<SymbolicInt>& shape);
+
 // An integer tensor of SymbolicInts (shapes, indices, axes), row-major.
 struct SymbolicTensor {
   std::vector<int64_t> dims;

@@ -19,12 +19,19 @@ namespace {
 // An axis of a tensor of `rank` dims (with the batch), negative counting from the end.
 int64_t normalized_axis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
 
-std::string text(const SymbolicInt& v) {
-  if (v.batch == 0) return std::to_string(v.constant);
-  return v.constant == 0 ? fmt::format("{}*batch", v.batch) : fmt::format("{}*batch{:+}", v.batch, v.constant);
+}  // namespace
+
+std::string symbolic_text(const SymbolicInt& value) {
+  if (value.batch == 0) return std::to_string(value.constant);
+  std::string text = value.batch == 1 ? "batch" : fmt::format("{}*batch", value.batch);
+  return value.constant == 0 ? text : fmt::format("{}{:+}", text, value.constant);
 }
 
-}  // namespace
+std::string symbolic_text(const std::vector<SymbolicInt>& shape) {
+  std::string list;
+  for (const SymbolicInt& dim : shape) list += (list.empty() ? "" : ", ") + symbolic_text(dim);
+  return "[" + list + "]";
+}
 
 void Lowering::shape(const onnx::NodeProto& node) {
   std::vector<SymbolicInt> dims;
@@ -135,9 +142,9 @@ void Lowering::integer_arithmetic(const onnx::NodeProto& node) {
                        : SymbolicInt{y.batch * x.constant, y.constant * x.constant};
     } else {
       BURST_ASSERT(op == "Div", "integer_arithmetic handles Add, Sub, Mul and Div");
-      if (y.batch != 0 || y.constant == 0) fail(node, fmt::format("divides by {}", text(y)));
+      if (y.batch != 0 || y.constant == 0) fail(node, fmt::format("divides by {}", symbolic_text(y)));
       if (x.batch % y.constant != 0 || (x.batch != 0 && x.constant % y.constant != 0)) {
-        fail(node, fmt::format("{} / {} depends on the batch size", text(x), text(y)));
+        fail(node, fmt::format("{} / {} depends on the batch size", symbolic_text(x), symbolic_text(y)));
       }
       r = SymbolicInt{x.batch / y.constant, x.constant / y.constant};  // truncates, as ONNX does
     }
@@ -167,11 +174,7 @@ void Lowering::reshape(const onnx::NodeProto& node) {
   const SymbolicTensor& target = integer_input(node, 1);
   const Shape& in = info_of(x).output_shape;
   const bool allow_zero = attr_int(node, "allowzero", 0) != 0;
-  const auto describe_target = [&] {
-    std::string list;
-    for (const SymbolicInt& v : target.values) list += (list.empty() ? "" : ", ") + text(v);
-    return "[" + list + "]";
-  };
+  const auto describe_target = [&] { return symbolic_text(target.values); };
   if (target.values.empty()) fail(node, "reshapes to a scalar");
   const SymbolicInt first = target.values[0];
   if (!(first == SymbolicInt{1, 0}) && !(first == SymbolicInt{0, 0} && !allow_zero) &&
@@ -359,7 +362,7 @@ void Lowering::equal(const onnx::NodeProto& node) {
   for (size_t i = 0; i < a.values.size(); ++i) {
     const SymbolicInt other = b.values[b.values.size() == 1 ? 0 : i];
     const auto same = always_equal(a.values[i], other);
-    if (!same) fail(node, fmt::format("compares {} and {}, which depends on the batch size", text(a.values[i]), text(other)));
+    if (!same) fail(node, fmt::format("compares {} and {}, which depends on the batch size", symbolic_text(a.values[i]), symbolic_text(other)));
     out.values.push_back(SymbolicInt{0, *same ? 1 : 0});
   }
   bind_integers(node.output(0), std::move(out));

@@ -34,6 +34,11 @@ class Graph {
     return consumers_.at(static_cast<size_t>(id));
   }
   std::optional<LayerId> find(const std::string& layer_name) const;
+  // Tied weights (LinearAttrs::tied_to, GPT-2's LM head), resolved once at build: the
+  // embedding whose weight linear layer `id` uses (nullopt: none), and the linear layers
+  // that use embedding `id`'s weight (usually none).
+  std::optional<LayerId> tied_embedding(LayerId id) const;
+  const std::vector<LayerId>& tied_heads(LayerId id) const { return tied_heads_.at(static_cast<size_t>(id)); }
 
   // Totals over all layers (per sample for FLOPs and bytes).
   int64_t total_params() const { return total_params_; }
@@ -48,6 +53,8 @@ class Graph {
   std::vector<LayerInfo> infos_;
   std::vector<std::vector<LayerId>> inputs_;
   std::vector<std::vector<LayerId>> consumers_;
+  std::vector<LayerId> tied_embedding_;           // by layer; -1 when untied
+  std::vector<std::vector<LayerId>> tied_heads_;  // by embedding
   std::unordered_map<std::string, LayerId> index_;
   int64_t total_params_ = 0;
   int64_t total_forward_flops_ = 0;
