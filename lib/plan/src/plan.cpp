@@ -10,6 +10,124 @@
 
 namespace burst::plan {
 
+const char* schedule_name(Schedule schedule) {
+  switch (schedule) {
+    case Schedule::GPipe: return "gpipe";
+    case Schedule::OneFOneB: return "1f1b";
+  }
+  return "?";
+}
+
+Schedule schedule_from_name(const std::string& name) {
+  for (const Schedule schedule : {Schedule::GPipe, Schedule::OneFOneB}) {
+    if (name == schedule_name(schedule)) return schedule;
+  }
+  throw UserError(fmt::format("unknown pipeline schedule '{}' (known: gpipe, 1f1b)", name));
+}
+
+int Plan::stage_of(graph::LayerId layer) const {
+  const auto& starts = pipeline.stage_starts;
+  return static_cast<int>(std::upper_bound(starts.begin(), starts.end(), layer) - starts.begin());
+}
+
+std::vector<int> Plan::stage_ranks(int stage) const {
+  const auto begin = static_cast<size_t>(stage == 0 ? 0 : pipeline.stage_starts.at(static_cast<size_t>(stage - 1)));
+  const size_t end = stage + 1 < stage_count() ? static_cast<size_t>(pipeline.stage_starts[static_cast<size_t>(stage)])
+                                               : layers.size();
+  std::vector<int> ranks;
+  for (size_t id = begin; id < end; ++id) {
+    for (const cost::Shard& shard : layers[id].shards) ranks.push_back(shard.rank);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
+}
+
+std::vector<std::pair<bool, int64_t>> stage_order(Schedule schedule, int stages, int stage, int64_t micro_batches) {
+  BURST_ASSERT(stage >= 0 && stage < stages && micro_batches >= 1, "stage_order out of range");
+  std::vector<std::pair<bool, int64_t>> order;
+  if (schedule == Schedule::GPipe) {
+    for (int64_t j = 0; j < micro_batches; ++j) order.emplace_back(false, j);
+    for (int64_t j = 0; j < micro_batches; ++j) order.emplace_back(true, j);
+    return order;
+  }
+  // 1F1B: warm-up forwards fill the pipe below this stage; then each forward is followed
+  // by the backward of the oldest micro-batch in flight; the last backwards drain it.
+  const int64_t warm_up = std::min<int64_t>(stages - 1 - stage, micro_batches);
+  for (int64_t j = 0; j < warm_up; ++j) order.emplace_back(false, j);
+  for (int64_t j = 0; j + warm_up < micro_batches; ++j) {
+    order.emplace_back(false, j + warm_up);
+    order.emplace_back(true, j);
+  }
+  for (int64_t j = micro_batches - warm_up; j < micro_batches; ++j) order.emplace_back(true, j);
+  return order;
+}
+
+int64_t in_flight_micro_batches(Schedule schedule, int stages, int stage, int64_t micro_batches) {
+  int64_t held = 0, peak = 0;
+  for (const auto& [backward, j] : stage_order(schedule, stages, stage, micro_batches)) {
+    held += backward ? -1 : 1;
+    peak = std::max(peak, held);
+  }
+  return peak;
+}
+
+namespace {
+
+// The pipeline's own rules (validate_plan), after the layers'.
+void validate_pipeline(const Plan& plan, const graph::Graph& graph, int devices) {
+  const Pipeline& pipeline = plan.pipeline;
+  if (pipeline.micro_batches < 1 || plan.global_batch % pipeline.micro_batches != 0) {
+    throw UserError(fmt::format("plan: {} micro-batches {} the global batch of {}", pipeline.micro_batches,
+                                pipeline.micro_batches < 1 ? "cannot cut" : "do not divide", plan.global_batch));
+  }
+  const auto layer_count = static_cast<graph::LayerId>(graph.size());
+  graph::LayerId previous = 0;
+  for (const graph::LayerId start : pipeline.stage_starts) {
+    if (start <= previous || start >= layer_count) {
+      throw UserError(fmt::format("plan: stage starts must ascend within layers 1..{}, got layer #{} after #{}",
+                                  layer_count - 1, start, previous));
+    }
+    previous = start;
+  }
+  // What crosses each boundary: the producers before it with a consumer after it. A stage
+  // takes one tensor from the stage before; a boundary inside a branch is crossed by two.
+  for (const graph::LayerId start : pipeline.stage_starts) {
+    std::set<graph::LayerId> crossing;
+    for (graph::LayerId consumer = start; consumer < layer_count; ++consumer) {
+      for (const graph::LayerId producer : graph.inputs(consumer)) {
+        if (producer < start) crossing.insert(producer);
+      }
+    }
+    if (crossing.size() > 1) {
+      throw UserError(fmt::format("plan: the stage starting at layer '{}' is inside a branch: layers '{}' and '{}' "
+                                  "both feed layers after it",
+                                  graph.layer(start).name, graph.layer(*crossing.begin()).name,
+                                  graph.layer(*std::next(crossing.begin())).name));
+    }
+  }
+  std::vector<int> stage_of_rank(static_cast<size_t>(devices), -1);
+  for (size_t id = 0; id < plan.layers.size(); ++id) {
+    const int stage = plan.stage_of(static_cast<graph::LayerId>(id));
+    for (const cost::Shard& shard : plan.layers[id].shards) {
+      int& owner = stage_of_rank[static_cast<size_t>(shard.rank)];
+      if (owner >= 0 && owner != stage) {
+        throw UserError(fmt::format("plan layer '{}': rank {} of stage {} already runs layers of stage {}",
+                                    plan.layers[id].layer, shard.rank, stage, owner));
+      }
+      owner = stage;
+    }
+    if (pipeline.micro_batches > 1 && graph.layer(static_cast<graph::LayerId>(id)).op() == graph::OpKind::BatchNorm2d) {
+      throw UserError(fmt::format("plan layer '{}': BatchNorm normalises with the statistics of the whole batch, "
+                                  "which {} micro-batches do not see at once; use one micro-batch or a model "
+                                  "without BatchNorm",
+                                  plan.layers[id].layer, pipeline.micro_batches));
+    }
+  }
+}
+
+}  // namespace
+
 void validate_plan(const Plan& plan, const graph::Graph& graph, const cluster::Cluster& cluster) {
   if (plan.model != graph.name()) {
     throw UserError(fmt::format("plan is for model '{}', not '{}'", plan.model, graph.name()));
@@ -21,6 +139,10 @@ void validate_plan(const Plan& plan, const graph::Graph& graph, const cluster::C
   if (plan.global_batch < 1) {
     throw UserError(fmt::format("plan: global batch must be at least 1, got {}", plan.global_batch));
   }
+  if (plan.pipeline.micro_batches < 1 || plan.global_batch % plan.pipeline.micro_batches != 0) {
+    validate_pipeline(plan, graph, cluster.size());  // refuses the micro-batch count before the shards are read against it
+  }
+  const int64_t batch = plan.micro_batch();
   for (size_t id = 0; id < plan.layers.size(); ++id) {
     const LayerPlacement& placement = plan.layers[id];
     const std::string& expected = graph.layer(static_cast<graph::LayerId>(id)).name;
@@ -40,7 +162,7 @@ void validate_plan(const Plan& plan, const graph::Graph& graph, const cluster::C
         throw UserError(fmt::format("{}: rank {} appears twice", where, shard.rank));
       }
     }
-    // Coverage: sorted by start, the ranges must tile [0, B) with no gap or overlap.
+    // Coverage: sorted by start, the ranges must tile [0, micro-batch) with no gap or overlap.
     std::vector<cost::Shard> sorted = placement.shards;
     std::sort(sorted.begin(), sorted.end(), [](const cost::Shard& a, const cost::Shard& b) {
       return a.samples.begin < b.samples.begin;
@@ -58,12 +180,14 @@ void validate_plan(const Plan& plan, const graph::Graph& graph, const cluster::C
       }
       next = shard.samples.end;
     }
-    if (next != plan.global_batch) {
-      throw UserError(fmt::format("{}: samples [{}, {}) are {}", where, std::min(next, plan.global_batch),
-                                  std::max(next, plan.global_batch),
-                                  next < plan.global_batch ? "covered by no rank" : "beyond the global batch"));
+    if (next != batch) {
+      throw UserError(fmt::format("{}: samples [{}, {}) are {}", where, std::min(next, batch), std::max(next, batch),
+                                  next < batch ? "covered by no rank"
+                                               : plan.pipeline.micro_batches > 1 ? "beyond the micro-batch"
+                                                                                 : "beyond the global batch"));
     }
   }
+  validate_pipeline(plan, graph, cluster.size());
 }
 
 std::vector<cost::Transfer> activation_transfers(const Plan& plan, graph::LayerId producer,
@@ -130,6 +254,12 @@ std::string placement_fingerprint(const Plan& plan) {
       text += fmt::format(";{}:{}-{}", shard.rank, shard.samples.begin, shard.samples.end);
     }
     text += '|';
+  }
+  // A pipeline changes which samples run together and in what order (none: as version 1).
+  const Pipeline& pipeline = plan.pipeline;
+  if (pipeline.micro_batches > 1 || !pipeline.stage_starts.empty()) {
+    text += fmt::format("m{}:{}", pipeline.micro_batches, schedule_name(pipeline.schedule));
+    for (const graph::LayerId start : pipeline.stage_starts) text += fmt::format(":{}", start);
   }
   return util::fnv1a_hex(text);
 }

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -8,6 +10,44 @@
 namespace burst::plan {
 
 using nlohmann::json;
+
+namespace {
+
+// The "pipeline" entry and its line break, or nothing for one micro-batch and one stage.
+std::string pipeline_json_text(const Plan& plan) {
+  const Pipeline& pipeline = plan.pipeline;
+  if (pipeline.micro_batches == 1 && pipeline.stage_starts.empty()) return "";
+  json starts = json::array();
+  for (const graph::LayerId start : pipeline.stage_starts) {
+    starts.push_back(plan.layers.at(static_cast<size_t>(start)).layer);
+  }
+  const json entry = {{"micro_batches", pipeline.micro_batches},
+                      {"schedule", schedule_name(pipeline.schedule)},
+                      {"stage_starts", std::move(starts)}};
+  return fmt::format("  \"pipeline\": {},\n", entry.dump());
+}
+
+// Version 2's "pipeline": stage starts by layer name, resolved against the plan's layers.
+Pipeline pipeline_from_json(const json& value, const Plan& plan) {
+  JsonObjectReader reader(value, "plan pipeline");
+  Pipeline pipeline;
+  pipeline.micro_batches = reader.get_int("micro_batches");
+  pipeline.schedule = schedule_from_name(reader.get_string("schedule", "1f1b"));
+  const json* starts = reader.find("stage_starts");
+  reader.reject_unknown_keys();
+  if (starts == nullptr) return pipeline;
+  if (!starts->is_array()) reader.fail("stage_starts", "must be a list of layer names");
+  for (const json& name : *starts) {
+    const std::string layer = reader.as_string("stage_starts", name);
+    const auto found = std::find_if(plan.layers.begin(), plan.layers.end(),
+                                    [&](const LayerPlacement& placement) { return placement.layer == layer; });
+    if (found == plan.layers.end()) reader.fail("stage_starts", fmt::format("names '{}', which is not a layer of the plan", layer));
+    pipeline.stage_starts.push_back(static_cast<graph::LayerId>(found - plan.layers.begin()));
+  }
+  return pipeline;
+}
+
+}  // namespace
 
 // Each shard is written as [rank, begin, end]: compact for plans of thousands of ranks.
 std::string plan_to_json_text(const Plan& plan) {
@@ -21,9 +61,9 @@ std::string plan_to_json_text(const Plan& plan) {
   }
   std::string text = fmt::format(
       "{{\n  \"format\": {},\n  \"version\": {},\n  \"model\": {},\n  \"strategy\": {},\n"
-      "  \"global_batch\": {},\n  \"devices\": {},\n  \"layers\": [",
+      "  \"global_batch\": {},\n  \"devices\": {},\n{}  \"layers\": [",
       json(kPlanFormat).dump(), kPlanFormatVersion, json(plan.model).dump(),
-      json(plan.strategy).dump(), plan.global_batch, plan.devices);
+      json(plan.strategy).dump(), plan.global_batch, plan.devices, pipeline_json_text(plan));
   for (size_t i = 0; i < layers.size(); ++i) {
     text += fmt::format("{}\n    {}", i == 0 ? "" : ",", layers[i].dump());
   }
@@ -48,7 +88,7 @@ cost::Shard shard_from_json(JsonObjectReader& reader, const json& value) {
 Plan plan_from_json_text(const std::string& text) {
   const json document = parse_json_text(text);
   JsonObjectReader reader(document, "plan");
-  check_format(reader, kPlanFormat, kPlanFormatVersion);
+  const int64_t version = check_format(reader, kPlanFormat, kOldestPlanFormatVersion, kPlanFormatVersion);
   Plan plan;
   plan.model = reader.get_string("model");
   plan.strategy = reader.get_string("strategy", "hand");
@@ -59,6 +99,7 @@ Plan plan_from_json_text(const std::string& text) {
   }
   plan.devices = static_cast<int>(devices);
   const json& layers = reader.require("layers");
+  const json* pipeline = version >= 2 ? reader.find("pipeline") : nullptr;
   reader.reject_unknown_keys();
   if (!layers.is_array()) reader.fail("layers", "must be a list of layer placements");
   for (size_t i = 0; i < layers.size(); ++i) {
@@ -71,6 +112,7 @@ Plan plan_from_json_text(const std::string& text) {
     for (const json& shard : shards) placement.shards.push_back(shard_from_json(layer, shard));
     plan.layers.push_back(std::move(placement));
   }
+  if (pipeline != nullptr) plan.pipeline = pipeline_from_json(*pipeline, plan);
   return plan;
 }
 

@@ -99,5 +99,104 @@ TEST(PlanJson, RefusesMalformedFiles) {
       "global_batch": 4, "devices": 0, "layers": []})"), UserError);
 }
 
+// A two-stage pipeline of the BN-free gpt2 in miniature: blocks h.0 on ranks 0 and 1
+// (micro-batches of 4 split 2 + 2), h.1 onwards on rank 2; 4 micro-batches of 4.
+constexpr const char* kTinyGpt2 = "gpt2:layers=2,width=64,heads=2,seq=16,vocab=64";
+Plan two_stage_pipeline(const graph::Graph& graph) {
+  Plan plan = plan_data_parallel(graph, 3, 16);
+  plan.strategy = "pipeline";
+  plan.pipeline.micro_batches = 4;
+  plan.pipeline.schedule = Schedule::OneFOneB;
+  const graph::LayerId second = *graph.find("transformer.h.1.ln_1");
+  plan.pipeline.stage_starts = {second};
+  for (size_t id = 0; id < plan.layers.size(); ++id) {
+    plan.layers[id].shards = static_cast<graph::LayerId>(id) < second
+                                 ? std::vector<Shard>{Shard{0, {0, 2}}, Shard{1, {2, 4}}}
+                                 : std::vector<Shard>{Shard{2, {0, 4}}};
+  }
+  return plan;
+}
+
+TEST(PipelinePlans, RoundTripAndVersionOneStillReads) {
+  const graph::Graph graph = graph::build_zoo_model(kTinyGpt2);
+  const Plan plan = two_stage_pipeline(graph);
+  EXPECT_EQ(validation_error(plan, graph, 3), "(no error)");
+  const std::string text = plan_to_json_text(plan);
+  EXPECT_NE(text.find(R"("pipeline": {"micro_batches":4,"schedule":"1f1b","stage_starts":["transformer.h.1.ln_1"]})"),
+            std::string::npos) << text;
+  const Plan read = plan_from_json_text(text);
+  EXPECT_EQ(plan_to_json_text(read), text);
+  EXPECT_EQ(read.stage_count(), 2);
+  EXPECT_EQ(read.micro_batch(), 4);
+  EXPECT_EQ(read.stage_ranks(0), (std::vector<int>{0, 1}));
+  EXPECT_EQ(read.stage_ranks(1), (std::vector<int>{2}));
+  EXPECT_NE(placement_fingerprint(read), placement_fingerprint(plan_data_parallel(graph, 3, 16)));
+
+  // A version 1 file (no pipeline) reads as one micro-batch and one stage; it has no
+  // "pipeline" key to give.
+  const std::string v1 = R"({"format": "burst.plan", "version": 1, "model": "m", "global_batch": 2, "devices": 1,
+      "layers": [{"layer": "a", "shards": [[0, 0, 2]]}]})";
+  EXPECT_EQ(plan_from_json_text(v1).pipeline.micro_batches, 1);
+  std::string v1_with_pipeline = v1;
+  v1_with_pipeline.insert(v1.find("\"layers\""), R"("pipeline": {"micro_batches": 2}, )");
+  EXPECT_THROW(plan_from_json_text(v1_with_pipeline), UserError);
+}
+
+std::string json_refusal(const std::string& pipeline) {
+  const std::string text = R"({"format": "burst.plan", "version": 2, "model": "m", "global_batch": 2, "devices": 1,
+      "pipeline": )" + pipeline + R"(, "layers": [{"layer": "a", "shards": [[0, 0, 2]]}]})";
+  try {
+    plan_from_json_text(text);
+  } catch (const UserError& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+TEST(PipelinePlans, BadPipelinesAreRefusedInOneLine) {
+  EXPECT_EQ(json_refusal(R"({"micro_batches": 1, "schedule": "zb"})"),
+            "unknown pipeline schedule 'zb' (known: gpipe, 1f1b)");
+  EXPECT_EQ(json_refusal(R"({"micro_batches": 1, "stage_starts": ["b"]})"),
+            "plan pipeline: field 'stage_starts' names 'b', which is not a layer of the plan");
+
+  const graph::Graph graph = graph::build_zoo_model(kTinyGpt2);
+  const Plan good = two_stage_pipeline(graph);
+  Plan odd = good;
+  odd.pipeline.micro_batches = 3;
+  EXPECT_EQ(validation_error(odd, graph, 3), "plan: 3 micro-batches do not divide the global batch of 16");
+  Plan none = good;
+  none.pipeline.micro_batches = 0;
+  EXPECT_EQ(validation_error(none, graph, 3), "plan: 0 micro-batches cannot cut the global batch of 16");
+
+  Plan branch = good;
+  branch.pipeline.stage_starts = {*graph.find("transformer.h.1.mlp.c_fc")};
+  EXPECT_EQ(validation_error(branch, graph, 3),
+            "plan: the stage starting at layer 'transformer.h.1.mlp.c_fc' is inside a branch: layers "
+            "'transformer.h.1.add_1' and 'transformer.h.1.ln_2' both feed layers after it");
+
+  Plan unordered = good;
+  unordered.pipeline.stage_starts = {14, 4};
+  EXPECT_EQ(validation_error(unordered, graph, 3),
+            "plan: stage starts must ascend within layers 1..26, got layer #4 after #14");
+
+  Plan shared = good;  // the last layer's rank 0 is stage 0's
+  shared.layers.back().shards = {Shard{0, {0, 4}}};
+  EXPECT_EQ(validation_error(shared, graph, 3),
+            "plan layer 'loss': rank 0 of stage 1 already runs layers of stage 0");
+
+  Plan whole_batch = good;  // shards of the global batch, not of a micro-batch
+  whole_batch.layers[0].shards = {Shard{0, {0, 16}}};
+  EXPECT_EQ(validation_error(whole_batch, graph, 3),
+            "plan layer 'input_ids': samples [4, 16) are beyond the micro-batch");
+
+  const graph::Graph cnn = graph::build_zoo_model("fmnist_cnn");
+  Plan batchnorm = plan_data_parallel(cnn, 2, 16);
+  batchnorm.pipeline.micro_batches = 2;
+  for (LayerPlacement& layer : batchnorm.layers) layer.shards = {Shard{0, {0, 4}}, Shard{1, {4, 8}}};
+  EXPECT_EQ(validation_error(batchnorm, cnn, 2),
+            "plan layer 'bn1': BatchNorm normalises with the statistics of the whole batch, which 2 micro-batches "
+            "do not see at once; use one micro-batch or a model without BatchNorm");
+}
+
 }  // namespace
 }  // namespace burst::plan

@@ -37,8 +37,20 @@ class ProgramBuilder {
     BURST_ASSERT(plan.layers.size() == graph.size(), "build_step_program needs a validated plan");
     program_.ranks = plan.devices;
     program_.global_batch = plan.global_batch;
+    program_.micro_batches = plan.pipeline.micro_batches;
+    program_.micro_batch = plan.micro_batch();
     program_.ops.resize(static_cast<size_t>(plan.devices));
     find_tied_groups();
+    // Without stages every rank is of stage 0 (not asked of each layer: data parallelism on
+    // thousands of ranks has every layer on all of them).
+    rank_stage_.assign(static_cast<size_t>(plan.devices), 0);
+    if (plan.stage_count() > 1) {
+      for (size_t id = 0; id < plan.layers.size(); ++id) {
+        const int stage = plan.stage_of(static_cast<graph::LayerId>(id));
+        for (const cost::Shard& shard : plan.layers[id].shards) rank_stage_[static_cast<size_t>(shard.rank)] = stage;
+      }
+    }
+    deferred_.resize(static_cast<size_t>(plan.devices));
   }
 
   StepProgram build() && {
@@ -47,8 +59,7 @@ class ProgramBuilder {
     make_pieces();
     choose_representatives();
     make_buckets();
-    for (int32_t s = 0; s < static_cast<int32_t>(program_.segments.size()); ++s) add_segment_forward(s);
-    for (auto s = static_cast<int32_t>(program_.segments.size()) - 1; s >= 0; --s) add_segment_backward(s);
+    for (int stage = 0; stage < plan_.stage_count(); ++stage) add_stage(stage);
     add_step_end();
     return std::move(program_);
   }
@@ -66,7 +77,7 @@ class ProgramBuilder {
   void make_segments() {
     program_.segment_of.assign(graph_.size(), -1);
     for (graph::LayerId id = 0; id < layer_count_; ++id) {
-      if (id == 0 || !same_placement(placement(id - 1), placement(id))) {
+      if (id == 0 || !same_placement(placement(id - 1), placement(id)) || plan_.stage_of(id - 1) != plan_.stage_of(id)) {
         program_.segments.push_back(Segment{{}, placement(id).shards});
       }
       program_.segments.back().layers.push_back(id);
@@ -136,16 +147,19 @@ class ProgramBuilder {
   }
 
   // Every use of a producer by a consumer in another segment: its activation pieces and,
-  // when gradients flow back, the gradient pieces (the same ranges, reversed). Tags in
-  // creation order, messages only.
+  // when gradients flow back, the gradient pieces (the same ranges, reversed), once per
+  // micro-batch. Tags in creation order, messages only.
   void make_pieces() {
-    activation_pieces_.resize(graph_.size());
-    gradient_pieces_.resize(graph_.size());
+    const auto micro_batches = static_cast<size_t>(program_.micro_batches);
+    activation_pieces_.assign(micro_batches, PieceLists(graph_.size()));
+    gradient_pieces_.assign(micro_batches, PieceLists(graph_.size()));
     uses_.resize(graph_.size());
     for (graph::LayerId consumer = 0; consumer < layer_count_; ++consumer) {
       const auto& producers = graph_.inputs(consumer);
-      activation_pieces_[static_cast<size_t>(consumer)].resize(producers.size());
-      gradient_pieces_[static_cast<size_t>(consumer)].resize(producers.size());
+      for (size_t j = 0; j < micro_batches; ++j) {
+        activation_pieces_[j][static_cast<size_t>(consumer)].resize(producers.size());
+        gradient_pieces_[j][static_cast<size_t>(consumer)].resize(producers.size());
+      }
       for (size_t k = 0; k < producers.size(); ++k) {
         const graph::LayerId producer = producers[k];
         if (internal(producer, consumer)) continue;
@@ -154,30 +168,36 @@ class ProgramBuilder {
         std::stable_sort(transfers.begin(), transfers.end(), [](const cost::Transfer& a, const cost::Transfer& b) {
           return a.samples.begin < b.samples.begin;
         });
-        const int64_t bytes_per_sample = graph_.info(producer).output_bytes;
-        for (const bool gradient : {false, true}) {
-          if (gradient && !carries_gradient(graph_, producer)) continue;
-          auto& list = (gradient ? gradient_pieces_ : activation_pieces_)[static_cast<size_t>(consumer)][k];
-          for (const cost::Transfer& t : transfers) {
-            Piece piece;
-            piece.producer = producer;
-            piece.consumer = consumer;
-            piece.input = static_cast<int32_t>(k);
-            piece.gradient = gradient;
-            piece.sender = gradient ? t.dst_rank : t.src_rank;
-            piece.receiver = gradient ? t.src_rank : t.dst_rank;
-            piece.samples = t.samples;
-            piece.bytes = t.samples.size() * bytes_per_sample;
-            if (!piece.local()) piece.tag = next_tag_++;
-            list.push_back(static_cast<int32_t>(program_.pieces.size()));
-            program_.pieces.push_back(piece);
-          }
-        }
+        for (size_t j = 0; j < micro_batches; ++j) add_pieces(producer, consumer, k, static_cast<int32_t>(j), transfers);
       }
     }
     if (next_tag_ > kTagLimit) {
       throw UserError(fmt::format("the plan needs {} messages per step; the runtime's tags allow {}", next_tag_,
                                   kTagLimit));
+    }
+  }
+  void add_pieces(graph::LayerId producer, graph::LayerId consumer, size_t k, int32_t micro,
+                  const std::vector<cost::Transfer>& transfers) {
+    const int64_t bytes_per_sample = graph_.info(producer).output_bytes;
+    for (const bool gradient : {false, true}) {
+      if (gradient && !carries_gradient(graph_, producer)) continue;
+      auto& list = (gradient ? gradient_pieces_ : activation_pieces_)[static_cast<size_t>(micro)]
+                                                                      [static_cast<size_t>(consumer)][k];
+      for (const cost::Transfer& t : transfers) {
+        Piece piece;
+        piece.producer = producer;
+        piece.consumer = consumer;
+        piece.input = static_cast<int32_t>(k);
+        piece.micro = micro;
+        piece.gradient = gradient;
+        piece.sender = gradient ? t.dst_rank : t.src_rank;
+        piece.receiver = gradient ? t.src_rank : t.dst_rank;
+        piece.samples = t.samples;
+        piece.bytes = t.samples.size() * bytes_per_sample;
+        if (!piece.local()) piece.tag = next_tag_++;
+        list.push_back(static_cast<int32_t>(program_.pieces.size()));
+        program_.pieces.push_back(piece);
+      }
     }
   }
 
@@ -266,6 +286,7 @@ class ProgramBuilder {
       Op op;
       op.layer = piece.consumer;
       op.piece = index;
+      op.micro = piece.micro;
       if (receives) {
         op.kind = receive;
         emit(piece.receiver, op);
@@ -276,12 +297,13 @@ class ProgramBuilder {
     }
   }
 
-  void emit_compute(int32_t segment, graph::LayerId id, bool backward) {
+  void emit_compute(int32_t segment, graph::LayerId id, bool backward, int32_t micro) {
     const std::vector<cost::Shard>& shards = program_.segments[static_cast<size_t>(segment)].shards;
     Op op;
     op.kind = backward ? OpKind::Backward : OpKind::Forward;
     op.layer = id;
     op.segment = segment;
+    op.micro = micro;
     for (const cost::Shard& shard : shards) emit(shard.rank, op);
     if (syncs_batchnorm(id)) {
       Op sync;
@@ -289,45 +311,79 @@ class ProgramBuilder {
       sync.layer = id;
       sync.group = layer_group_[static_cast<size_t>(id)];
       sync.backward = backward;
+      sync.micro = micro;
       for (const cost::Shard& shard : shards) emit(shard.rank, sync);
     }
   }
 
-  void add_segment_forward(int32_t segment) {
+  // The stage's ops for every micro-batch, in its schedule's order (plan::stage_order).
+  void add_stage(int stage) {
+    std::vector<int32_t> segments;
+    for (int32_t s = 0; s < static_cast<int32_t>(program_.segments.size()); ++s) {
+      if (plan_.stage_of(program_.segments[static_cast<size_t>(s)].layers.front()) == stage) segments.push_back(s);
+    }
+    const auto order = plan::stage_order(plan_.pipeline.schedule, plan_.stage_count(), stage, program_.micro_batches);
+    const int64_t last_backward = order.back().second;  // gradients are whole after it
+    for (const auto& [backward, j] : order) {
+      const auto micro = static_cast<int32_t>(j);
+      if (!backward) {
+        for (const int32_t s : segments) add_segment_forward(s, micro);
+        continue;
+      }
+      for (auto s = segments.rbegin(); s != segments.rend(); ++s) add_segment_backward(*s, micro, j == last_backward);
+    }
+  }
+
+  void add_segment_forward(int32_t segment, int32_t micro) {
+    const PieceLists& activations = activation_pieces_[static_cast<size_t>(micro)];
     for (const graph::LayerId id : program_.segments[static_cast<size_t>(segment)].layers) {
-      for (const auto& pieces : activation_pieces_[static_cast<size_t>(id)]) {
+      for (const auto& pieces : activations[static_cast<size_t>(id)]) {
         emit_pieces(pieces, OpKind::RecvActivation, OpKind::SendActivation, true);
       }
-      emit_compute(segment, id, false);
+      emit_compute(segment, id, false, micro);
       for (const auto& [consumer, k] : uses_[static_cast<size_t>(id)]) {
-        emit_pieces(activation_pieces_[static_cast<size_t>(consumer)][k], OpKind::RecvActivation,
-                    OpKind::SendActivation, false);
+        emit_pieces(activations[static_cast<size_t>(consumer)][k], OpKind::RecvActivation, OpKind::SendActivation,
+                    false);
       }
     }
   }
 
-  void add_segment_backward(int32_t segment) {
+  // `reduces`: the last micro-batch's backward, which starts the gradient buckets.
+  void add_segment_backward(int32_t segment, int32_t micro, bool reduces) {
+    const PieceLists& gradients = gradient_pieces_[static_cast<size_t>(micro)];
     const std::vector<graph::LayerId>& layers = program_.segments[static_cast<size_t>(segment)].layers;
     for (auto id = layers.rbegin(); id != layers.rend(); ++id) {
       for (const auto& [consumer, k] : uses_[static_cast<size_t>(*id)]) {
-        emit_pieces(gradient_pieces_[static_cast<size_t>(consumer)][k], OpKind::RecvGradient, OpKind::SendGradient,
-                    true);
+        emit_pieces(gradients[static_cast<size_t>(consumer)][k], OpKind::RecvGradient, OpKind::SendGradient, true);
       }
     }
     for (auto id = layers.rbegin(); id != layers.rend(); ++id) {
-      emit_compute(segment, *id, true);
+      emit_compute(segment, *id, true, micro);
       const int32_t bucket = closes_[static_cast<size_t>(*id)];
-      if (bucket < 0) continue;
-      Op op;
-      op.kind = OpKind::AllReduce;
-      op.layer = *id;
-      op.bucket = bucket;
-      op.group = program_.buckets[static_cast<size_t>(bucket)].group;
-      for (const int rank : program_.groups[static_cast<size_t>(op.group)]) emit(rank, op);
+      if (reduces && bucket >= 0) emit_allreduce(*id, bucket);
     }
     for (auto id = layers.rbegin(); id != layers.rend(); ++id) {
-      for (const auto& pieces : gradient_pieces_[static_cast<size_t>(*id)]) {
+      for (const auto& pieces : gradients[static_cast<size_t>(*id)]) {
         emit_pieces(pieces, OpKind::RecvGradient, OpKind::SendGradient, false);
+      }
+    }
+  }
+
+  // A bucket's ALLREDUCE, on each rank of its group. A rank of another stage (one that
+  // holds a tied embedding's weight for its head) starts it after its own last backward,
+  // at the end of its stage's ops (add_step_end).
+  void emit_allreduce(graph::LayerId closing, int32_t bucket) {
+    Op op;
+    op.kind = OpKind::AllReduce;
+    op.layer = closing;
+    op.bucket = bucket;
+    op.group = program_.buckets[static_cast<size_t>(bucket)].group;
+    const int stage = plan_.stage_of(closing);
+    for (const int rank : program_.groups[static_cast<size_t>(op.group)]) {
+      if (rank_stage_[static_cast<size_t>(rank)] == stage) {
+        emit(rank, op);
+      } else {
+        deferred_[static_cast<size_t>(rank)].push_back(op);
       }
     }
   }
@@ -343,6 +399,8 @@ class ProgramBuilder {
     for (int rank = 0; rank < program_.ranks; ++rank) {
       if (options_.one_rank_per_class && !built(rank)) continue;  // stands for none, or stood for
       std::vector<Op>& ops = program_.ops[static_cast<size_t>(rank)];
+      const std::vector<Op>& deferred = deferred_[static_cast<size_t>(rank)];
+      ops.insert(ops.end(), deferred.begin(), deferred.end());
       bool sends = false;
       std::vector<Op> waits;
       for (const Op& op : ops) {
@@ -366,9 +424,12 @@ class ProgramBuilder {
   StepProgram program_;
   std::vector<int32_t> layer_group_;  // by layer: its group (-1: one rank, or nothing to sync)
   std::vector<std::vector<int>> tied_group_;  // find_tied_groups
-  // Piece indices by [consumer][input position], ascending samples.
-  std::vector<std::vector<std::vector<int32_t>>> activation_pieces_;
-  std::vector<std::vector<std::vector<int32_t>>> gradient_pieces_;
+  // Piece indices by [micro-batch][consumer][input position], ascending samples.
+  using PieceLists = std::vector<std::vector<std::vector<int32_t>>>;
+  std::vector<PieceLists> activation_pieces_;
+  std::vector<PieceLists> gradient_pieces_;
+  std::vector<int> rank_stage_;             // by rank: its stage (-1: holds no shard)
+  std::vector<std::vector<Op>> deferred_;   // by rank: emit_allreduce's for its step end
   // By producer: each (consumer, input position) in another segment that reads it, in
   // graph order; a consumer reading it twice appears twice. Built once, so emitting a
   // layer's sends and gradient receives does not search every consumer's inputs.

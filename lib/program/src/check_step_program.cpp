@@ -13,13 +13,14 @@ namespace {
 
 // Every receiver's range of a (consumer, input) or (producer, use) is tiled exactly once.
 void check_coverage(const StepProgram& program, const graph::Graph& graph, const plan::Plan& plan) {
-  // (gradient, consumer, input, receiver) -> ranges received.
-  std::map<std::tuple<bool, graph::LayerId, int32_t, int>, std::vector<cost::SampleRange>> received;
+  // (gradient, consumer, input, receiver, micro-batch) -> ranges received.
+  std::map<std::tuple<bool, graph::LayerId, int32_t, int, int32_t>, std::vector<cost::SampleRange>> received;
   for (const Piece& piece : program.pieces) {
-    received[{piece.gradient, piece.consumer, piece.input, piece.receiver}].push_back(piece.samples);
+    received[{piece.gradient, piece.consumer, piece.input, piece.receiver, piece.micro}].push_back(piece.samples);
   }
+  int32_t micro = 0;
   auto check_tiles = [&](bool gradient, graph::LayerId consumer, size_t k, const cost::Shard& shard) {
-    auto found = received.find({gradient, consumer, static_cast<int32_t>(k), shard.rank});
+    auto found = received.find({gradient, consumer, static_cast<int32_t>(k), shard.rank, micro});
     std::vector<cost::SampleRange> ranges = found == received.end() ? std::vector<cost::SampleRange>{} : found->second;
     std::sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.begin < b.begin; });
     int64_t next = shard.samples.begin;
@@ -28,19 +29,21 @@ void check_coverage(const StepProgram& program, const graph::Graph& graph, const
       next = range.end;
     }
     if (next != shard.samples.end || ranges.empty()) {
-      throw UserError(fmt::format("step program: {} of layer '{}' input {} on rank {}: samples [{}, {}) are not "
-                                  "received exactly once",
+      throw UserError(fmt::format("step program: {} of layer '{}' input {} on rank {}: samples [{}, {}) of "
+                                  "micro-batch {} are not received exactly once",
                                   gradient ? "gradient" : "activation", graph.layer(consumer).name, k, shard.rank,
-                                  shard.samples.begin, shard.samples.end));
+                                  shard.samples.begin, shard.samples.end, micro));
     }
   };
-  for (graph::LayerId consumer = 0; consumer < static_cast<graph::LayerId>(graph.size()); ++consumer) {
-    for (size_t k = 0; k < graph.inputs(consumer).size(); ++k) {
-      const graph::LayerId producer = graph.inputs(consumer)[k];
-      if (program.segment_of[static_cast<size_t>(producer)] == program.segment_of[static_cast<size_t>(consumer)]) continue;
-      for (const cost::Shard& shard : plan.layers[static_cast<size_t>(consumer)].shards) check_tiles(false, consumer, k, shard);
-      if (!carries_gradient(graph, producer)) continue;
-      for (const cost::Shard& shard : plan.layers[static_cast<size_t>(producer)].shards) check_tiles(true, consumer, k, shard);
+  for (micro = 0; micro < program.micro_batches; ++micro) {
+    for (graph::LayerId consumer = 0; consumer < static_cast<graph::LayerId>(graph.size()); ++consumer) {
+      for (size_t k = 0; k < graph.inputs(consumer).size(); ++k) {
+        const graph::LayerId producer = graph.inputs(consumer)[k];
+        if (program.segment_of[static_cast<size_t>(producer)] == program.segment_of[static_cast<size_t>(consumer)]) continue;
+        for (const cost::Shard& shard : plan.layers[static_cast<size_t>(consumer)].shards) check_tiles(false, consumer, k, shard);
+        if (!carries_gradient(graph, producer)) continue;
+        for (const cost::Shard& shard : plan.layers[static_cast<size_t>(producer)].shards) check_tiles(true, consumer, k, shard);
+      }
     }
   }
 }
@@ -78,13 +81,14 @@ bool runs(const StepProgram& program, int rank, graph::LayerId id) {
   return std::any_of(shards.begin(), shards.end(), [rank](const cost::Shard& shard) { return shard.rank == rank; });
 }
 
-// Whether `rank` has done every backward that adds to `bucket`'s gradients: the closing
-// layer's where it runs it; elsewhere (a rank that holds a tied embedding's weight for its
+// Whether `rank` has done every backward (of every micro-batch) that adds to `bucket`'s
+// gradients: the closing layer's where it runs it; elsewhere (a rank that holds a tied embedding's weight for its
 // head) the backward of each layer of the bucket it runs and of each head tied to one.
 bool backward_done(const StepProgram& program, const graph::Graph& graph, int rank, const Bucket& bucket,
                    const std::vector<int>& backward) {
-  if (runs(program, rank, bucket.closed_by)) return backward[static_cast<size_t>(bucket.closed_by)] == 1;
-  const auto done = [&](graph::LayerId id) { return !runs(program, rank, id) || backward[static_cast<size_t>(id)] == 1; };
+  const int all = static_cast<int>(program.micro_batches);
+  if (runs(program, rank, bucket.closed_by)) return backward[static_cast<size_t>(bucket.closed_by)] == all;
+  const auto done = [&](graph::LayerId id) { return !runs(program, rank, id) || backward[static_cast<size_t>(id)] == all; };
   for (const graph::LayerId id : bucket.layers) {
     const auto& heads = graph.tied_heads(id);
     if (!done(id) || !std::all_of(heads.begin(), heads.end(), done)) return false;
@@ -92,15 +96,29 @@ bool backward_done(const StepProgram& program, const graph::Graph& graph, int ra
   return true;
 }
 
-// Segments' ranks compute each of their layers forward and backward once; buckets are
-// started after their closing layer's backward and waited for once, by their group only.
+// Segments' ranks compute each of their layers forward and backward once per micro-batch,
+// the forward first; buckets are started after their closing layer's last backward and
+// waited for once, by their group only.
 void check_compute_and_buckets(const StepProgram& program, const graph::Graph& graph) {
+  const auto micro_batches = static_cast<size_t>(program.micro_batches);
   for (int rank = 0; rank < program.ranks; ++rank) {
     std::vector<int> forward(graph.size(), 0), backward(graph.size(), 0);
+    std::vector<char> forward_done(graph.size() * micro_batches, 0);  // by (layer, micro-batch)
     std::vector<int> started(program.buckets.size(), 0), waited(program.buckets.size(), 0);
     for (const Op& op : program.ops[static_cast<size_t>(rank)]) {
-      if (op.kind == OpKind::Forward) ++forward[static_cast<size_t>(op.layer)];
-      if (op.kind == OpKind::Backward) ++backward[static_cast<size_t>(op.layer)];
+      const auto at = [&] { return static_cast<size_t>(op.layer) * micro_batches + static_cast<size_t>(op.micro); };
+      if (op.kind == OpKind::Forward) {
+        ++forward[static_cast<size_t>(op.layer)];
+        forward_done[at()] = 1;
+      }
+      if (op.kind == OpKind::Backward) {
+        if (!forward_done[at()]) {
+          throw UserError(fmt::format("step program: rank {} runs the backward of layer '{}' on micro-batch {} before "
+                                      "its forward",
+                                      rank, graph.layer(op.layer).name, op.micro));
+        }
+        ++backward[static_cast<size_t>(op.layer)];
+      }
       if (op.kind == OpKind::AllReduce) {
         const Bucket& bucket = program.buckets[static_cast<size_t>(op.bucket)];
         if (!backward_done(program, graph, rank, bucket, backward)) {
@@ -120,8 +138,9 @@ void check_compute_and_buckets(const StepProgram& program, const graph::Graph& g
       const Segment& segment = program.segments[s];
       const bool member = std::any_of(segment.shards.begin(), segment.shards.end(),
                                       [&](const cost::Shard& shard) { return shard.rank == rank; });
+      const int expected = member ? static_cast<int>(micro_batches) : 0;
       for (const graph::LayerId id : segment.layers) {
-        if (forward[static_cast<size_t>(id)] != (member ? 1 : 0) || backward[static_cast<size_t>(id)] != (member ? 1 : 0)) {
+        if (forward[static_cast<size_t>(id)] != expected || backward[static_cast<size_t>(id)] != expected) {
           throw UserError(fmt::format("step program: rank {} computes layer '{}' {} forward and {} backward times", rank,
                                       graph.layer(id).name, forward[static_cast<size_t>(id)], backward[static_cast<size_t>(id)]));
         }

@@ -43,8 +43,8 @@ std::string piece_text(const StepProgram& program, const graph::Graph& graph, co
   const graph::LayerId own = (send != piece.gradient) ? piece.producer : piece.consumer;
   std::string kind = op_kind_name(op.kind);
   if (piece.local()) kind = piece.gradient ? "COPY_B" : "COPY_F";
-  std::string text = fmt::format("{}{}0  {} -> {}.{} {}", program.segment_of[static_cast<size_t>(own)], kind,
-                                 graph.layer(piece.producer).name, graph.layer(piece.consumer).name, piece.input,
+  std::string text = fmt::format("{}{}{}  {} -> {}.{} {}", program.segment_of[static_cast<size_t>(own)], kind,
+                                 piece.micro, graph.layer(piece.producer).name, graph.layer(piece.consumer).name, piece.input,
                                  samples_text(piece.samples));
   if (piece.local()) return text;
   return text + fmt::format(" {} r{}, tag {}, {} B", send ? "to" : "from", send ? piece.receiver : piece.sender,
@@ -55,11 +55,11 @@ std::string op_text(const StepProgram& program, const graph::Graph& graph, int r
   switch (op.kind) {
     case OpKind::Forward:
     case OpKind::Backward:
-      return fmt::format("{}{}0  {} {}", op.segment, op_kind_name(op.kind), graph.layer(op.layer).name,
+      return fmt::format("{}{}{}  {} {}", op.segment, op_kind_name(op.kind), op.micro, graph.layer(op.layer).name,
                          samples_text(shard_of(program, op.segment, rank)));
     case OpKind::SyncBatchNorm:
-      return fmt::format("{}SYNC_BN_{}0  {} ranks {}", program.segment_of[static_cast<size_t>(op.layer)],
-                         op.backward ? "B" : "F", graph.layer(op.layer).name,
+      return fmt::format("{}SYNC_BN_{}{}  {} ranks {}", program.segment_of[static_cast<size_t>(op.layer)],
+                         op.backward ? "B" : "F", op.micro, graph.layer(op.layer).name,
                          program.groups[static_cast<size_t>(op.group)]);
     case OpKind::AllReduce:
     case OpKind::WaitAllReduce: {

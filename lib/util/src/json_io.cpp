@@ -160,16 +160,23 @@ void JsonObjectReader::reject_unknown_keys() const {
 }
 
 void check_format(JsonObjectReader& reader, const std::string& format, int64_t version) {
+  check_format(reader, format, version, version);
+}
+
+int64_t check_format(JsonObjectReader& reader, const std::string& format, int64_t oldest, int64_t newest) {
   const std::string found = reader.get_string("format");
   if (found != format) {
     throw UserError(fmt::format("{}: format is \"{}\", expected \"{}\"", reader.where(),
                                 text_excerpt(found), format));
   }
   const int64_t found_version = reader.get_int("version");
-  if (found_version != version) {
-    throw UserError(fmt::format("{}: format version {} is not supported (this burst reads "
-                                "version {})", reader.where(), found_version, version));
+  if (found_version < oldest || found_version > newest) {
+    throw UserError(fmt::format("{}: format version {} is not supported (this burst reads {})", reader.where(),
+                                found_version,
+                                oldest == newest ? fmt::format("version {}", newest)
+                                                 : fmt::format("versions {} to {}", oldest, newest)));
   }
+  return found_version;
 }
 
 }  // namespace burst

@@ -1,6 +1,8 @@
 #pragma once
 // Plans: for every layer of a model, the ordered ranks it runs on and each rank's contiguous
-// sample range of the global batch (format "burst.plan", version 1; docs/plan-format.md).
+// sample range of a micro-batch, and optionally a pipeline: the micro-batch count, the
+// schedule and the stages (format "burst.plan", version 2, which reads version 1 too;
+// docs/plan-format.md).
 //
 // What a plan stores is only the placements. Everything else is derived, never stored:
 // the activation transfers between connected layers (cost::reshard_transfers of the two
@@ -16,7 +18,8 @@
 namespace burst::plan {
 
 inline constexpr const char* kPlanFormat = "burst.plan";
-inline constexpr int kPlanFormatVersion = 1;
+inline constexpr int kPlanFormatVersion = 2;
+inline constexpr int kOldestPlanFormatVersion = 1;
 
 // One layer's placement: shards in rank order of execution (uneven splits are legal).
 struct LayerPlacement {
@@ -24,18 +27,54 @@ struct LayerPlacement {
   std::vector<cost::Shard> shards;  // non-empty ranges covering [0, global_batch) once
 };
 
+// The order a stage runs its micro-batches' forwards (F j) and backwards (B j) in
+// (docs/pipelines.md): GPipe, every forward then every backward; 1F1B (PipeDream-Flush),
+// p - 1 - s forwards of warm-up on stage s of p, then one forward and one backward in turn.
+enum class Schedule : uint8_t { GPipe, OneFOneB };
+const char* schedule_name(Schedule schedule);  // "gpipe", "1f1b"
+// UserError naming the known ones for any other name.
+Schedule schedule_from_name(const std::string& name);
+
+// How a step is cut into micro-batches and stages. The default: one micro-batch, one stage.
+struct Pipeline {
+  int64_t micro_batches = 1;  // the global batch is cut into this many equal micro-batches
+  Schedule schedule = Schedule::GPipe;
+  // The first layer of each stage after the first, ascending (stage 0 starts at layer 0);
+  // empty: one stage. A stage runs its layers on its own ranks (the union of its layers').
+  std::vector<graph::LayerId> stage_starts;
+};
+
 struct Plan {
   std::string model;      // the model's name
-  std::string strategy;   // "dp", "burst", "hand", ...
+  std::string strategy;   // "dp", "burst", "pipeline", "hand", ...
   int64_t global_batch = 0;
   int devices = 0;        // size of the cluster the plan was made for
+  // Placements of one micro-batch: every layer's shards cover [0, micro_batch()), and
+  // micro-batch j's samples are those shifted by j x micro_batch().
   std::vector<LayerPlacement> layers;  // one per graph layer, in graph order
+  Pipeline pipeline;
+
+  int64_t micro_batch() const { return global_batch / pipeline.micro_batches; }
+  int stage_count() const { return static_cast<int>(pipeline.stage_starts.size()) + 1; }
+  // The stage of `layer` (0 without stages).
+  int stage_of(graph::LayerId layer) const;
+  // The ranks of stage `stage`: every rank of its layers, ascending.
+  std::vector<int> stage_ranks(int stage) const;
 };
+
+// Stage s's micro-batch order under `schedule` with `stages` stages: (backward, j) pairs.
+// GPipe peaks at m micro-batches in flight per stage, 1F1B at min(m, stages - s).
+std::vector<std::pair<bool, int64_t>> stage_order(Schedule schedule, int stages, int stage, int64_t micro_batches);
+// The most micro-batches stage `stage` holds activations for at once under that order.
+int64_t in_flight_micro_batches(Schedule schedule, int stages, int stage, int64_t micro_batches);
 
 // Checks `plan` against its model and cluster; throws UserError with a one-line reason
 // naming the layer: another model (name, layer count or layer names differ), a
-// non-positive batch, ranks outside the cluster, a rank twice in one layer, samples
-// uncovered or covered twice.
+// non-positive batch, ranks outside the cluster, a rank twice in one layer, samples of a
+// micro-batch uncovered or covered twice; and its pipeline: micro-batches below 1 or not
+// dividing the batch, stage starts out of order or out of range, a stage boundary that
+// more than one layer's output crosses (inside a branch), ranks shared by two stages, and
+// BatchNorm (statistics of the whole batch) under more than one micro-batch.
 void validate_plan(const Plan& plan, const graph::Graph& graph, const cluster::Cluster& cluster);
 
 // The transfers that carry `producer`'s output to `consumer` (forward) — and, reversed,

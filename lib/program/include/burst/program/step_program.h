@@ -21,6 +21,13 @@
 //  REDUCE_LOSS (a world all-reduce of the loss sum, only in programs built with
 //  reduce_loss) and WAIT_SENDS (the sends posted this step).
 //
+// With micro-batches and stages (plan::Pipeline, docs/pipelines.md), each rank runs its
+// stage's forward and backward of every micro-batch (the ops above, restricted to the
+// stage's segments, each op carrying its micro-batch) in its stage's order
+// (plan::stage_order: GPipe or 1F1B). Gradients accumulate over the micro-batches; a
+// bucket's ALLREDUCE comes in the last micro-batch's backward, so it still overlaps the
+// rest of that backward, and the step ends as above.
+//
 // Segments: a maximal run of consecutive layers (graph order) with the same placement. It
 // runs as one piece of autograd: its layers pass tensors to each other directly (no
 // messages, no detach), and its backward is one call.
@@ -65,6 +72,7 @@ struct Piece {
   graph::LayerId producer = 0;
   graph::LayerId consumer = 0;
   int32_t input = 0;         // position among consumer's inputs (a layer may read a producer twice)
+  int32_t micro = 0;         // the micro-batch; `samples` are within it
   bool gradient = false;     // false: activation, consumer's rank <- producer's; true: the reverse
   int sender = 0;            // forward: the producer's rank; gradient: the consumer's
   int receiver = 0;
@@ -95,6 +103,7 @@ struct Op {
   int32_t bucket = -1;        // ALLREDUCE, WAIT_ALLREDUCE
   int32_t group = -1;         // SYNC_BN, ALLREDUCE: index into StepProgram::groups
   bool backward = false;      // SYNC_BN: of the backward
+  int32_t micro = 0;          // F, B, SYNC_BN, messages: the micro-batch
 };
 
 struct ProgramOptions {
@@ -116,6 +125,8 @@ struct ProgramOptions {
 struct StepProgram {
   int ranks = 0;
   int64_t global_batch = 0;
+  int64_t micro_batches = 1;  // the plan's (plan::Pipeline)
+  int64_t micro_batch = 0;    // samples in one: global_batch / micro_batches
   std::vector<Segment> segments;
   std::vector<int32_t> segment_of;          // by layer
   std::vector<Piece> pieces;                // every piece, each once
@@ -146,9 +157,9 @@ void check_step_program(const StepProgram& program, const graph::Graph& graph, c
 // not the data itself (no gradient messages into Input layers).
 bool carries_gradient(const graph::Graph& graph, graph::LayerId producer);
 
-// A rank's program, one op a line ("3  0F0  conv1 [0, 8)", "5  SEND_F0  relu1 -> pool1
+// A rank's program, one op a line ("3  0F0  conv1 [0, 8)", "5  0SEND_F1  relu1 -> pool1
 // [4, 8) to r1, tag 2, 3136 B"), in the style of torch.distributed.pipelining's action lists
-// (segment, kind, micro-batch).
+// (segment, kind, micro-batch); samples are within the micro-batch.
 std::string format_rank_program(const StepProgram& program, const graph::Graph& graph, int rank);
 
 }  // namespace burst::program

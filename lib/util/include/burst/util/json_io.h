@@ -65,5 +65,7 @@ class JsonObjectReader {
 
 // Checks a document's "format" and "version" fields against what this burst reads.
 void check_format(JsonObjectReader& reader, const std::string& format, int64_t version);
+// The same for a format that reads versions [oldest, newest]: the document's version.
+int64_t check_format(JsonObjectReader& reader, const std::string& format, int64_t oldest, int64_t newest);
 
 }  // namespace burst
