@@ -11,6 +11,7 @@
 
 #include "burst/graph/model_json.h"
 #include "burst/plan/evaluate.h"
+#include "burst/plan/pipeline_planner.h"
 #include "burst/util/error.h"
 #include "burst/util/json_io.h"
 
@@ -151,27 +152,87 @@ void add_memory_options(CLI::App& command, InputOptions& options) {
                      "a100; the machine's for cpu)");
 }
 
+namespace {
+
+// The pipeline planner under the inputs' capacity; with no pipeline plan that fits, the
+// memory fit of data parallelism decides (its fallback, or "no plan fits").
+plan::Plan pipeline_plan(const Inputs& inputs, const plan::PlanContext& context, bool sync_batchnorm) {
+  plan::PipelineOptions options;
+  options.capacity = inputs.capacity;
+  options.optimizer = inputs.optimizer;
+  options.sync_batchnorm = sync_batchnorm;
+  std::optional<plan::Plan> planned = plan::plan_pipeline(context, inputs.global_batch, options).plan;
+  if (planned) return std::move(*planned);
+  return plan::plan_data_parallel(inputs.graph, inputs.cluster.size(), inputs.global_batch);
+}
+
+// Data parallelism, the burst plan and the pipeline plan, each kept if it fits; the fastest
+// (the first of equals) is chosen. `chosen.tried` says what each gave.
+void choose_automatically(const Inputs& inputs, const plan::PlanContext& context, const plan::BurstOptions& burst,
+                          ChosenPlan& chosen) {
+  plan::EvaluateOptions evaluate;
+  evaluate.sync_batchnorm = burst.sync_batchnorm;
+  std::optional<plan::BurstPlanResult> burst_result = plan::plan_burst_with_prediction(context, inputs.global_batch, burst);
+  std::vector<std::pair<std::string, plan::Plan>> candidates;
+  candidates.emplace_back("dp", plan::plan_data_parallel(inputs.graph, inputs.cluster.size(), inputs.global_batch));
+  candidates.emplace_back("burst", burst_result->plan);
+  candidates.emplace_back("pipeline", pipeline_plan(inputs, context, burst.sync_batchnorm));
+  std::optional<Seconds> best;
+  for (auto& [name, candidate] : candidates) {
+    StrategyTried tried{name, std::nullopt, ""};
+    std::vector<plan::DeviceMemory> memory = plan::plan_memory(candidate, inputs.graph, inputs.optimizer);
+    const plan::DeviceMemory& peak = plan::peak_memory(memory);
+    if (name == "pipeline" && candidate.strategy != "pipeline") {
+      tried.why_not = "no pipeline plan fits";
+    } else if (inputs.capacity.capacity < peak.use.total()) {
+      tried.why_not = plan::memory_text(peak, inputs.graph, inputs.capacity);
+    } else {
+      tried.time = plan::evaluate_plan(candidate, context, evaluate).iteration_time;
+      if (!best || *tried.time < *best) {
+        best = tried.time;
+        chosen.plan = candidate;
+        chosen.memory = std::move(memory);
+        chosen.burst = name == "burst" ? burst_result : std::nullopt;
+      }
+    }
+    chosen.tried.push_back(std::move(tried));
+  }
+  if (!best) {  // none fits: data parallelism's fit says so, with the smallest requirement found
+    plan::fit_in_memory(candidates.front().second, "data-parallel", inputs.graph, inputs.optimizer, inputs.capacity);
+  }
+}
+
+}  // namespace
+
 ChosenPlan choose_plan(const Inputs& inputs, const std::string& strategy, const plan::PlanContext& context,
                        const plan::BurstOptions& burst) {
   ChosenPlan chosen;
   const graph::Graph& graph = inputs.graph;
   if (inputs.loaded) {
     chosen.plan = *inputs.loaded;  // evaluated as given, fitting or not (the report says which)
-  } else if (strategy == "dp") {
+    chosen.memory = plan::plan_memory(chosen.plan, graph, inputs.optimizer);
+    return chosen;
+  }
+  if (strategy == "auto") {
+    choose_automatically(inputs, context, burst, chosen);
+    return chosen;
+  }
+  if (strategy == "dp") {
     chosen.plan = plan::plan_data_parallel(graph, inputs.cluster.size(), inputs.global_batch);
+  } else if (strategy == "pipeline") {
+    chosen.plan = pipeline_plan(inputs, context, burst.sync_batchnorm);
   } else {
     chosen.burst = plan::plan_burst_with_prediction(context, inputs.global_batch, burst);
     chosen.plan = chosen.burst->plan;
   }
-  if (inputs.loaded) {
-    chosen.memory = plan::plan_memory(chosen.plan, graph, inputs.optimizer);
-    return chosen;
-  }
-  plan::FittedPlan fitted = plan::fit_in_memory(std::move(chosen.plan), strategy == "dp" ? "data-parallel" : "burst",
-                                                graph, inputs.optimizer, inputs.capacity);
+  const std::string name = strategy == "dp" ? "data-parallel" : strategy;
+  plan::FittedPlan fitted = plan::fit_in_memory(std::move(chosen.plan), name, graph, inputs.optimizer, inputs.capacity);
   chosen.plan = std::move(fitted.plan);
   chosen.memory = std::move(fitted.memory);
   chosen.memory_note = std::move(fitted.note);
+  if (strategy == "pipeline" && chosen.plan.strategy != "pipeline" && chosen.memory_note.empty()) {
+    chosen.memory_note = "no pipeline plan fits in memory; data parallel instead";
+  }
   if (!chosen.memory_note.empty()) chosen.burst.reset();
   return chosen;
 }

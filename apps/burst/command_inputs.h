@@ -80,15 +80,24 @@ struct Inputs {
 // no --devices, the plan's device count).
 Inputs read_inputs(const InputOptions& options);
 
-// The plan a command runs: --plan FILE as given, or made here by `strategy` ("dp" or
-// "burst"). A plan made here must fit every device's memory (plan_memory.h): a burst plan
-// that does not is replaced by data parallelism if that fits, with a note saying so; when
-// neither fits, UserError "no plan fits" with the smallest requirement found.
+// One strategy `--strategy auto` tried: its evaluated iteration time, or why it has none.
+struct StrategyTried {
+  std::string strategy;           // "dp", "burst", "pipeline"
+  std::optional<Seconds> time;    // the evaluator's; none when it does not fit
+  std::string why_not;            // when it has no time: the memory line, or "no plan"
+};
+
+// The plan a command runs: --plan FILE as given, or made here by `strategy`: "dp", "burst",
+// "pipeline" (pipeline_planner.h) or "auto" (each of those, evaluated; the fastest that fits).
+// A plan made here must fit every device's memory (plan_memory.h): a burst or pipeline
+// plan that does not is replaced by data parallelism if that fits, with a note saying so;
+// when none fits, UserError "no plan fits" with the smallest requirement found.
 struct ChosenPlan {
   plan::Plan plan;
   std::optional<plan::BurstPlanResult> burst;  // what the burst planner said, when it made the plan
   std::vector<plan::DeviceMemory> memory;      // per rank
   std::string memory_note;                     // why the plan is not the strategy's own, or empty
+  std::vector<StrategyTried> tried;            // --strategy auto: every strategy, in order
 };
 ChosenPlan choose_plan(const Inputs& inputs, const std::string& strategy, const plan::PlanContext& context,
                        const plan::BurstOptions& burst);

@@ -169,7 +169,8 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const cost::CostM
                           &chosen.memory,
                           memory_summary(chosen, inputs),
                           chosen.memory_note,
-                          inputs.capacity.capacity};
+                          inputs.capacity.capacity,
+                          &chosen.tried};
   if (options.json) {
     std::cout << plan_report_json(report).dump(2) << '\n';
     return;
@@ -238,8 +239,10 @@ void add_plan_commands(CLI::App& app) {
       ->capture_default_str();
   add_memory_options(*command, *options);
   CLI::Option* strategy =
-      command->add_option("--strategy", options->strategy, "burst (default) or dp (data parallel)")
-          ->check(CLI::IsMember({"burst", "dp"}));
+      command->add_option("--strategy", options->strategy,
+                          "burst (default), dp (data parallel), pipeline (stages and micro-batches) or auto (the "
+                          "fastest of those that fits)")
+          ->check(CLI::IsMember({"burst", "dp", "pipeline", "auto"}));
   command->add_flag("--json", options->json, "Print JSON instead of tables");
   command->add_flag("--strict-amplification", options->strict_amplification,
                     "Keep the amplification limit even where data parallel is then faster "

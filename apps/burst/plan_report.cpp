@@ -4,6 +4,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "burst/util/table.h"
@@ -33,6 +34,7 @@ std::string strategy_text(const PlanReport& report) {
     return fmt::format("burst plan (amplification limit {})", amplification_text(report.amplification_limit));
   }
   if (report.plan.strategy == "dp") return "data-parallel plan";
+  if (report.tried != nullptr && !report.tried->empty()) return fmt::format("auto: {} plan", report.plan.strategy);
   return report.plan.strategy + " plan";
 }
 
@@ -77,7 +79,52 @@ json memory_json(const PlanReport& report) {
           {"per_device", std::move(devices)}};
 }
 
+json tried_json(const PlanReport& report) {
+  if (report.tried == nullptr || report.tried->empty()) return nullptr;
+  json entries = json::array();
+  for (const StrategyTried& entry : *report.tried) {
+    entries.push_back({{"strategy", entry.strategy},
+                       {"iteration_time_ms", entry.time ? json(entry.time->ms()) : json(nullptr)},
+                       {"why_not", entry.why_not.empty() ? json(nullptr) : json(entry.why_not)}});
+  }
+  return entries;
+}
+
 }  // namespace
+
+std::string pipeline_text(const plan::Plan& plan) {
+  if (plan.pipeline.micro_batches == 1 && plan.stage_count() == 1) return "-";
+  std::vector<std::string> firsts;
+  for (const graph::LayerId start : plan.pipeline.stage_starts) firsts.push_back(plan.layers.at(static_cast<size_t>(start)).layer);
+  const std::string stages =
+      plan.stage_count() == 1 ? "1 stage"
+                              : fmt::format("{} stages (from layers {})", plan.stage_count(), fmt::join(firsts, ", "));
+  return fmt::format("{}, {} micro-batch{} of {}, {}", stages, plan.pipeline.micro_batches,
+                     plan.pipeline.micro_batches == 1 ? "" : "es", plan.micro_batch(),
+                     plan::schedule_name(plan.pipeline.schedule));
+}
+
+json pipeline_json(const plan::Plan& plan) {
+  if (plan.pipeline.micro_batches == 1 && plan.stage_count() == 1) return nullptr;
+  json stages = json::array();
+  for (int stage = 0; stage < plan.stage_count(); ++stage) {
+    const size_t first = stage == 0 ? 0 : static_cast<size_t>(plan.pipeline.stage_starts[static_cast<size_t>(stage - 1)]);
+    stages.push_back({{"first_layer", plan.layers.at(first).layer}, {"ranks", plan.stage_ranks(stage)}});
+  }
+  return {{"micro_batches", plan.pipeline.micro_batches},
+          {"micro_batch", plan.micro_batch()},
+          {"schedule", plan::schedule_name(plan.pipeline.schedule)},
+          {"stages", std::move(stages)}};
+}
+
+std::string strategies_text(const std::vector<StrategyTried>& tried) {
+  std::vector<std::string> parts;
+  for (const StrategyTried& entry : tried) {
+    parts.push_back(entry.time ? fmt::format("{} {:.3f} ms", entry.strategy, entry.time->ms())
+                               : fmt::format("{}: {}", entry.strategy, entry.why_not));
+  }
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
 
 std::string amplification_text(const std::optional<double>& limit) {
   return limit ? fmt::format("{:.4g}", *limit) : "none";
@@ -156,6 +203,8 @@ void print_plan_report(const PlanReport& report, std::ostream& out) {
                    iteration.ms())},
       {"devices used",
        fmt::format("{} of {} (the most any layer runs on)", devices_used(report.plan), devices)},
+      {"pipeline", pipeline_text(report.plan)},
+      {"strategies tried", report.tried != nullptr && !report.tried->empty() ? strategies_text(*report.tried) : "-"},
       {"peak memory per device", report.memory_line.empty() ? "-" : report.memory_line},
       {"  note", report.memory_note.empty() ? "-" : report.memory_note},
   };
@@ -219,6 +268,8 @@ json plan_report_json(const PlanReport& report) {
           {"speedup_vs_dp", ratio(report.data_parallel.iteration_time, iteration)},
           {"speedup_vs_one_device", ratio(report.one_device.iteration_time, iteration)},
           {"memory", memory_json(report)},
+          {"pipeline", pipeline_json(report.plan)},
+          {"strategies_tried", tried_json(report)},
           {"layers", std::move(layers)}};
 }
 

@@ -13,6 +13,7 @@
 #include "burst/plan/evaluate.h"
 #include "burst/plan/plan.h"
 #include "burst/plan/plan_memory.h"
+#include "command_inputs.h"
 
 namespace burst::cli {
 
@@ -42,7 +43,17 @@ struct PlanReport {
   std::string memory_line;
   std::string memory_note;
   Bytes memory_capacity;  // per device
+  const std::vector<StrategyTried>* tried = nullptr;  // --strategy auto: what each strategy gave
 };
+
+// "4 stages (from layers a, b, c), 8 micro-batches of 64, 1f1b": how a plan is pipelined;
+// "-" for one micro-batch on one stage.
+std::string pipeline_text(const plan::Plan& plan);
+// {"micro_batches", "micro_batch", "schedule", "stages": [{"first_layer", "ranks"}]}, or
+// null for one micro-batch on one stage.
+nlohmann::json pipeline_json(const plan::Plan& plan);
+// "dp 12.345 ms, burst 10.000 ms, pipeline does not fit (...)": what --strategy auto tried.
+std::string strategies_text(const std::vector<StrategyTried>& tried);
 
 // The layer that runs on the most devices sets how many devices the plan uses.
 int devices_used(const plan::Plan& plan);
@@ -60,7 +71,9 @@ void print_plan_report(const PlanReport& report, std::ostream& out);
 //  devices, first_rank, per_device_batch, forward_ms, backward_ms, transfer_ms, sync_ms,
 //  amplification, exempt (from the amplification limit), forward_start_ms, forward_end_ms, backward_start_ms, backward_end_ms,
 //  sync_end_ms}], "memory": {"peak_rank", "peak_bytes", "capacity_bytes", "fits", "note",
-//  "per_device": [{rank, weights, gradients, optimizer_state, activations, total} in bytes]}};
+//  "per_device": [{rank, weights, gradients, optimizer_state, activations, total} in bytes]},
+//  "pipeline" (pipeline_json), "strategies_tried" (--strategy auto: [{strategy,
+//  iteration_time_ms (null: none), why_not}], else null)};
 //  times of day in ms from the start of the iteration.
 nlohmann::json plan_report_json(const PlanReport& report);
 

@@ -175,7 +175,10 @@ void run_one(const SimOptionsText& options, const Inputs& inputs, const cost::Co
     source = fmt::format("burst plan (amplification limit {})", amplification_text(limit_of(chosen.burst->amplification_limit)));
   } else if (!chosen.memory_note.empty()) {
     source = fmt::format("data-parallel plan ({})", chosen.memory_note);
+  } else if (plan.strategy == "pipeline") {
+    source = fmt::format("pipeline plan ({})", pipeline_text(plan));
   }
+  if (!chosen.tried.empty()) source = fmt::format("auto: {} (tried {})", source, strategies_text(chosen.tried));
   const int trace_ranks = static_cast<int>(parse_whole(options.trace_ranks, "--trace-ranks", 1, cluster::kMaxDevices));
   sim::SimOptions sim_options = base_sim_options(options, batchnorm, co_located);
   sim_options.record_idle_intervals = options.intervals;
@@ -282,8 +285,11 @@ void add_sim_commands(CLI::App& app) {
                           "Profile for layers split over devices of one node, which compute them at once "
                           "(burst profile --co-located N)")};
   add_memory_options(*command, *options);
-  CLI::Option* strategy = command->add_option("--strategy", options->strategy, "burst (default) or dp (data parallel)")
-                              ->check(CLI::IsMember({"burst", "dp"}));
+  CLI::Option* strategy =
+      command->add_option("--strategy", options->strategy,
+                          "burst (default), dp (data parallel), pipeline (stages and micro-batches) or auto (the "
+                          "fastest of those that fits)")
+          ->check(CLI::IsMember({"burst", "dp", "pipeline", "auto"}));
   command->add_option("--batchnorm", options->batchnorm,
                       "sync (default: statistics over the layer's ranks, as burst's runtime does) or local (per "
                       "device, as DDP and DeepPool)")

@@ -179,7 +179,7 @@ for bad in 0.5 0 -2 nan NaN abc inf5 "" " 2" 1e400 infinity; do
   refused "amplification '$bad'" "${vgg[@]}" --amplification "$bad"
 done
 refused "amplification with dp" "${vgg[@]}" --strategy dp --amplification 3
-refused "unknown strategy" "${vgg[@]}" --strategy pipeline
+refused "unknown strategy" "${vgg[@]}" --strategy zigzag
 refused "devices disagree with the cluster" plan --model vgg16 --cluster "$example" --devices 8 --global-batch 32
 refused "--device and --cluster" plan --model vgg16 --cluster "$example" --device a100 --global-batch 32
 refused "--sweep with --cluster" plan --model vgg16 --cluster "$example" --global-batch 32 --sweep
@@ -218,6 +218,71 @@ PY
   checks=$((checks + 1))
   grep -qF "plan layer 'features.4': rank 9 is not in the cluster of 4 devices" "$work/stderr" ||
     fail "rank 9 refusal does not name the layer: $(head -c 200 "$work/stderr")"
+fi
+
+# --- pipelines (docs/pipelines.md) ---------------------------------------------------------------
+gpt=(plan --model "gpt2:layers=2,width=64,heads=2,seq=16,vocab=64" --device a100 --devices 4 --global-batch 16)
+if quiet pipeline "${gpt[@]}" --strategy pipeline -o "$work/pipe.json"; then
+  contains pipeline "pipeline:"
+  contains pipeline "micro-batch"
+  py_check "the pipeline plan file" '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["version"] == 2 and d["strategy"] == "pipeline", (d["version"], d["strategy"])
+p = d.get("pipeline")
+assert p and p["schedule"] in ("gpipe", "1f1b") and 16 % p["micro_batches"] == 0, p
+' "$work/pipe.json"
+  # The plan file gives back the same prediction.
+  if quiet pipe_json "${gpt[@]}" --strategy pipeline --json && quiet pipe_again "${gpt[@]:0:7}" --plan "$work/pipe.json" --json; then
+    py_check "a pipeline plan file reproduces its prediction" '
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert a["iteration_time_ms"] == b["iteration_time_ms"], (a["iteration_time_ms"], b["iteration_time_ms"])
+assert a["pipeline"] == b["pipeline"] and a["pipeline"]["stages"][0]["ranks"], a["pipeline"]
+' "$work/pipe_json.out" "$work/pipe_again.out"
+  fi
+fi
+if quiet auto "${gpt[@]}" --strategy auto --json; then
+  py_check "auto keeps the fastest strategy it tried" '
+import json, sys
+d = json.load(open(sys.argv[1]))
+tried = d["strategies_tried"]
+assert [t["strategy"] for t in tried] == ["dp", "burst", "pipeline"], tried
+times = [t["iteration_time_ms"] for t in tried if t["iteration_time_ms"] is not None]
+assert times and d["iteration_time_ms"] == min(times), (d["iteration_time_ms"], times)
+' "$work/auto.out"
+fi
+if quiet pipe_dp plan --model fmnist_cnn --device a100 --devices 2 --global-batch 16 --strategy dp -o "$work/cnn.json" &&
+   quiet gpt_dp "${gpt[@]}" --strategy dp -o "$work/gpt_dp.json"; then
+  "$python" - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+def write(base, name, pipeline):
+    """The data-parallel plan `base` with `pipeline`; shards re-split over one micro-batch."""
+    plan = json.load(open(f"{work}/{base}.json"))
+    plan["version"], plan["pipeline"] = 2, pipeline
+    m = pipeline["micro_batches"]
+    micro = plan["global_batch"] // m if m >= 1 and plan["global_batch"] % m == 0 else plan["global_batch"]
+    for layer in plan["layers"]:
+        n = len(layer["shards"])
+        layer["shards"] = [[s[0], i * micro // n, (i + 1) * micro // n] for i, s in enumerate(layer["shards"])]
+    json.dump(plan, open(f"{work}/{name}.json", "w"))
+write("gpt_dp", "micro3", {"micro_batches": 3})
+write("gpt_dp", "micro0", {"micro_batches": 0})
+write("gpt_dp", "branch", {"micro_batches": 2, "stage_starts": ["transformer.h.0.mlp.c_fc"]})
+write("gpt_dp", "schedule", {"micro_batches": 2, "schedule": "zero-bubble"})
+write("gpt_dp", "unknown_start", {"micro_batches": 2, "stage_starts": ["transformer.h.9.ln_1"]})
+write("gpt_dp", "shared_ranks", {"micro_batches": 2, "stage_starts": ["transformer.h.1.ln_1"]})
+write("cnn", "batchnorm", {"micro_batches": 2})
+PY
+  gpt4=("${gpt[@]:0:7}" --plan)
+  refused "micro-batches not dividing the batch" "${gpt4[@]}" "$work/micro3.json"
+  refused "zero micro-batches" "${gpt4[@]}" "$work/micro0.json"
+  refused "a stage boundary inside a branch" "${gpt4[@]}" "$work/branch.json"
+  refused "an unknown schedule" "${gpt4[@]}" "$work/schedule.json"
+  refused "a stage start that is no layer" "${gpt4[@]}" "$work/unknown_start.json"
+  refused "two stages on the same ranks" "${gpt4[@]}" "$work/shared_ranks.json"
+  refused "BatchNorm under micro-batches" plan --model fmnist_cnn --device a100 --devices 2 --plan "$work/batchnorm.json"
 fi
 
 finish "burst plan checks passed"

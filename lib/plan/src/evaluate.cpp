@@ -258,7 +258,10 @@ PlanEvaluation evaluate_plan(const Plan& plan, const PlanContext& context, const
   fill_from_tasks(program, step, start_s, result, timelines);
   for (size_t id = 0; id < result.layers.size(); ++id) {  // devices x (forward + backward) / one device's
     LayerTiming& layer = result.layers[id];
-    layer.amplification = whole[id].s() > 0 ? (layer.forward + layer.backward) / whole[id] * layer.devices : 1.0;
+    // (forward and backward are one micro-batch's; a layer runs every one of them)
+    layer.amplification = whole[id].s() > 0 ? (layer.forward + layer.backward) / whole[id] * layer.devices *
+                                                  static_cast<double>(plan.pipeline.micro_batches)
+                                            : 1.0;
   }
   result.idle_device_seconds = Seconds(devices * result.iteration_time.s()) - result.device_seconds;
   if (options.timelines) result.timelines = std::move(timelines).sorted(step.representative);

@@ -13,11 +13,20 @@ std::vector<DeviceMemory> plan_memory(const Plan& plan, const graph::Graph& grap
   BURST_ASSERT(plan.layers.size() == graph.size(), "a validated plan has one placement per layer");
   std::vector<DeviceMemory> devices(static_cast<size_t>(plan.devices));
   for (int rank = 0; rank < plan.devices; ++rank) devices[static_cast<size_t>(rank)].rank = rank;
+  // Activations are kept for every micro-batch a stage has in flight (its schedule's peak:
+  // GPipe all m, 1F1B p - s on stage s).
+  std::vector<int64_t> in_flight;
+  for (int stage = 0; stage < plan.stage_count(); ++stage) {
+    in_flight.push_back(
+        in_flight_micro_batches(plan.pipeline.schedule, plan.stage_count(), stage, plan.pipeline.micro_batches));
+  }
   for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
+    const int64_t micro_batches_held = in_flight[static_cast<size_t>(plan.stage_of(id))];
     for (const cost::Shard& shard : plan.layers[static_cast<size_t>(id)].shards) {
       BURST_ASSERT(shard.rank >= 0 && shard.rank < plan.devices, "a validated plan's ranks are in its cluster");
       DeviceMemory& device = devices[static_cast<size_t>(shard.rank)];
-      const cost::LayerMemory layer = cost::layer_memory(graph, id, shard.samples.size(), optimizer);
+      const cost::LayerMemory layer =
+          cost::layer_memory(graph, id, shard.samples.size() * micro_batches_held, optimizer);
       device.use += layer;
       if (device.largest_layer_bytes < layer.total()) {
         device.largest_layer = id;

@@ -48,7 +48,7 @@ layers::LayerModuleOptions tied_options(const detail::ExecutorState& s, graph::L
 
 // How many autograd calls add to layer `id`'s parameter gradients on this rank in a step: its
 // own segment's, if it runs here, and, for an embedding, that of each tied head that runs
-// here in another segment.
+// here in another segment; each once per micro-batch.
 int gradient_contributions(const detail::ExecutorState& s, graph::LayerId id) {
   const graph::Graph& graph = s.graph;
   const auto& segment_of = s.reporting.segment_of;
@@ -59,7 +59,7 @@ int gradient_contributions(const detail::ExecutorState& s, graph::LayerId id) {
     const int32_t segment = segment_of[static_cast<size_t>(head)];
     if (std::find(segments.begin(), segments.end(), segment) == segments.end()) segments.push_back(segment);
   }
-  return static_cast<int>(segments.size());
+  return static_cast<int>(segments.size() * static_cast<size_t>(s.plan.pipeline.micro_batches));
 }
 
 // This rank's modules, each initialised from its layer's own seed (so its weights do not

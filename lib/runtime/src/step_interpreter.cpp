@@ -68,6 +68,21 @@ struct PendingSend {
   std::unique_ptr<PendingWork> work;
 };
 
+// What one micro-batch's forward leaves for its backward on this rank, by layer.
+struct MicroBatchState {
+  explicit MicroBatchState(const graph::Graph& graph)
+      : outputs(graph.size()), leaves(graph.size()), parts(graph.size()), gradients(graph.size()) {
+    for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
+      leaves[static_cast<size_t>(id)].resize(graph.inputs(id).size());
+      parts[static_cast<size_t>(id)].resize(graph.inputs(id).size());
+    }
+  }
+  std::vector<torch::Tensor> outputs;                         // by layer, this rank's rows
+  std::vector<std::vector<torch::Tensor>> leaves;              // by consumer, input position
+  std::vector<std::vector<std::vector<torch::Tensor>>> parts;  // pieces of an input, in order
+  std::vector<GradientSum> gradients;                          // by layer: of its output
+};
+
 class StepInterpreter {
  public:
   StepInterpreter(ExecutorState& s, const program::StepProgram& program, const BatchSource& batch,
@@ -77,15 +92,7 @@ class StepInterpreter {
         graph_(s.graph),
         program_(program),
         batch_(batch),
-        outputs_(graph_.size()),
-        leaves_(graph_.size()),
-        parts_(graph_.size()),
-        gradients_(graph_.size()) {
-    for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph_.size()); ++id) {
-      leaves_[static_cast<size_t>(id)].resize(graph_.inputs(id).size());
-      parts_[static_cast<size_t>(id)].resize(graph_.inputs(id).size());
-    }
-  }
+        micro_(static_cast<size_t>(program.micro_batches), MicroBatchState(graph_)) {}
 
   double run() {
     // Drop last step's gradients instead of zeroing them: the first backward hands its result
@@ -102,6 +109,9 @@ class StepInterpreter {
 
  private:
   const Piece& piece(const Op& op) const { return program_.pieces[static_cast<size_t>(op.piece)]; }
+  MicroBatchState& micro(int32_t j) { return micro_[static_cast<size_t>(j)]; }
+  // The global batch index of sample 0 of micro-batch j.
+  int64_t first_sample(int32_t j) const { return program_.micro_batch * j; }
   bool internal(graph::LayerId producer, graph::LayerId consumer) const {
     return program_.segment_of[static_cast<size_t>(producer)] == program_.segment_of[static_cast<size_t>(consumer)];
   }
@@ -114,11 +124,11 @@ class StepInterpreter {
     switch (op.kind) {
       case OpKind::RecvActivation: return receive_activation(op);
       case OpKind::SendActivation: return send_activation(op);
-      case OpKind::Forward: return forward(op.layer);
+      case OpKind::Forward: return forward(op.layer, op.micro);
       case OpKind::SyncBatchNorm: return;  // made inside the layer's F or B (sync_batchnorm.h)
       case OpKind::RecvGradient: return receive_gradient(op);
       case OpKind::SendGradient: return send_gradient(op);
-      case OpKind::Backward: return backward(op.segment);
+      case OpKind::Backward: return backward(op.segment, op.micro);
       case OpKind::AllReduce: return s_.buckets->start(op.bucket);
       case OpKind::WaitAllReduce: return wait_bucket(op.bucket);
       case OpKind::Update: return update();
@@ -129,9 +139,10 @@ class StepInterpreter {
 
   void receive_activation(const Op& op) {
     const Piece& p = piece(op);
-    auto& parts = parts_[static_cast<size_t>(p.consumer)][static_cast<size_t>(p.input)];
+    MicroBatchState& state = micro(p.micro);
+    auto& parts = state.parts[static_cast<size_t>(p.consumer)][static_cast<size_t>(p.input)];
     if (p.local()) {
-      parts.push_back(rows_of(outputs_[static_cast<size_t>(p.producer)].detach(), p.producer, p.samples));
+      parts.push_back(rows_of(state.outputs[static_cast<size_t>(p.producer)].detach(), p.producer, p.samples));
       return;
     }
     parts.push_back(empty_rows(graph_, p.producer, p.samples.size(), s_.dtype));
@@ -152,8 +163,9 @@ class StepInterpreter {
                                           trace::json_escape(s_.name(other))));
       });
       if (p.gradient) {
-        gradients_[static_cast<size_t>(p.producer)].add(s_.range(p.producer), p.samples, receive.rows,
-                                                        outputs_[static_cast<size_t>(p.producer)]);
+        MicroBatchState& state = micro(p.micro);
+        state.gradients[static_cast<size_t>(p.producer)].add(s_.range(p.producer), p.samples, receive.rows,
+                                                             state.outputs[static_cast<size_t>(p.producer)]);
       }
     }
     receives_.clear();
@@ -161,18 +173,21 @@ class StepInterpreter {
 
   void send_activation(const Op& op) {
     const Piece& p = piece(op);
-    torch::Tensor rows = rows_of(outputs_[static_cast<size_t>(p.producer)].detach(), p.producer, p.samples).contiguous();
+    torch::Tensor rows =
+        rows_of(micro(p.micro).outputs[static_cast<size_t>(p.producer)].detach(), p.producer, p.samples).contiguous();
     auto work = s_.comm.send(rows, p.receiver, p.tag);
     sends_.push_back(PendingSend{op.piece, std::move(rows), std::move(work)});
   }
 
   // The layer's arguments: inputs from its own segment as they are (one autograd graph);
   // others assembled from the received and copied pieces, as leaves when gradients flow back.
-  std::vector<torch::Tensor> arguments(graph::LayerId id) {
+  std::vector<torch::Tensor> arguments(graph::LayerId id, int32_t j) {
     const cost::SampleRange mine = s_.range(id);
+    const int64_t offset = first_sample(j);
+    MicroBatchState& state = micro(j);
     std::vector<torch::Tensor> args;
     if (graph_.layer(id).op() == graph::OpKind::Input) {
-      torch::Tensor features = batch_.features(id, mine.begin, mine.end);
+      torch::Tensor features = batch_.features(id, offset + mine.begin, offset + mine.end);
       if (features.is_floating_point()) features = features.to(s_.dtype);
       args.push_back(features);
     }
@@ -180,24 +195,24 @@ class StepInterpreter {
     const auto& producers = graph_.inputs(id);
     for (size_t k = 0; k < producers.size(); ++k) {
       if (internal(producers[k], id)) {
-        args.push_back(outputs_[static_cast<size_t>(producers[k])]);
+        args.push_back(state.outputs[static_cast<size_t>(producers[k])]);
         continue;
       }
-      auto& parts = parts_[static_cast<size_t>(id)][k];
+      auto& parts = state.parts[static_cast<size_t>(id)][k];
       torch::Tensor input = parts.size() == 1 ? parts[0] : torch::cat(parts, 0);
       parts.clear();
       if (program::carries_gradient(graph_, producers[k])) input = input.detach().requires_grad_(true);
-      leaves_[static_cast<size_t>(id)][k] = input;
+      state.leaves[static_cast<size_t>(id)][k] = input;
       args.push_back(input);
     }
-    if (is_loss(graph_, id)) args.push_back(batch_.labels(id, mine.begin, mine.end));
+    if (is_loss(graph_, id)) args.push_back(batch_.labels(id, offset + mine.begin, offset + mine.end));
     return args;
   }
 
-  void forward(graph::LayerId id) {
+  void forward(graph::LayerId id, int32_t j) {
     s_.current_layer = id;
     mark_ = Clock::now();
-    const std::vector<torch::Tensor> args = arguments(id);
+    const std::vector<torch::Tensor> args = arguments(id, j);
     torch::Tensor output;
     if (layers::SyncBatchNormContext* batchnorm = s_.batchnorm[static_cast<size_t>(id)].get()) {
       const auto& attrs = std::get<graph::BatchNorm2dAttrs>(graph_.layer(id).attrs);
@@ -205,11 +220,11 @@ class StepInterpreter {
                                               attrs.momentum, *batchnorm);
     } else {
       layers::RandomKey key = step_key_;
-      key.first_sample = s_.range(id).begin;  // row 0 of this rank's rows is that global sample
+      key.first_sample = first_sample(j) + s_.range(id).begin;  // row 0 of this rank's rows is that global sample
       output = s_.modules[static_cast<size_t>(id)]->forward(args, key);
     }
     if (is_loss(graph_, id)) loss_sum_ += output.detach().sum().item<double>();
-    outputs_[static_cast<size_t>(id)] = output;
+    micro(j).outputs[static_cast<size_t>(id)] = output;
     s_.compute_event(mark_, id, "forward");
   }
 
@@ -220,18 +235,23 @@ class StepInterpreter {
       receives_.push_back(PendingReceive{op.piece, rows, s_.comm.receive(rows, p.sender, p.tag)});
       return;
     }
-    const torch::Tensor& leaf = leaves_[static_cast<size_t>(p.consumer)][static_cast<size_t>(p.input)];
+    MicroBatchState& state = micro(p.micro);
+    const torch::Tensor& leaf = state.leaves[static_cast<size_t>(p.consumer)][static_cast<size_t>(p.input)];
     if (!leaf.grad().defined()) return;  // the consumer's backward gave none (zero)
-    gradients_[static_cast<size_t>(p.producer)].add(s_.range(p.producer), p.samples,
-                                                    rows_of(leaf.grad(), p.consumer, p.samples),
-                                                    outputs_[static_cast<size_t>(p.producer)]);
+    state.gradients[static_cast<size_t>(p.producer)].add(s_.range(p.producer), p.samples,
+                                                         rows_of(leaf.grad(), p.consumer, p.samples),
+                                                         state.outputs[static_cast<size_t>(p.producer)]);
   }
 
-  // The segment's backward, once, at its first B op: one autograd call from every output
-  // that has a gradient (the loss's 1/B, or the sum its consumers returned).
-  void backward(int32_t segment) {
-    if (segment == last_backward_segment_) return;
-    last_backward_segment_ = segment;
+  // The segment's backward of micro-batch j, once, at its first B op: one autograd call from
+  // every output that has a gradient (the loss's 1/B of the global batch, or the sum its
+  // consumers returned). Gradients of parameters add up over the micro-batches. Then the
+  // segment's outputs and their gradients for j are dropped (its inputs' leaves stay until
+  // their gradients are sent or copied).
+  void backward(int32_t segment, int32_t j) {
+    if (std::make_pair(segment, j) == last_backward_) return;
+    last_backward_ = {segment, j};
+    MicroBatchState& state = micro(j);
     const program::Segment& layers = program_.segments[static_cast<size_t>(segment)];
     s_.current_layer = layers.layers.back();
     mark_ = Clock::now();
@@ -239,15 +259,19 @@ class StepInterpreter {
     std::vector<torch::Tensor> roots, gradients;
     const double inverse_batch = 1.0 / static_cast<double>(s_.plan.global_batch);
     for (const graph::LayerId id : layers.layers) {
-      const torch::Tensor& output = outputs_[static_cast<size_t>(id)];
+      const torch::Tensor& output = state.outputs[static_cast<size_t>(id)];
       if (!output.defined() || !output.requires_grad()) continue;
       torch::Tensor gradient = is_loss(graph_, id) ? torch::full_like(output, inverse_batch)
-                                                   : gradients_[static_cast<size_t>(id)].value();
+                                                   : state.gradients[static_cast<size_t>(id)].value();
       if (!gradient.defined()) continue;
       roots.push_back(output);
       gradients.push_back(gradient);
     }
     if (!roots.empty()) torch::autograd::backward(roots, gradients);
+    for (const graph::LayerId id : layers.layers) {
+      state.outputs[static_cast<size_t>(id)] = torch::Tensor();
+      state.gradients[static_cast<size_t>(id)] = GradientSum();
+    }
     s_.compute_event(mark_, std::nullopt,
                      fmt::format("segment {} ({}..{}) backward", segment, s_.name(layers.layers.front()),
                                  s_.name(layers.layers.back())));
@@ -255,7 +279,7 @@ class StepInterpreter {
 
   void send_gradient(const Op& op) {
     const Piece& p = piece(op);
-    const torch::Tensor& leaf = leaves_[static_cast<size_t>(p.consumer)][static_cast<size_t>(p.input)];
+    const torch::Tensor& leaf = micro(p.micro).leaves[static_cast<size_t>(p.consumer)][static_cast<size_t>(p.input)];
     torch::Tensor rows = leaf.grad().defined() ? rows_of(leaf.grad(), p.consumer, p.samples).contiguous()
                                                : empty_rows(graph_, p.producer, p.samples.size(), s_.dtype).zero_();
     auto work = s_.comm.send(rows, p.receiver, p.tag);
@@ -310,13 +334,10 @@ class StepInterpreter {
   const graph::Graph& graph_;
   const program::StepProgram& program_;
   const BatchSource& batch_;
-  std::vector<torch::Tensor> outputs_;                         // by layer, this rank's rows
-  std::vector<std::vector<torch::Tensor>> leaves_;              // by consumer, input position
-  std::vector<std::vector<std::vector<torch::Tensor>>> parts_;  // pieces of an input, in order
-  std::vector<GradientSum> gradients_;                          // by layer: of its output
+  std::vector<MicroBatchState> micro_;  // by micro-batch
   std::vector<PendingReceive> receives_;
   std::vector<PendingSend> sends_;
-  int32_t last_backward_segment_ = -1;
+  std::pair<int32_t, int32_t> last_backward_{-1, -1};  // (segment, micro-batch)
   double loss_sum_ = 0;
   Clock::time_point mark_;  // where the current compute event starts
 };

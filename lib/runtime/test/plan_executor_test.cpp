@@ -145,6 +145,43 @@ TEST_F(PlanExecutorTest, BurstPlanWithReshardsEqualsOneRank) {
   EXPECT_DOUBLE_EQ(results[0].loss, results[2].loss);
 }
 
+// A pipeline of the tiny model: stage 0 (input, fc1, relu) data parallel on ranks 0-1,
+// stage 1 (dropout, fc2, loss) on rank 2 (or ranks 2-3, split 1 + 1), 4 micro-batches of 2.
+plan::Plan tiny_pipeline(const graph::Graph& graph, plan::Schedule schedule, bool wide_second_stage) {
+  const std::vector<cost::Shard> first{shard(0, 0, 1), shard(1, 1, 2)};
+  const std::vector<cost::Shard> second = wide_second_stage ? std::vector<cost::Shard>{shard(2, 0, 1), shard(3, 1, 2)}
+                                                            : std::vector<cost::Shard>{shard(2, 0, 2)};
+  plan::Plan plan = hand_plan(graph, wide_second_stage ? 4 : 3, kBatch, {first, first, first, second, second, second});
+  plan.pipeline.micro_batches = 4;
+  plan.pipeline.schedule = schedule;
+  plan.pipeline.stage_starts = {3};
+  return plan;
+}
+
+TEST_F(PlanExecutorTest, PipelinePlansEqualOneRankUnderBothSchedules) {
+  // Each micro-batch's gradients add up to the whole batch's (the loss is divided by the
+  // global batch), and sample i's dropout mask is drawn by its global index whichever
+  // micro-batch carries it.
+  const Parameters expected = one_rank(4);
+  for (const plan::Schedule schedule : {plan::Schedule::GPipe, plan::Schedule::OneFOneB}) {
+    for (const bool wide : {false, true}) {
+      const plan::Plan pipeline = tiny_pipeline(graph, schedule, wide);
+      InProcessWorld world(pipeline.devices, std::chrono::seconds(10));
+      const auto [parameters, results] = train(graph, pipeline, 4, world);
+      EXPECT_LT(largest_relative_error(expected, parameters), 1e-6) << plan::schedule_name(schedule) << " " << wide;
+      EXPECT_DOUBLE_EQ(results[0].loss, results[2].loss);
+    }
+  }
+}
+
+TEST_F(PlanExecutorTest, MicroBatchesWithoutStagesAccumulateGradients) {
+  // Data parallelism on 2 ranks, 2 micro-batches of 4 (2 + 2): gradient accumulation.
+  plan::Plan accumulate = hand_plan(graph, 2, kBatch, std::vector(6, std::vector{shard(0, 0, 2), shard(1, 2, 4)}));
+  accumulate.pipeline.micro_batches = 2;
+  InProcessWorld world(2, std::chrono::seconds(10));
+  EXPECT_LT(largest_relative_error(one_rank(4), train(graph, accumulate, 4, world).first), 1e-6);
+}
+
 TEST_F(PlanExecutorTest, APeerThatNeverAnswersEndsTheStepWithARunFailureNamingIt) {
   // Rank 1 holds fc1 and relu alone; rank 0 waits for relu's output from it, and rank 1
   // never runs. The wait times out and the error names what it waited for and the peer.

@@ -1,6 +1,7 @@
 #pragma once
 // The memory each device of a plan needs (cost/memory.h's per-layer counts summed over the
-// layers it holds, at its shard's batch), and the check that a plan fits its devices.
+// layers it holds, at its shard's batch times the micro-batches its stage keeps in flight),
+// and the check that a plan fits its devices.
 #include <string>
 #include <vector>
 

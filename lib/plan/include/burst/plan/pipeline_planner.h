@@ -1,0 +1,51 @@
+#pragma once
+// The pipeline planner (docs/pipelines.md): stages of consecutive layers, each data
+// parallel on its own equal share of the devices, m micro-batches, GPipe or 1F1B, in the
+// way of DAPPLE's planner:
+//  - stage boundaries only where one tensor crosses (valid_stage_starts);
+//  - for every stage count p and micro-batch count m (a divisor of the batch), the
+//    boundaries that minimise the slowest stage's forward + backward time at the
+//    micro-batch's shard size, by dynamic programming over the valid boundaries;
+//  - each candidate estimated as (m + p - 1) x the slowest stage + a message each way per
+//    boundary + the slowest stage's gradient all-reduce;
+//  - the best estimates built as plans, checked against memory, and timed by the evaluator
+//    (the step program), under each schedule; the fastest that fits is returned.
+// One stage with several micro-batches (gradient accumulation) is a candidate too.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "burst/cost/memory.h"
+#include "burst/plan/evaluate.h"
+#include "burst/plan/plan.h"
+#include "burst/plan/plan_memory.h"
+
+namespace burst::plan {
+
+struct PipelineOptions {
+  std::vector<Schedule> schedules{Schedule::OneFOneB, Schedule::GPipe};
+  int max_stages = 64;
+  // How many of the best-estimated (stages, micro-batches) candidates that fit are timed by
+  // the evaluator, each under every schedule.
+  int evaluated = 3;
+  bool sync_batchnorm = true;  // as EvaluateOptions (a BatchNorm model plans one micro-batch)
+  // Candidates whose peak device memory is over capacity are skipped. None: no limit.
+  std::optional<MemoryCapacity> capacity;
+  cost::Optimizer optimizer = cost::Optimizer::Sgd;
+};
+
+struct PipelinePlanResult {
+  std::optional<Plan> plan;  // none when no candidate fits (or the graph has no boundary)
+  Seconds predicted;         // the evaluator's iteration time of `plan`
+  int estimated = 0;         // (stages, micro-batches) candidates estimated
+  int timed = 0;             // plans timed by the evaluator
+};
+
+// Layers a stage may start at (ascending, never 0): those before which exactly one layer's
+// output is used after (plan::validate_plan's rule).
+std::vector<graph::LayerId> valid_stage_starts(const graph::Graph& graph);
+
+// Plans `global_batch` samples on the context's cluster (UserError for a batch < 1).
+PipelinePlanResult plan_pipeline(const PlanContext& context, int64_t global_batch, const PipelineOptions& options = {});
+
+}  // namespace burst::plan

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Pipeline plans in the runtime (docs/pipelines.md): GPT-2 in miniature (2 blocks, width 64,
+# 2 heads, 16 tokens, vocabulary 64, the LM head tied to the token embedding; no BatchNorm)
+# at global batch 16 in 4 micro-batches, 20 SGD steps with momentum 0.9, against one
+# process: in float64 within 1e-9, under GPipe and 1F1B,
+#  - 2 stages on 2 workers (the embedding on rank 0, its tied head on rank 1: the weight's
+#    gradient is summed over both stages before the one update);
+#  - 3 stages on 3 workers, and 4 stages on 4 workers;
+#  - 2 stages of 2 data-parallel workers each (micro-batches of 4 split 2 + 2);
+#  - gradient accumulation: one stage, data parallel on 2 workers;
+# the pipeline planner's plan for 2 V100s; and 2 stages on 2 workers in float32 within 1e-5.
+#
+# usage: pipeline.sh BURST PYTHON_WITH_TORCH
+set -euo pipefail
+burst=$1
+python=$2
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+model="gpt2:layers=2,width=64,heads=2,seq=16,vocab=64"
+batch=16
+common=(--model "$model" --global-batch "$batch" --steps 20 --seed 7 --lr 0.01 --momentum 0.9 --log-every 20)
+failures=0
+run() {  # NAME TOLERANCE DTYPE ARGS...: trains, then compares with one process of DTYPE
+  local name=$1 tolerance=$2 dtype=$3
+  shift 3
+  if ! "$burst" train "${common[@]}" --dtype "$dtype" "$@" --save-params "$work/$name.pt" > "$work/$name.log" 2>&1; then
+    echo "FAIL: $name: burst train failed: $(tail -n 1 "$work/$name.log")"
+    failures=$((failures + 1))
+    return
+  fi
+  if out=$("$python" "$here/compare_params.py" "$work/one-$dtype.pt" "$work/$name.pt" "$tolerance"); then
+    echo "ok: $name: $out"
+  else
+    echo "FAIL: $name: $out"
+    failures=$((failures + 1))
+  fi
+}
+
+for dtype in float64 float32; do
+  "$burst" train "${common[@]}" --dtype "$dtype" --save-params "$work/one-$dtype.pt" > "$work/one-$dtype.log" 2>&1 ||
+    { cat "$work/one-$dtype.log"; exit 1; }
+done
+
+"$burst" model show "$model" --json > "$work/model.json"
+python3 - "$work" "$batch" <<'PY'
+import json, sys
+work, batch = sys.argv[1], int(sys.argv[2])
+model = json.load(open(f"{work}/model.json"))
+names = [layer["name"] for layer in model["layers"]]
+micro_batches = 4
+micro = batch // micro_batches
+def plan(name, devices, starts, stage_ranks, schedule):
+    """Stage k (from layer starts[k-1]) data parallel on stage_ranks[k], micro-batches of 4."""
+    layers, stage = [], 0
+    for n in names:
+        if stage < len(starts) and n == starts[stage]:
+            stage += 1
+        ranks = stage_ranks[stage]
+        shards = [[r, i * micro // len(ranks), (i + 1) * micro // len(ranks)] for i, r in enumerate(ranks)]
+        layers.append({"layer": n, "shards": shards})
+    json.dump({"format": "burst.plan", "version": 2, "model": model["name"], "strategy": "hand",
+               "global_batch": batch, "devices": devices,
+               "pipeline": {"micro_batches": micro_batches, "schedule": schedule, "stage_starts": starts},
+               "layers": layers}, open(f"{work}/{name}-{schedule}.json", "w"))
+for schedule in ("gpipe", "1f1b"):
+    plan("two-stages", 2, ["transformer.h.1.ln_1"], [[0], [1]], schedule)
+    plan("three-stages", 3, ["transformer.h.0.ln_2", "transformer.h.1.ln_1"], [[0], [1], [2]], schedule)
+    plan("four-stages", 4, ["transformer.h.0.ln_2", "transformer.h.1.ln_1", "transformer.h.1.ln_2"],
+         [[0], [1], [2], [3]], schedule)
+    plan("two-stages-of-two", 4, ["transformer.h.1.ln_1"], [[0, 1], [2, 3]], schedule)
+    plan("accumulation", 2, [], [[0, 1]], schedule)
+PY
+for schedule in gpipe 1f1b; do
+  run "two-stages-$schedule" 1e-9 float64 --nproc 2 --plan "$work/two-stages-$schedule.json"
+  run "three-stages-$schedule" 1e-9 float64 --nproc 3 --plan "$work/three-stages-$schedule.json"
+  run "four-stages-$schedule" 1e-9 float64 --nproc 4 --plan "$work/four-stages-$schedule.json"
+  run "two-stages-of-two-$schedule" 1e-9 float64 --nproc 4 --plan "$work/two-stages-of-two-$schedule.json"
+done
+run "accumulation-1f1b" 1e-9 float64 --nproc 2 --plan "$work/accumulation-1f1b.json"
+run "two-stages-1f1b-float32" 1e-5 float32 --nproc 2 --plan "$work/two-stages-1f1b.json"
+"$burst" plan --model "$model" --device v100 --devices 2 --global-batch "$batch" --strategy pipeline \
+  -o "$work/planned.json" > "$work/planned.log"
+echo "the planner's plan: $(grep '^pipeline:' "$work/planned.log" || echo 'data parallel')"
+run "pipeline-planner-2" 1e-9 float64 --nproc 2 --plan "$work/planned.json"
+[ "$failures" -eq 0 ] && echo "all pipeline runs equal one process"
+[ "$failures" -eq 0 ]
