@@ -14,6 +14,7 @@
 #include "burst/plan/pipeline_planner.h"
 #include "burst/util/error.h"
 #include "burst/util/json_io.h"
+#include "plan_report.h"
 
 namespace burst::cli {
 
@@ -179,7 +180,7 @@ void choose_automatically(const Inputs& inputs, const plan::PlanContext& context
   candidates.emplace_back("pipeline", pipeline_plan(inputs, context, burst.sync_batchnorm));
   std::optional<Seconds> best;
   for (auto& [name, candidate] : candidates) {
-    StrategyTried tried{name, std::nullopt, ""};
+    StrategyTried tried{name, std::nullopt, "", pipeline_text(candidate)};
     std::vector<plan::DeviceMemory> memory = plan::plan_memory(candidate, inputs.graph, inputs.optimizer);
     const plan::DeviceMemory& peak = plan::peak_memory(memory);
     if (name == "pipeline" && candidate.strategy != "pipeline") {

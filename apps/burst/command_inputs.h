@@ -85,6 +85,7 @@ struct StrategyTried {
   std::string strategy;           // "dp", "burst", "pipeline"
   std::optional<Seconds> time;    // the evaluator's; none when it does not fit
   std::string why_not;            // when it has no time: the memory line, or "no plan"
+  std::string pipeline;           // the plan's pipeline (pipeline_text), "-" for none
 };
 
 // The plan a command runs: --plan FILE as given, or made here by `strategy`: "dp", "burst",

@@ -85,7 +85,8 @@ json tried_json(const PlanReport& report) {
   for (const StrategyTried& entry : *report.tried) {
     entries.push_back({{"strategy", entry.strategy},
                        {"iteration_time_ms", entry.time ? json(entry.time->ms()) : json(nullptr)},
-                       {"why_not", entry.why_not.empty() ? json(nullptr) : json(entry.why_not)}});
+                       {"why_not", entry.why_not.empty() ? json(nullptr) : json(entry.why_not)},
+                       {"pipeline", entry.pipeline == "-" ? json(nullptr) : json(entry.pipeline)}});
   }
   return entries;
 }
@@ -99,9 +100,10 @@ std::string pipeline_text(const plan::Plan& plan) {
   const std::string stages =
       plan.stage_count() == 1 ? "1 stage"
                               : fmt::format("{} stages (from layers {})", plan.stage_count(), fmt::join(firsts, ", "));
-  return fmt::format("{}, {} micro-batch{} of {}, {}", stages, plan.pipeline.micro_batches,
+  // (One micro-batch runs the same under either schedule.)
+  return fmt::format("{}, {} micro-batch{} of {}{}", stages, plan.pipeline.micro_batches,
                      plan.pipeline.micro_batches == 1 ? "" : "es", plan.micro_batch(),
-                     plan::schedule_name(plan.pipeline.schedule));
+                     plan.pipeline.micro_batches == 1 ? "" : std::string(", ") + plan::schedule_name(plan.pipeline.schedule));
 }
 
 json pipeline_json(const plan::Plan& plan) {

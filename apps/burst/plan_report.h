@@ -46,8 +46,8 @@ struct PlanReport {
   const std::vector<StrategyTried>* tried = nullptr;  // --strategy auto: what each strategy gave
 };
 
-// "4 stages (from layers a, b, c), 8 micro-batches of 64, 1f1b": how a plan is pipelined;
-// "-" for one micro-batch on one stage.
+// "4 stages (from layers a, b, c), 8 micro-batches of 64, 1f1b" (no schedule for one
+// micro-batch): how a plan is pipelined; "-" for one micro-batch on one stage.
 std::string pipeline_text(const plan::Plan& plan);
 // {"micro_batches", "micro_batch", "schedule", "stages": [{"first_layer", "ranks"}]}, or
 // null for one micro-batch on one stage.
@@ -73,7 +73,8 @@ void print_plan_report(const PlanReport& report, std::ostream& out);
 //  sync_end_ms}], "memory": {"peak_rank", "peak_bytes", "capacity_bytes", "fits", "note",
 //  "per_device": [{rank, weights, gradients, optimizer_state, activations, total} in bytes]},
 //  "pipeline" (pipeline_json), "strategies_tried" (--strategy auto: [{strategy,
-//  iteration_time_ms (null: none), why_not}], else null)};
+//  iteration_time_ms (null: none), why_not, pipeline (pipeline_text, null: none)}], else
+//  null)};
 //  times of day in ms from the start of the iteration.
 nlohmann::json plan_report_json(const PlanReport& report);
 

@@ -43,6 +43,17 @@ LayerMemory& LayerMemory::operator+=(const LayerMemory& other) {
   return *this;
 }
 
+Bytes saved_inside_per_sample(const graph::Graph& graph, graph::LayerId id) {
+  const graph::LayerSpec& layer = graph.layer(id);
+  if (layer.op() != graph::OpKind::SelfAttention) return Bytes(0);
+  // [T, D] in and out: q, k and v, and the heads merged before the output projection (4 x T
+  // x D), and the attention probabilities (heads x T x T), all fp32.
+  const auto& shape = graph.info(id).output_shape;
+  const double tokens = static_cast<double>(shape.at(0)), width = static_cast<double>(shape.at(1));
+  const double heads = static_cast<double>(std::get<graph::SelfAttentionAttrs>(layer.attrs).heads);
+  return Bytes((4 * tokens * width + heads * tokens * tokens) * kFloatBytes);
+}
+
 LayerMemory layer_memory(const graph::Graph& graph, graph::LayerId id, int64_t batch, Optimizer optimizer) {
   const auto& info = graph.info(id);
   const double params = static_cast<double>(info.params);
@@ -50,7 +61,9 @@ LayerMemory layer_memory(const graph::Graph& graph, graph::LayerId id, int64_t b
   memory.weights = Bytes(params * kFloatBytes);
   memory.gradients = Bytes(params * kFloatBytes);
   memory.optimizer_state = Bytes(params * kFloatBytes * optimizer_state_values(optimizer));
-  memory.activations = Bytes(static_cast<double>(info.output_bytes) * static_cast<double>(batch));
+  memory.activations =
+      Bytes((static_cast<double>(info.output_bytes) + saved_inside_per_sample(graph, id).value()) *
+            static_cast<double>(batch));
   return memory;
 }
 

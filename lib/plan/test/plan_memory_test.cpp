@@ -97,5 +97,42 @@ TEST(PlanMemory, OptimizerNamesParseAndUnknownOnesAreRefused) {
   EXPECT_THROW(cost::parse_optimizer("lamb"), UserError);
 }
 
+TEST(PlanMemory, PipelineStagesKeepTheirMicroBatchesInFlight) {
+  const graph::Graph graph = two_layers();
+  // Batch 8 in 4 micro-batches of 2; stage 0 (input, fc1) on rank 0, stage 1 (fc2, loss) on
+  // rank 1, SGD (weights and gradients: fc1 320, fc2 216).
+  Plan plan = plan_data_parallel(graph, 2, 8);
+  plan.pipeline.micro_batches = 4;
+  plan.pipeline.stage_starts = {*graph.find("fc2")};
+  for (size_t id = 0; id < plan.layers.size(); ++id) {
+    plan.layers[id].shards = {cost::Shard{plan.stage_of(static_cast<graph::LayerId>(id)) == 0 ? 0 : 1, {0, 2}}};
+  }
+  // 1F1B: stage 0 of 2 holds 2 micro-batches (4 samples) of input and fc1 (4 x 48 = 192);
+  // stage 1 holds 1 (2 samples) of fc2 and the loss (2 x 16 = 32).
+  plan.pipeline.schedule = Schedule::OneFOneB;
+  auto memory = plan_memory(plan, graph, cost::Optimizer::Sgd);
+  EXPECT_EQ(memory[0].use.activations.value(), 192);
+  EXPECT_EQ(memory[0].use.total().value(), 320 + 192);
+  EXPECT_EQ(memory[1].use.activations.value(), 32);
+  EXPECT_EQ(memory[1].use.total().value(), 216 + 32);
+  // GPipe: every stage holds all 4 micro-batches (8 samples).
+  plan.pipeline.schedule = Schedule::GPipe;
+  memory = plan_memory(plan, graph, cost::Optimizer::Sgd);
+  EXPECT_EQ(memory[0].use.activations.value(), 8 * 48);
+  EXPECT_EQ(memory[1].use.activations.value(), 8 * 16);
+}
+
+TEST(PlanMemory, SelfAttentionKeepsItsProjectionsAndProbabilities) {
+  // tokens [4, 8] -> attention with 2 heads: beyond its output (4 x 8 x 4 = 128 B a sample)
+  // it keeps q, k, v and the merged heads (4 x 4 x 8 x 4 = 512 B) and the probabilities
+  // (2 x 4 x 4 x 4 = 128 B): 768 B a sample.
+  graph::GraphBuilder b("attention");
+  b.self_attention("attn", b.input("tokens", {4, 8}), 2);
+  const graph::Graph graph = std::move(b).build();
+  const graph::LayerId attention = *graph.find("attn");
+  EXPECT_EQ(cost::saved_inside_per_sample(graph, attention).value(), 640);
+  EXPECT_EQ(cost::layer_memory(graph, attention, 3).activations.value(), 3 * 768);
+}
+
 }  // namespace
 }  // namespace burst::plan

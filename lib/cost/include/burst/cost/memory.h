@@ -25,10 +25,16 @@ struct LayerMemory {
   Bytes weights;          // trainable parameters (BatchNorm's running statistics are left out)
   Bytes gradients;        // one gradient per parameter
   Bytes optimizer_state;  // optimizer_state_values per parameter
-  Bytes activations;      // the output kept for backward: output bytes per sample x batch
+  Bytes activations;      // kept for backward: (output + saved_inside_per_sample) bytes x batch
   Bytes total() const { return weights + gradients + optimizer_state + activations; }
   LayerMemory& operator+=(const LayerMemory& other);
 };
+// What a layer keeps for its backward beyond its output, per sample: self_attention keeps
+// q, k, v, the merged heads and the attention probabilities (4 x T x D + heads x T x T
+// fp32 values); other ops keep their inputs, which are their producers' outputs, counted
+// there.
+Bytes saved_inside_per_sample(const graph::Graph& graph, graph::LayerId id);
+
 LayerMemory layer_memory(const graph::Graph& graph, graph::LayerId id, int64_t batch,
                          Optimizer optimizer = Optimizer::Sgd);
 
