@@ -155,13 +155,17 @@ void add_memory_options(CLI::App& command, InputOptions& options) {
 
 namespace {
 
-// The pipeline planner under the inputs' capacity; with no pipeline plan that fits, the
-// memory fit of data parallelism decides (its fallback, or "no plan fits").
-plan::Plan pipeline_plan(const Inputs& inputs, const plan::PlanContext& context, bool sync_batchnorm) {
+// The pipeline planner under the inputs' capacity, with data-parallel stages or (`hybrid`)
+// burst placements inside them; with no pipeline plan that fits, the memory fit of data
+// parallelism decides (its fallback, or "no plan fits").
+plan::Plan pipeline_plan(const Inputs& inputs, const plan::PlanContext& context, const plan::BurstOptions& burst,
+                         bool hybrid) {
   plan::PipelineOptions options;
   options.capacity = inputs.capacity;
   options.optimizer = inputs.optimizer;
-  options.sync_batchnorm = sync_batchnorm;
+  options.sync_batchnorm = burst.sync_batchnorm;
+  options.stages_burst = hybrid;
+  options.burst = burst;
   std::optional<plan::Plan> planned = plan::plan_pipeline(context, inputs.global_batch, options).plan;
   if (planned) return std::move(*planned);
   return plan::plan_data_parallel(inputs.graph, inputs.cluster.size(), inputs.global_batch);
@@ -177,14 +181,15 @@ void choose_automatically(const Inputs& inputs, const plan::PlanContext& context
   std::vector<std::pair<std::string, plan::Plan>> candidates;
   candidates.emplace_back("dp", plan::plan_data_parallel(inputs.graph, inputs.cluster.size(), inputs.global_batch));
   candidates.emplace_back("burst", burst_result->plan);
-  candidates.emplace_back("pipeline", pipeline_plan(inputs, context, burst.sync_batchnorm));
+  candidates.emplace_back("pipeline", pipeline_plan(inputs, context, burst, false));
+  candidates.emplace_back("hybrid", pipeline_plan(inputs, context, burst, true));
   std::optional<Seconds> best;
   for (auto& [name, candidate] : candidates) {
     StrategyTried tried{name, std::nullopt, "", pipeline_text(candidate)};
     std::vector<plan::DeviceMemory> memory = plan::plan_memory(candidate, inputs.graph, inputs.optimizer);
     const plan::DeviceMemory& peak = plan::peak_memory(memory);
-    if (name == "pipeline" && candidate.strategy != "pipeline") {
-      tried.why_not = "no pipeline plan fits";
+    if (name != candidate.strategy) {  // the pipeline planner found nothing that fits: data parallel
+      tried.why_not = "no " + name + " plan fits";
     } else if (inputs.capacity.capacity < peak.use.total()) {
       tried.why_not = plan::memory_text(peak, inputs.graph, inputs.capacity);
     } else {
@@ -220,8 +225,8 @@ ChosenPlan choose_plan(const Inputs& inputs, const std::string& strategy, const 
   }
   if (strategy == "dp") {
     chosen.plan = plan::plan_data_parallel(graph, inputs.cluster.size(), inputs.global_batch);
-  } else if (strategy == "pipeline") {
-    chosen.plan = pipeline_plan(inputs, context, burst.sync_batchnorm);
+  } else if (strategy == "pipeline" || strategy == "hybrid") {
+    chosen.plan = pipeline_plan(inputs, context, burst, strategy == "hybrid");
   } else {
     chosen.burst = plan::plan_burst_with_prediction(context, inputs.global_batch, burst);
     chosen.plan = chosen.burst->plan;
@@ -231,8 +236,8 @@ ChosenPlan choose_plan(const Inputs& inputs, const std::string& strategy, const 
   chosen.plan = std::move(fitted.plan);
   chosen.memory = std::move(fitted.memory);
   chosen.memory_note = std::move(fitted.note);
-  if (strategy == "pipeline" && chosen.plan.strategy != "pipeline" && chosen.memory_note.empty()) {
-    chosen.memory_note = "no pipeline plan fits in memory; data parallel instead";
+  if (chosen.plan.strategy != strategy && strategy != "dp" && strategy != "burst" && chosen.memory_note.empty()) {
+    chosen.memory_note = fmt::format("no {} plan fits in memory; data parallel instead", strategy);
   }
   if (!chosen.memory_note.empty()) chosen.burst.reset();
   return chosen;

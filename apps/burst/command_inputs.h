@@ -82,14 +82,15 @@ Inputs read_inputs(const InputOptions& options);
 
 // One strategy `--strategy auto` tried: its evaluated iteration time, or why it has none.
 struct StrategyTried {
-  std::string strategy;           // "dp", "burst", "pipeline"
+  std::string strategy;           // "dp", "burst", "pipeline", "hybrid"
   std::optional<Seconds> time;    // the evaluator's; none when it does not fit
   std::string why_not;            // when it has no time: the memory line, or "no plan"
   std::string pipeline;           // the plan's pipeline (pipeline_text), "-" for none
 };
 
 // The plan a command runs: --plan FILE as given, or made here by `strategy`: "dp", "burst",
-// "pipeline" (pipeline_planner.h) or "auto" (each of those, evaluated; the fastest that fits).
+// "pipeline" (pipeline_planner.h: data-parallel stages), "hybrid" (burst placements inside
+// pipeline stages) or "auto" (each of those, evaluated; the fastest that fits).
 // A plan made here must fit every device's memory (plan_memory.h): a burst or pipeline
 // plan that does not is replaced by data parallelism if that fits, with a note saying so;
 // when none fits, UserError "no plan fits" with the smallest requirement found.

@@ -240,9 +240,9 @@ void add_plan_commands(CLI::App& app) {
   add_memory_options(*command, *options);
   CLI::Option* strategy =
       command->add_option("--strategy", options->strategy,
-                          "burst (default), dp (data parallel), pipeline (stages and micro-batches) or auto (the "
-                          "fastest of those that fits)")
-          ->check(CLI::IsMember({"burst", "dp", "pipeline", "auto"}));
+                          "burst (default), dp (data parallel), pipeline (stages and micro-batches), hybrid (burst "
+                          "placements inside pipeline stages) or auto (the fastest of those that fits)")
+          ->check(CLI::IsMember({"burst", "dp", "pipeline", "hybrid", "auto"}));
   command->add_flag("--json", options->json, "Print JSON instead of tables");
   command->add_flag("--strict-amplification", options->strict_amplification,
                     "Keep the amplification limit even where data parallel is then faster "

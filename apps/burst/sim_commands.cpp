@@ -175,8 +175,8 @@ void run_one(const SimOptionsText& options, const Inputs& inputs, const cost::Co
     source = fmt::format("burst plan (amplification limit {})", amplification_text(limit_of(chosen.burst->amplification_limit)));
   } else if (!chosen.memory_note.empty()) {
     source = fmt::format("data-parallel plan ({})", chosen.memory_note);
-  } else if (plan.strategy == "pipeline") {
-    source = fmt::format("pipeline plan ({})", pipeline_text(plan));
+  } else if (plan.strategy == "pipeline" || plan.strategy == "hybrid") {
+    source = fmt::format("{} plan ({})", plan.strategy, pipeline_text(plan));
   }
   if (!chosen.tried.empty()) source = fmt::format("auto: {} (tried {})", source, strategies_text(chosen.tried));
   const int trace_ranks = static_cast<int>(parse_whole(options.trace_ranks, "--trace-ranks", 1, cluster::kMaxDevices));
@@ -287,9 +287,9 @@ void add_sim_commands(CLI::App& app) {
   add_memory_options(*command, *options);
   CLI::Option* strategy =
       command->add_option("--strategy", options->strategy,
-                          "burst (default), dp (data parallel), pipeline (stages and micro-batches) or auto (the "
-                          "fastest of those that fits)")
-          ->check(CLI::IsMember({"burst", "dp", "pipeline", "auto"}));
+                          "burst (default), dp (data parallel), pipeline (stages and micro-batches), hybrid (burst "
+                          "placements inside pipeline stages) or auto (the fastest of those that fits)")
+          ->check(CLI::IsMember({"burst", "dp", "pipeline", "hybrid", "auto"}));
   command->add_option("--batchnorm", options->batchnorm,
                       "sync (default: statistics over the layer's ranks, as burst's runtime does) or local (per "
                       "device, as DDP and DeepPool)")

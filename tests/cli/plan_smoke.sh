@@ -242,12 +242,20 @@ assert a["pipeline"] == b["pipeline"] and a["pipeline"]["stages"][0]["ranks"], a
 ' "$work/pipe_json.out" "$work/pipe_again.out"
   fi
 fi
+if quiet hybrid "${gpt[@]}" --strategy hybrid -o "$work/hybrid.json"; then
+  contains hybrid "hybrid plan for gpt2"
+  py_check "the hybrid plan file" '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["strategy"] == "hybrid" and d["version"] == 2, d["strategy"]
+' "$work/hybrid.json"
+fi
 if quiet auto "${gpt[@]}" --strategy auto --json; then
   py_check "auto keeps the fastest strategy it tried" '
 import json, sys
 d = json.load(open(sys.argv[1]))
 tried = d["strategies_tried"]
-assert [t["strategy"] for t in tried] == ["dp", "burst", "pipeline"], tried
+assert [t["strategy"] for t in tried] == ["dp", "burst", "pipeline", "hybrid"], tried
 times = [t["iteration_time_ms"] for t in tried if t["iteration_time_ms"] is not None]
 assert times and d["iteration_time_ms"] == min(times), (d["iteration_time_ms"], times)
 ' "$work/auto.out"

@@ -8,7 +8,9 @@
 #  - 3 stages on 3 workers, and 4 stages on 4 workers;
 #  - 2 stages of 2 data-parallel workers each (micro-batches of 4 split 2 + 2);
 #  - gradient accumulation: one stage, data parallel on 2 workers;
-# the pipeline planner's plan for 2 V100s; and 2 stages on 2 workers in float32 within 1e-5.
+#  - burst placements inside 2 stages of 2 workers (a block's MLP, and the head, on one rank);
+# the pipeline planner's plan for 2 V100s and the hybrid planner's for 4; and 2 stages on 2
+# workers in float32 within 1e-5.
 #
 # usage: pipeline.sh BURST PYTHON_WITH_TORCH
 set -euo pipefail
@@ -70,6 +72,16 @@ for schedule in ("gpipe", "1f1b"):
          [[0], [1], [2], [3]], schedule)
     plan("two-stages-of-two", 4, ["transformer.h.1.ln_1"], [[0, 1], [2, 3]], schedule)
     plan("accumulation", 2, [], [[0, 1]], schedule)
+# Burst placements inside stages: stage 0 on ranks 0-1 with its MLP on rank 1 alone, stage 1
+# on ranks 2-3 with the tied head on rank 3 alone.
+plan("inside", 4, ["transformer.h.1.ln_1"], [[0, 1], [2, 3]], "1f1b")
+hybrid = json.load(open(f"{work}/inside-1f1b.json"))
+for layer in hybrid["layers"]:
+    if layer["layer"].startswith("transformer.h.0.mlp"):
+        layer["shards"] = [[1, 0, micro]]
+    if layer["layer"] == "lm_head":
+        layer["shards"] = [[3, 0, micro]]
+json.dump(hybrid, open(f"{work}/burst-inside-stages.json", "w"))
 PY
 for schedule in gpipe 1f1b; do
   run "two-stages-$schedule" 1e-9 float64 --nproc 2 --plan "$work/two-stages-$schedule.json"
@@ -78,10 +90,15 @@ for schedule in gpipe 1f1b; do
   run "two-stages-of-two-$schedule" 1e-9 float64 --nproc 4 --plan "$work/two-stages-of-two-$schedule.json"
 done
 run "accumulation-1f1b" 1e-9 float64 --nproc 2 --plan "$work/accumulation-1f1b.json"
+run "burst-inside-stages-1f1b" 1e-9 float64 --nproc 4 --plan "$work/burst-inside-stages.json"
 run "two-stages-1f1b-float32" 1e-5 float32 --nproc 2 --plan "$work/two-stages-1f1b.json"
 "$burst" plan --model "$model" --device v100 --devices 2 --global-batch "$batch" --strategy pipeline \
   -o "$work/planned.json" > "$work/planned.log"
 echo "the planner's plan: $(grep '^pipeline:' "$work/planned.log" || echo 'data parallel')"
 run "pipeline-planner-2" 1e-9 float64 --nproc 2 --plan "$work/planned.json"
+"$burst" plan --model "$model" --device v100 --devices 4 --global-batch "$batch" --strategy hybrid \
+  -o "$work/hybrid.json" > "$work/hybrid.log"
+echo "the hybrid planner's plan: $(grep '^pipeline:' "$work/hybrid.log" || echo 'data parallel')"
+run "hybrid-planner-4" 1e-9 float64 --nproc 4 --plan "$work/hybrid.json"
 [ "$failures" -eq 0 ] && echo "all pipeline runs equal one process"
 [ "$failures" -eq 0 ]

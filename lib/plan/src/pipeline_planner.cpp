@@ -229,10 +229,10 @@ class PipelineSearch {
            allreduce_s;
   }
 
-  Plan build(const Candidate& candidate, Schedule schedule) const {
+  Plan build(const Candidate& candidate, Schedule schedule) {
     Plan plan;
     plan.model = graph_.name();
-    plan.strategy = "pipeline";
+    plan.strategy = options_.stages_burst ? "hybrid" : "pipeline";
     plan.global_batch = batch_;
     plan.devices = devices_;
     plan.pipeline.micro_batches = candidate.micro_batches;
@@ -248,7 +248,33 @@ class PipelineSearch {
     for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph_.size()); ++id) {
       plan.layers.push_back({graph_.layer(id).name, stage_shards[static_cast<size_t>(plan.stage_of(id))]});
     }
+    if (options_.stages_burst) place_stages_by_burst(plan, candidate.devices_per_stage);
     return plan;
+  }
+
+  // The hybrid: every layer takes its placement in the burst plan of the whole graph at the
+  // micro-batch on the first `per_stage` devices, moved to its stage's ranks.
+  void place_stages_by_burst(Plan& plan, int per_stage) {
+    const Plan& burst = burst_plan(per_stage, plan.micro_batch());
+    for (size_t id = 0; id < plan.layers.size(); ++id) {
+      const int offset = plan.stage_of(static_cast<graph::LayerId>(id)) * per_stage;
+      std::vector<cost::Shard> shards = burst.layers[id].shards;
+      for (cost::Shard& shard : shards) shard.rank += offset;
+      plan.layers[id].shards = std::move(shards);
+    }
+  }
+  const Plan& burst_plan(int devices, int64_t micro_batch) {
+    const std::pair<int, int64_t> key{devices, micro_batch};
+    auto found = burst_plans_.find(key);
+    if (found == burst_plans_.end()) {
+      cluster::ClusterSpec spec = context_.network.cluster().spec();
+      spec.devices = devices;
+      spec.nodes = (devices + spec.devices_per_node - 1) / spec.devices_per_node;
+      const cost::NetworkModel network{cluster::Cluster(spec)};
+      const PlanContext stage_context{graph_, context_.cost, network};
+      found = burst_plans_.emplace(key, plan_burst(stage_context, micro_batch, options_.burst)).first;
+    }
+    return found->second;
   }
 
   bool fits_memory(const Plan& plan) const {
@@ -265,6 +291,7 @@ class PipelineSearch {
   const std::vector<graph::LayerId> cuts_;
   std::map<graph::LayerId, graph::LayerId> crossing_;  // by valid start: the layer whose output crosses
   std::map<int64_t, Partitions> partitions_;          // by shard size
+  std::map<std::pair<int, int64_t>, Plan> burst_plans_;  // by (devices, micro-batch): the hybrid's
 };
 
 }  // namespace

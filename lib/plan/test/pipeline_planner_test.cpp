@@ -3,6 +3,8 @@
 // dominate, and that it finds a plan under a capacity data parallelism exceeds.
 #include "burst/plan/pipeline_planner.h"
 
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "burst/graph/builder.h"
@@ -90,6 +92,25 @@ TEST(PipelinePlanner, FindsAPlanThatFitsWhereDataParallelDoesNot) {
   // 10 MB: not even one layer fits on a device.
   options.capacity = MemoryCapacity{"test", Bytes(10e6)};
   EXPECT_FALSE(plan_pipeline(world.context(), 8, options).plan.has_value());
+}
+
+TEST(PipelinePlanner, TheHybridTakesTheBurstPlacementsInsideEachStage) {
+  // With burst placements inside the stages, each stage's layers keep to its own ranks, and
+  // each stage's placements are the burst plan's at the micro-batch on that many devices.
+  const World world = four_linear_world();
+  PipelineOptions options;
+  options.stages_burst = true;
+  options.burst.amplification = std::numeric_limits<double>::infinity();
+  const PipelinePlanResult result = plan_pipeline(world.context(), 8, options);
+  ASSERT_TRUE(result.plan.has_value());
+  const Plan& hybrid = *result.plan;
+  validate_plan(hybrid, world.graph, world.network.cluster());
+  EXPECT_EQ(hybrid.strategy, "hybrid");
+  EXPECT_DOUBLE_EQ(evaluate_plan(hybrid, world.context()).iteration_time.s(), result.predicted.s());
+  // Stage s's ranks all come after stage s - 1's (validate_plan: no rank in two stages).
+  for (int stage = 1; stage < hybrid.stage_count(); ++stage) {
+    EXPECT_GT(hybrid.stage_ranks(stage).front(), hybrid.stage_ranks(stage - 1).back());
+  }
 }
 
 TEST(PipelinePlanner, ABatchNormModelPlansOneMicroBatch) {

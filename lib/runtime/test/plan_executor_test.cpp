@@ -174,6 +174,20 @@ TEST_F(PlanExecutorTest, PipelinePlansEqualOneRankUnderBothSchedules) {
   }
 }
 
+TEST_F(PlanExecutorTest, BurstPlacementsInsideStagesEqualOneRank) {
+  // Stage 0 on ranks 0-1: input and fc1 split 1 + 1, relu on rank 1 alone; stage 1 on ranks
+  // 2-3: dropout and fc2 on rank 3 alone, the loss split 1 + 1. 4 micro-batches of 2, 1F1B.
+  const std::vector<cost::Shard> first{shard(0, 0, 1), shard(1, 1, 2)};
+  const std::vector<cost::Shard> second{shard(2, 0, 1), shard(3, 1, 2)};
+  plan::Plan hybrid = hand_plan(graph, 4, kBatch,
+                                {first, first, {shard(1, 0, 2)}, {shard(3, 0, 2)}, {shard(3, 0, 2)}, second});
+  hybrid.pipeline.micro_batches = 4;
+  hybrid.pipeline.schedule = plan::Schedule::OneFOneB;
+  hybrid.pipeline.stage_starts = {3};
+  InProcessWorld world(4, std::chrono::seconds(10));
+  EXPECT_LT(largest_relative_error(one_rank(4), train(graph, hybrid, 4, world).first), 1e-6);
+}
+
 TEST_F(PlanExecutorTest, MicroBatchesWithoutStagesAccumulateGradients) {
   // Data parallelism on 2 ranks, 2 micro-batches of 4 (2 + 2): gradient accumulation.
   plan::Plan accumulate = hand_plan(graph, 2, kBatch, std::vector(6, std::vector{shard(0, 0, 2), shard(1, 2, 4)}));

@@ -11,11 +11,17 @@
 //  - the best estimates built as plans, checked against memory, and timed by the evaluator
 //    (the step program), under each schedule; the fastest that fits is returned.
 // One stage with several micro-batches (gradient accumulation) is a candidate too.
+//
+// The hybrid (PipelineOptions::stages_burst): inside each stage, burst placements instead
+// of data parallelism. For a candidate with d devices a stage, the burst planner plans the
+// whole graph at the micro-batch on a cluster of d devices (the first d of the context's);
+// each stage takes that plan's placements of its own layers, moved to its ranks.
 #include <cstdint>
 #include <optional>
 #include <vector>
 
 #include "burst/cost/memory.h"
+#include "burst/plan/burst_planner.h"
 #include "burst/plan/evaluate.h"
 #include "burst/plan/plan.h"
 #include "burst/plan/plan_memory.h"
@@ -32,6 +38,10 @@ struct PipelineOptions {
   // Candidates whose peak device memory is over capacity are skipped. None: no limit.
   std::optional<MemoryCapacity> capacity;
   cost::Optimizer optimizer = cost::Optimizer::Sgd;
+  // Burst placements inside the stages (the hybrid), planned with `burst`; false: each
+  // stage data parallel.
+  bool stages_burst = false;
+  BurstOptions burst;
 };
 
 struct PipelinePlanResult {
