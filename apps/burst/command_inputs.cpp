@@ -155,24 +155,30 @@ void add_memory_options(CLI::App& command, InputOptions& options) {
 
 namespace {
 
-// The pipeline planner under the inputs' capacity, with data-parallel stages or (`hybrid`)
-// burst placements inside them; with no pipeline plan that fits, the memory fit of data
-// parallelism decides (its fallback, or "no plan fits").
-plan::Plan pipeline_plan(const Inputs& inputs, const plan::PlanContext& context, const plan::BurstOptions& burst,
-                         bool hybrid) {
+// The pipeline planner under the inputs' capacity, for data-parallel stages, burst
+// placements inside them (the hybrid), or both.
+plan::PipelinePlanResult search_pipelines(const Inputs& inputs, const plan::PlanContext& context,
+                                          const plan::BurstOptions& burst, bool data_parallel_stages,
+                                          bool burst_stages) {
   plan::PipelineOptions options;
   options.capacity = inputs.capacity;
   options.optimizer = inputs.optimizer;
   options.sync_batchnorm = burst.sync_batchnorm;
-  options.stages_burst = hybrid;
+  options.data_parallel_stages = data_parallel_stages;
+  options.burst_stages = burst_stages;
   options.burst = burst;
-  std::optional<plan::Plan> planned = plan::plan_pipeline(context, inputs.global_batch, options).plan;
-  if (planned) return std::move(*planned);
+  return plan::plan_pipeline(context, inputs.global_batch, options);
+}
+
+// A plan the pipeline planner found or, with none that fits, data parallelism (whose memory
+// fit then decides: its fallback, or "no plan fits").
+plan::Plan or_data_parallel(std::optional<plan::Plan> found, const Inputs& inputs) {
+  if (found) return std::move(*found);
   return plan::plan_data_parallel(inputs.graph, inputs.cluster.size(), inputs.global_batch);
 }
 
-// Data parallelism, the burst plan and the pipeline plan, each kept if it fits; the fastest
-// (the first of equals) is chosen. `chosen.tried` says what each gave.
+// Data parallelism, the burst plan, the pipeline plan and the hybrid, each kept if it fits;
+// the fastest (the first of equals) is chosen. `chosen.tried` says what each gave.
 void choose_automatically(const Inputs& inputs, const plan::PlanContext& context, const plan::BurstOptions& burst,
                           ChosenPlan& chosen) {
   plan::EvaluateOptions evaluate;
@@ -181,8 +187,9 @@ void choose_automatically(const Inputs& inputs, const plan::PlanContext& context
   std::vector<std::pair<std::string, plan::Plan>> candidates;
   candidates.emplace_back("dp", plan::plan_data_parallel(inputs.graph, inputs.cluster.size(), inputs.global_batch));
   candidates.emplace_back("burst", burst_result->plan);
-  candidates.emplace_back("pipeline", pipeline_plan(inputs, context, burst, false));
-  candidates.emplace_back("hybrid", pipeline_plan(inputs, context, burst, true));
+  plan::PipelinePlanResult pipelines = search_pipelines(inputs, context, burst, true, true);
+  candidates.emplace_back("pipeline", or_data_parallel(std::move(pipelines.plan), inputs));
+  candidates.emplace_back("hybrid", or_data_parallel(std::move(pipelines.hybrid), inputs));
   std::optional<Seconds> best;
   for (auto& [name, candidate] : candidates) {
     StrategyTried tried{name, std::nullopt, "", pipeline_text(candidate)};
@@ -226,7 +233,9 @@ ChosenPlan choose_plan(const Inputs& inputs, const std::string& strategy, const 
   if (strategy == "dp") {
     chosen.plan = plan::plan_data_parallel(graph, inputs.cluster.size(), inputs.global_batch);
   } else if (strategy == "pipeline" || strategy == "hybrid") {
-    chosen.plan = pipeline_plan(inputs, context, burst, strategy == "hybrid");
+    const bool hybrid = strategy == "hybrid";
+    plan::PipelinePlanResult found = search_pipelines(inputs, context, burst, !hybrid, hybrid);
+    chosen.plan = or_data_parallel(hybrid ? std::move(found.hybrid) : std::move(found.plan), inputs);
   } else {
     chosen.burst = plan::plan_burst_with_prediction(context, inputs.global_batch, burst);
     chosen.plan = chosen.burst->plan;

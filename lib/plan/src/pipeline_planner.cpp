@@ -144,20 +144,39 @@ class PipelineSearch {
       bool fits = false;
       for (const Schedule schedule : options_.schedules) {
         Plan plan = build(candidate, schedule);
-        if (!fits_memory(plan)) continue;
-        fits = true;
-        EvaluateOptions evaluate;
-        evaluate.sync_batchnorm = options_.sync_batchnorm;
-        const Seconds time = evaluate_plan(plan, context_, evaluate).iteration_time;
-        ++result.timed;
-        if (!result.plan || time < result.predicted) {
-          result.plan = std::move(plan);
-          result.predicted = time;
+        std::optional<Seconds> time;  // the data-parallel stages', when timed
+        if (options_.data_parallel_stages && fits_memory(plan)) {
+          fits = true;
+          time = timed(plan, result);
+          keep(result.plan, result.predicted, plan, *time);
         }
+        if (!options_.burst_stages) continue;
+        Plan hybrid = plan;
+        hybrid.strategy = "hybrid";
+        place_stages_by_burst(hybrid, candidate.devices_per_stage);
+        if (!fits_memory(hybrid)) continue;
+        fits = true;
+        // Where the burst plan is data parallel, the hybrid is the plan just timed.
+        const bool same = time && placement_fingerprint(hybrid) == placement_fingerprint(plan);
+        const Seconds hybrid_time = same ? *time : timed(hybrid, result);
+        keep(result.hybrid, result.hybrid_predicted, hybrid, hybrid_time);
       }
       if (fits) ++fitting;
     }
     return result;
+  }
+
+ private:
+  Seconds timed(const Plan& plan, PipelinePlanResult& result) const {
+    EvaluateOptions evaluate;
+    evaluate.sync_batchnorm = options_.sync_batchnorm;
+    ++result.timed;
+    return evaluate_plan(plan, context_, evaluate).iteration_time;
+  }
+  static void keep(std::optional<Plan>& best, Seconds& best_time, const Plan& plan, Seconds time) {
+    if (best && !(time < best_time)) return;
+    best = plan;
+    best_time = time;
   }
 
  private:
@@ -232,7 +251,7 @@ class PipelineSearch {
   Plan build(const Candidate& candidate, Schedule schedule) {
     Plan plan;
     plan.model = graph_.name();
-    plan.strategy = options_.stages_burst ? "hybrid" : "pipeline";
+    plan.strategy = "pipeline";
     plan.global_batch = batch_;
     plan.devices = devices_;
     plan.pipeline.micro_batches = candidate.micro_batches;
@@ -248,7 +267,6 @@ class PipelineSearch {
     for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph_.size()); ++id) {
       plan.layers.push_back({graph_.layer(id).name, stage_shards[static_cast<size_t>(plan.stage_of(id))]});
     }
-    if (options_.stages_burst) place_stages_by_burst(plan, candidate.devices_per_stage);
     return plan;
   }
 
@@ -298,8 +316,10 @@ class PipelineSearch {
 
 PipelinePlanResult plan_pipeline(const PlanContext& context, int64_t global_batch, const PipelineOptions& options) {
   if (global_batch < 1) throw UserError(fmt::format("global batch must be at least 1, got {}", global_batch));
-  if (options.max_stages < 1 || options.evaluated < 1 || options.schedules.empty()) {
-    throw UserError("the pipeline planner needs at least one stage, one schedule and one candidate to time");
+  if (options.max_stages < 1 || options.evaluated < 1 || options.schedules.empty() ||
+      !(options.data_parallel_stages || options.burst_stages)) {
+    throw UserError(
+        "the pipeline planner needs at least one stage, one schedule, one candidate to time and one kind of stage");
   }
   return PipelineSearch(context, global_batch, options).run();
 }

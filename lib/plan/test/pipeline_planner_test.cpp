@@ -99,14 +99,21 @@ TEST(PipelinePlanner, TheHybridTakesTheBurstPlacementsInsideEachStage) {
   // each stage's placements are the burst plan's at the micro-batch on that many devices.
   const World world = four_linear_world();
   PipelineOptions options;
-  options.stages_burst = true;
+  options.burst_stages = true;
   options.burst.amplification = std::numeric_limits<double>::infinity();
   const PipelinePlanResult result = plan_pipeline(world.context(), 8, options);
-  ASSERT_TRUE(result.plan.has_value());
-  const Plan& hybrid = *result.plan;
+  ASSERT_TRUE(result.plan.has_value() && result.hybrid.has_value());
+  const Plan& hybrid = *result.hybrid;
   validate_plan(hybrid, world.graph, world.network.cluster());
   EXPECT_EQ(hybrid.strategy, "hybrid");
-  EXPECT_DOUBLE_EQ(evaluate_plan(hybrid, world.context()).iteration_time.s(), result.predicted.s());
+  EXPECT_EQ(result.plan->strategy, "pipeline");
+  EXPECT_DOUBLE_EQ(evaluate_plan(hybrid, world.context()).iteration_time.s(), result.hybrid_predicted.s());
+  // One search gives both; the hybrid alone gives the same hybrid.
+  options.data_parallel_stages = false;
+  const PipelinePlanResult alone = plan_pipeline(world.context(), 8, options);
+  EXPECT_FALSE(alone.plan.has_value());
+  ASSERT_TRUE(alone.hybrid.has_value());
+  EXPECT_EQ(plan_to_json_text(*alone.hybrid), plan_to_json_text(hybrid));
   // Stage s's ranks all come after stage s - 1's (validate_plan: no rank in two stages).
   for (int stage = 1; stage < hybrid.stage_count(); ++stage) {
     EXPECT_GT(hybrid.stage_ranks(stage).front(), hybrid.stage_ranks(stage - 1).back());

@@ -12,7 +12,7 @@
 //    (the step program), under each schedule; the fastest that fits is returned.
 // One stage with several micro-batches (gradient accumulation) is a candidate too.
 //
-// The hybrid (PipelineOptions::stages_burst): inside each stage, burst placements instead
+// The hybrid (PipelineOptions::burst_stages): inside each stage, burst placements instead
 // of data parallelism. For a candidate with d devices a stage, the burst planner plans the
 // whole graph at the micro-batch on a cluster of d devices (the first d of the context's);
 // each stage takes that plan's placements of its own layers, moved to its ranks.
@@ -38,15 +38,19 @@ struct PipelineOptions {
   // Candidates whose peak device memory is over capacity are skipped. None: no limit.
   std::optional<MemoryCapacity> capacity;
   cost::Optimizer optimizer = cost::Optimizer::Sgd;
-  // Burst placements inside the stages (the hybrid), planned with `burst`; false: each
-  // stage data parallel.
-  bool stages_burst = false;
+  // Which plans each candidate gives: data-parallel stages (PipelinePlanResult::plan), and
+  // the hybrid, burst placements inside the stages planned with `burst` (::hybrid). Both:
+  // one search for both, the hybrid timed only where it differs.
+  bool data_parallel_stages = true;
+  bool burst_stages = false;
   BurstOptions burst;
 };
 
 struct PipelinePlanResult {
-  std::optional<Plan> plan;  // none when no candidate fits (or the graph has no boundary)
+  std::optional<Plan> plan;  // data-parallel stages; none when no candidate fits or not asked for
   Seconds predicted;         // the evaluator's iteration time of `plan`
+  std::optional<Plan> hybrid;  // burst placements inside the stages (strategy "hybrid"), if asked for
+  Seconds hybrid_predicted;
   int estimated = 0;         // (stages, micro-batches) candidates estimated
   int timed = 0;             // plans timed by the evaluator
 };
