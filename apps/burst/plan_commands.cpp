@@ -85,8 +85,14 @@ plan::BurstOptions planner_options(const PlanOptions& options, const std::option
 
 
 
-void run_sweep(const PlanOptions& options, const graph::Graph& graph, const std::string& kind, int devices,
-               int64_t global_batch, const cost::CostModel& cost, const plan::BurstOptions& burst) {
+// Whether `plan` fits the inputs' devices (plan_memory.h).
+bool fits_memory(const plan::Plan& plan, const Inputs& inputs) {
+  const std::vector<plan::DeviceMemory> memory = plan::plan_memory(plan, inputs.graph, inputs.optimizer);
+  return !(inputs.capacity.capacity < plan::peak_memory(memory).use.total());
+}
+
+void run_sweep(const PlanOptions& options, const Inputs& inputs, const graph::Graph& graph, const std::string& kind,
+               int devices, int64_t global_batch, const cost::CostModel& cost, const plan::BurstOptions& burst) {
   SweepReport report{graph.name(), kind, global_batch, limit_of(burst.amplification), {}};
   for (const int count : sweep_device_counts(devices)) {
     const cost::NetworkModel network(cluster::builtin_cluster(kind, count));
@@ -95,9 +101,11 @@ void run_sweep(const PlanOptions& options, const graph::Graph& graph, const std:
     point.devices = count;
     plan::EvaluateOptions evaluate_options;
     evaluate_options.sync_batchnorm = burst.sync_batchnorm;
-    point.data_parallel =
-        plan::evaluate_plan(plan::plan_data_parallel(graph, count, global_batch), context, evaluate_options);
+    const plan::Plan data_parallel = plan::plan_data_parallel(graph, count, global_batch);
+    point.data_parallel = plan::evaluate_plan(data_parallel, context, evaluate_options);
+    point.data_parallel_fits = fits_memory(data_parallel, inputs);
     const plan::BurstPlanResult result = plan::plan_burst_with_prediction(context, global_batch, burst);
+    point.burst_fits = fits_memory(result.plan, inputs);
     point.burst = plan::evaluate_plan(result.plan, context, evaluate_options);
     point.burst_devices_used = devices_used(result.plan);
     point.burst_limit_used = limit_of(result.amplification_limit);
@@ -189,7 +197,7 @@ void run_plan(const PlanOptions& options, bool strategy_given) {
   const Inputs inputs = read_inputs(options);
   const auto cost_model = cost::make_cost_model(inputs.device);
   if (options.sweep) {
-    run_sweep(options, inputs.graph, inputs.cluster.device(), inputs.cluster.size(), inputs.global_batch,
+    run_sweep(options, inputs, inputs.graph, inputs.cluster.device(), inputs.cluster.size(), inputs.global_batch,
               *cost_model, planner_options(options, limit));
   } else {
     run_one(options, inputs, *cost_model, limit);

@@ -79,6 +79,13 @@ json memory_json(const PlanReport& report) {
           {"per_device", std::move(devices)}};
 }
 
+// Which of a sweep point's plans fit memory: "both", "dp only", "burst only", "neither".
+std::string fits_text(const SweepPoint& point) {
+  if (point.data_parallel_fits && point.burst_fits) return "both";
+  if (point.data_parallel_fits) return "dp only";
+  return point.burst_fits ? "burst only" : "neither";
+}
+
 json tried_json(const PlanReport& report) {
   if (report.tried == nullptr || report.tried->empty()) return nullptr;
   json entries = json::array();
@@ -295,7 +302,8 @@ void print_sweep_report(const SweepReport& report, std::ostream& out) {
   out << "Times in ms per iteration; device-s: compute device-seconds per iteration; idle: what a "
          "background job could use;\n"
          "burst uses: the most devices any layer runs on; burst limit: the amplification limit planned "
-         "under (raised where the asked one would be slower than data parallel).\n\n";
+         "under (raised where the asked one would be slower than data parallel);\n"
+         "fits memory: which plans fit each device's memory (both are shown either way).\n\n";
   TextTable table({{"devices", Align::Right},
                    {"dp ms", Align::Right},
                    {"burst ms", Align::Right},
@@ -304,7 +312,8 @@ void print_sweep_report(const SweepReport& report, std::ostream& out) {
                    {"burst device-s", Align::Right},
                    {"burst idle device-s", Align::Right},
                    {"burst uses", Align::Right},
-                   {"burst limit", Align::Right}});
+                   {"burst limit", Align::Right},
+                   {"fits memory", Align::Left}});
   for (const SweepPoint& point : report.points) {
     table.add_row(
         {std::to_string(point.devices), fmt::format("{:.3f}", point.data_parallel.iteration_time.ms()),
@@ -313,7 +322,7 @@ void print_sweep_report(const SweepReport& report, std::ostream& out) {
          fmt::format("{:.5f}", point.data_parallel.device_seconds.s()),
          fmt::format("{:.5f}", point.burst.device_seconds.s()),
          fmt::format("{:.5f}", point.burst.idle_device_seconds.s()), std::to_string(point.burst_devices_used),
-         amplification_text(point.burst_limit_used)});
+         amplification_text(point.burst_limit_used), fits_text(point)});
   }
   table.print(out);
 }
@@ -328,6 +337,8 @@ json sweep_report_json(const SweepReport& report) {
                     {"amplification_limit", limit_json(report.amplification_limit)},
                     {"dp_iteration_time_ms", point.data_parallel.iteration_time.ms()},
                     {"burst_iteration_time_ms", point.burst.iteration_time.ms()},
+                    {"dp_fits", point.data_parallel_fits},
+                    {"burst_fits", point.burst_fits},
                     {"speedup_vs_dp", ratio(point.data_parallel.iteration_time, point.burst.iteration_time)},
                     {"dp_device_seconds", point.data_parallel.device_seconds.s()},
                     {"burst_device_seconds", point.burst.device_seconds.s()},

@@ -85,6 +85,9 @@ struct SweepPoint {
   plan::PlanEvaluation burst;
   int burst_devices_used = 0;
   std::optional<double> burst_limit_used;  // the limit the planner planned under (nullopt: none)
+  // Whether each plan fits the devices' memory (the sweep shows both plans either way).
+  bool data_parallel_fits = true;
+  bool burst_fits = true;
 };
 
 struct SweepReport {

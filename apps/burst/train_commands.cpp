@@ -20,6 +20,7 @@
 #include "burst/checkpoint/checkpoint_file.h"
 #include "burst/cluster/cluster.h"
 #include "burst/cost/device_models.h"
+#include "burst/cost/memory.h"
 #include "burst/cost/network.h"
 #include "burst/graph/data_fit.h"
 #include "burst/graph/model_json.h"
@@ -29,6 +30,7 @@
 #include "burst/plan/burst_planner.h"
 #include "burst/plan/evaluate.h"
 #include "burst/plan/plan.h"
+#include "burst/plan/plan_memory.h"
 #include "burst/runtime/background.h"
 #include "burst/runtime/resume.h"
 #include "burst/util/error.h"
@@ -163,7 +165,8 @@ class TemporaryDirectory {
 };
 
 // --strategy burst: the cost model (given, or measured on this CPU now), the burst plan for
-// `world_size` workers on this machine, written to `directory`; returns the plan's path.
+// `world_size` workers on this machine (fitting their share of its memory:
+// plan::fit_in_memory), written to `directory`; returns the plan's path.
 std::string make_burst_plan(const TrainArgs& args, const ModelLoader& model, int world_size,
                             const std::string& directory) {
   const runtime::TrainConfig& config = args.config;
@@ -202,7 +205,15 @@ std::string make_burst_plan(const TrainArgs& args, const ModelLoader& model, int
   plan::BurstOptions options;
   options.amplification = args.amplification;
   options.sync_batchnorm = config.batchnorm == "sync";  // plan the step the workers will run
-  const plan::BurstPlanResult result = plan::plan_burst_with_prediction(context, config.global_batch, options);
+  const plan::BurstPlanResult burst = plan::plan_burst_with_prediction(context, config.global_batch, options);
+  // The workers share this machine's memory; a burst plan over a worker's share gives way to
+  // data parallelism, and when neither fits the run is refused before any worker starts.
+  const cost::Optimizer optimizer = config.optimizer == "adam" ? cost::Optimizer::Adam
+                                    : config.momentum > 0     ? cost::Optimizer::Momentum
+                                                              : cost::Optimizer::Sgd;
+  const plan::MemoryCapacity share{"cpu", Bytes(cost::machine_memory().value() / world_size)};
+  const plan::FittedPlan result = plan::fit_in_memory(burst.plan, "burst", graph, optimizer, share);
+  if (!result.note.empty()) std::cerr << "burst train: " << result.note << '\n';
   plan::EvaluateOptions evaluation;
   evaluation.sync_batchnorm = options.sync_batchnorm;
   evaluation.bucket_bytes = config.bucket_mb * 1024 * 1024;
@@ -211,9 +222,9 @@ std::string make_burst_plan(const TrainArgs& args, const ModelLoader& model, int
           .iteration_time.ms();
   std::vector<int> counts;
   for (const auto& layer : result.plan.layers) counts.push_back(static_cast<int>(layer.shards.size()));
-  std::cerr << fmt::format("burst train: burst plan for {} workers predicts {:.3f} ms per iteration (data parallel "
+  std::cerr << fmt::format("burst train: {} plan for {} workers predicts {:.3f} ms per iteration (data parallel "
                            "{:.3f} ms); devices per layer: {}\n",
-                           world_size, plan::evaluate_plan(result.plan, context, evaluation).iteration_time.ms(), dp,
+                           result.plan.strategy == "dp" ? "data-parallel" : "burst", world_size, plan::evaluate_plan(result.plan, context, evaluation).iteration_time.ms(), dp,
                            fmt::join(counts, " "));
   const std::string path = directory + "/plan.json";
   plan::save_plan_file(result.plan, path);

@@ -164,6 +164,16 @@ if quiet fallback "${resnet[@]}" --device-memory 0.7; then
   contains fallback "; data parallel instead"
 fi
 refused "a plan that fits nowhere" "${resnet[@]}" --device-memory 0.4
+# The sweep says which plans fit: at 0.4 GB neither resnet50 plan fits on 1 device.
+if quiet sweep_memory plan --model resnet50 --device a100 --devices 4 --global-batch 32 --sweep --json \
+     --device-memory 0.4; then
+  py_check "the sweep flags plans over capacity" '
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert rows[0]["devices"] == 1 and not rows[0]["dp_fits"] and not rows[0]["burst_fits"], rows[0]
+assert all(isinstance(r["dp_fits"], bool) and isinstance(r["burst_fits"], bool) for r in rows)
+' "$work/sweep_memory.out"
+fi
 refused "an unknown optimizer" "${resnet[@]}" --optimizer lamb
 refused "a device memory of 0" "${resnet[@]}" --device-memory 0
 refused "adam with data parallel over capacity" "${resnet[@]}" --strategy dp --optimizer adam --device-memory 0.7
