@@ -26,21 +26,35 @@ struct Case {
   int64_t global_batch;
 };
 
+// A case's model on the built-in A100 cluster of its size, with the A100 cost model, and
+// the data-parallel plan's predicted iteration time there.
+struct A100World {
+  explicit A100World(const Case& c)
+      : graph(burst::graph::build_zoo_model(c.model)),
+        cost(burst::cost::make_cost_model(burst::cost::resolve_device("a100", std::nullopt))),
+        network(burst::cluster::builtin_cluster("a100", c.devices)),
+        context{graph, *cost, network},
+        data_parallel(
+            burst::plan::evaluate_plan(burst::plan::plan_data_parallel(graph, c.devices, c.global_batch), context)
+                .iteration_time) {}
+  const burst::graph::Graph graph;
+  const std::unique_ptr<burst::cost::CostModel> cost;
+  const burst::cost::NetworkModel network;
+  const burst::plan::PlanContext context;
+  const burst::Seconds data_parallel;
+};
+
 void plan_case(benchmark::State& state, const Case& c) {
-  const burst::graph::Graph graph = burst::graph::build_zoo_model(c.model);
-  const burst::cost::DeviceModel device = burst::cost::resolve_device("a100", std::nullopt);
-  const std::unique_ptr<burst::cost::CostModel> cost = burst::cost::make_cost_model(device);
-  const burst::cost::NetworkModel network(burst::cluster::builtin_cluster("a100", c.devices));
-  const burst::plan::PlanContext context{graph, *cost, network};
+  const A100World world(c);
+  const burst::plan::PlanContext& context = world.context;
+  const burst::graph::Graph& graph = world.graph;
   burst::plan::Plan plan;
   for (auto _ : state) {
     plan = burst::plan::plan_burst(context, c.global_batch);
     benchmark::DoNotOptimize(plan);
   }
   const auto burst_time = burst::plan::evaluate_plan(plan, context).iteration_time;
-  const auto dp_time =
-      burst::plan::evaluate_plan(burst::plan::plan_data_parallel(graph, c.devices, c.global_batch), context)
-          .iteration_time;
+  const burst::Seconds dp_time = world.data_parallel;
   state.counters["layers"] = static_cast<double>(graph.size());
   state.counters["burst_ms"] = burst_time.ms();
   state.counters["dp_ms"] = dp_time.ms();
@@ -49,20 +63,14 @@ void plan_case(benchmark::State& state, const Case& c) {
 
 // The pipeline planner's search, the best candidates timed by the evaluator included.
 void pipeline_case(benchmark::State& state, const Case& c) {
-  const burst::graph::Graph graph = burst::graph::build_zoo_model(c.model);
-  const burst::cost::DeviceModel device = burst::cost::resolve_device("a100", std::nullopt);
-  const std::unique_ptr<burst::cost::CostModel> cost = burst::cost::make_cost_model(device);
-  const burst::cost::NetworkModel network(burst::cluster::builtin_cluster("a100", c.devices));
-  const burst::plan::PlanContext context{graph, *cost, network};
+  const A100World world(c);
   burst::plan::PipelinePlanResult result;
   for (auto _ : state) {
-    result = burst::plan::plan_pipeline(context, c.global_batch);
+    result = burst::plan::plan_pipeline(world.context, c.global_batch);
     benchmark::DoNotOptimize(result);
   }
-  const auto dp_time =
-      burst::plan::evaluate_plan(burst::plan::plan_data_parallel(graph, c.devices, c.global_batch), context)
-          .iteration_time;
-  state.counters["layers"] = static_cast<double>(graph.size());
+  const burst::Seconds dp_time = world.data_parallel;
+  state.counters["layers"] = static_cast<double>(world.graph.size());
   state.counters["candidates"] = result.estimated;
   state.counters["timed"] = result.timed;
   state.counters["stages"] = result.plan ? result.plan->stage_count() : 0;
