@@ -13,7 +13,8 @@
 #     a BatchNorm bias followed by a convolution and another BatchNorm has an exactly zero
 #     gradient, so it holds only rounding noise, and an error relative to its own scale
 #     means nothing;
-#     (224-pixel models, vgg11_bn and alexnet, skip step 3 unless BURST_ONNX_ALL_EQUIVALENCE
+#     (the float32 half runs only with BURST_ONNX_ALL_EQUIVALENCE set, to keep CI short;
+#     224-pixel models, vgg11_bn and alexnet, skip step 3 unless BURST_ONNX_ALL_EQUIVALENCE
 #     is set: minutes per run on a 2-core machine);
 #  4. check_parity.py: the first step against PyTorch's own (loss and updated parameters
 #     within 1e-5).
@@ -102,7 +103,11 @@ check_equivalence() {  # MODEL ONNX_FILE
   # in float32 only (float64: 1.3e-15).
   # float64: within 1e-8 (the float64 floor was 0 on every model here; synchronised
   # BatchNorm sums over ranks in another order, 4.7e-10 in resnet50's running_var).
-  for dtype in float32 float64; do
+  # float64 decides; float32 runs too with BURST_ONNX_ALL_EQUIVALENCE (CI time: on a CPU with
+  # AVX-512 and AMX most of these models' float32 floors make it undecidable anyway).
+  local dtypes=(float64)
+  [ -n "${BURST_ONNX_ALL_EQUIVALENCE:-}" ] && dtypes=(float32 float64)
+  for dtype in "${dtypes[@]}"; do
     local floor tolerance=1e-8 out
     "$burst" train "${train[@]}" --dtype "$dtype" --save-params "$work/one.pt" > /dev/null
     if [ "$dtype" = float32 ]; then
