@@ -28,7 +28,7 @@ std::vector<StepTimes> PlanExecutor::gather_step_times(const StepTimes& mine) {
   row[s.rank][4] = mine.background_samples;
   row[s.rank][5] = mine.background_cpu_ms;
   std::vector<torch::Tensor> buffers{table};
-  s.comm.allreduce_sum_world(buffers)->wait();
+  detail::wait_or_fail(*s.comm.allreduce_sum_world(buffers), "the step times all-reduce");
   std::vector<StepTimes> all(static_cast<size_t>(world));
   for (int r = 0; r < world; ++r) {
     all[static_cast<size_t>(r)] = StepTimes{row[r][0], row[r][1], row[r][2], row[r][3], row[r][4], row[r][5]};
@@ -57,18 +57,18 @@ std::string PlanExecutor::gather_trace(std::vector<int64_t>* events_per_rank) {
     std::memcpy(bytes.data_ptr<uint8_t>(), mine.data(), mine.size());
     auto header_work = s.comm.send(header, 0, kTraceSizeTag);
     auto bytes_work = s.comm.send(bytes, 0, kTraceBytesTag);
-    header_work->wait();
-    bytes_work->wait();
+    detail::wait_or_fail(*header_work, "sending the trace to rank 0");
+    detail::wait_or_fail(*bytes_work, "sending the trace to rank 0");
     return {};
   }
   std::vector<std::string> fragments{std::move(mine)};
   if (events_per_rank) *events_per_rank = {my_count};
   for (int source = 1; source < world; ++source) {
     torch::Tensor header = torch::empty({2}, torch::kInt64);
-    s.comm.receive(header, source, kTraceSizeTag)->wait();
+    detail::wait_or_fail(*s.comm.receive(header, source, kTraceSizeTag), fmt::format("the trace of rank {}", source));
     const int64_t size = header[0].item<int64_t>();
     torch::Tensor bytes = torch::empty({size}, torch::kUInt8);
-    s.comm.receive(bytes, source, kTraceBytesTag)->wait();
+    detail::wait_or_fail(*s.comm.receive(bytes, source, kTraceBytesTag), fmt::format("the trace of rank {}", source));
     fragments.emplace_back(reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()), static_cast<size_t>(size));
     if (events_per_rank) events_per_rank->push_back(header[1].item<int64_t>());
   }
@@ -130,11 +130,12 @@ std::vector<std::pair<std::string, torch::Tensor>> PlanExecutor::gather_paramete
     size_t index = 0;
     for (const auto& [name, tensor] : named_state(stand_in->module())) {
       torch::Tensor value = torch::empty_like(tensor).contiguous();
-      s.comm.receive(value, owner, gather_tag(id, index++))->wait();
+      detail::wait_or_fail(*s.comm.receive(value, owner, gather_tag(id, index++)),
+                           fmt::format("the parameters of layer '{}' from rank {}", s.name(id), owner));
       gathered.emplace_back(layers::state_name(s.graph, id, name), value);
     }
   }
-  for (auto& [tensor, work] : sends) work->wait();
+  for (auto& [tensor, work] : sends) detail::wait_or_fail(*work, "sending to rank 0");
   return gathered;
 }
 
@@ -167,14 +168,16 @@ std::vector<checkpoint::TensorBytes> PlanExecutor::gather_training_state() {
     }
     if (s.rank != 0) continue;
     torch::Tensor size = torch::empty({1}, torch::kInt64);
-    s.comm.receive(size, owner, gather_tag(id, kSizeSlot))->wait();
+    detail::wait_or_fail(*s.comm.receive(size, owner, gather_tag(id, kSizeSlot)),
+                           fmt::format("the training state of layer '{}' from rank {}", s.name(id), owner));
     torch::Tensor payload = torch::empty({size.item<int64_t>()}, torch::kUInt8);
-    s.comm.receive(payload, owner, gather_tag(id, kBytesSlot))->wait();
+    detail::wait_or_fail(*s.comm.receive(payload, owner, gather_tag(id, kBytesSlot)),
+                           fmt::format("the training state of layer '{}' from rank {}", s.name(id), owner));
     checkpoint::Checkpoint block = checkpoint::decode_checkpoint(
         std::string(static_cast<const char*>(payload.data_ptr()), static_cast<size_t>(payload.numel())));
     for (auto& tensor : block.tensors) gathered.push_back(std::move(tensor));
   }
-  for (auto& [tensor, work] : sends) work->wait();
+  for (auto& [tensor, work] : sends) detail::wait_or_fail(*work, "sending to rank 0");
   return gathered;
 }
 

@@ -39,6 +39,18 @@ inline RunFailure communication_failure(const std::string& what, const std::exce
   return RunFailure(fmt::format("{}: {}", what, text));
 }
 
+// Waits for `work` outside a step program (gathers, group set-up); a failure (a peer that
+// died or stopped, Gloo's timeout) becomes a RunFailure saying what was waited for.
+inline void wait_or_fail(PendingWork& work, const std::string& what) {
+  try {
+    work.wait();
+  } catch (const RunFailure&) {
+    throw;
+  } catch (const std::exception& error) {
+    throw communication_failure(what, error);
+  }
+}
+
 // Tags of the runtime's own messages, above the step program's (program::kTagLimit = 2^29).
 // Parameter gathering: from 2^30, 64 a layer. Trace gathering: a range of its own above it
 // (parameter gathering stays below 3 x 2^29 for models under 2^23 layers); not 2^31 and up:

@@ -417,7 +417,12 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
     if (!logged) continue;
     // A line's times are the means over the steps since the previous line (as Megatron's).
     const StepTimes mean = since_log.mean_and_reset();
-    const std::vector<StepTimes> times = executor.gather_step_times(mean);
+    std::vector<StepTimes> times;
+    try {
+      times = executor.gather_step_times(mean);
+    } catch (const RunFailure& error) {  // a peer that stopped after the step, as in one
+      throw RunFailure(fmt::format("step {}: {}", step + 1, error.what()));
+    }
     if (logging) {
       std::cout << fmt::format("step {:>6}  loss {:.6f}  {:8.1f} samples/s  {:8.2f} ms/iter  {}{}\n", step + 1,
                                result.loss, plan.global_batch * 1000.0 / mean.total_ms, mean.total_ms,

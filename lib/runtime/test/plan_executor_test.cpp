@@ -216,6 +216,29 @@ TEST_F(PlanExecutorTest, APeerThatNeverAnswersEndsTheStepWithARunFailureNamingIt
   }
 }
 
+TEST_F(PlanExecutorTest, APeerThatStopsAfterAStepEndsTheStepTimesGatherWithARunFailure) {
+  // Both ranks run a step; rank 1 then never joins the step times all-reduce (a worker
+  // stopped between steps). Rank 0's wait times out as a RunFailure naming the all-reduce,
+  // not as an internal error.
+  const plan::Plan plan = plan::plan_data_parallel(graph, 2, kBatch);
+  InProcessWorld world(2, std::chrono::milliseconds(200));
+  torch::manual_seed(0);
+  PlanExecutor rank0(graph, plan, world.rank(0), sgd_options());
+  PlanExecutor rank1(graph, plan, world.rank(1), sgd_options());
+  const BatchSource batch = batch_of(0);
+  std::thread other([&] { rank1.step(batch, 0, false); });
+  rank0.step(batch, 0, false);
+  other.join();
+  try {
+    rank0.gather_step_times(StepTimes{});
+    FAIL() << "the gather returned without rank 1";
+  } catch (const RunFailure& failure) {
+    const std::string text = failure.what();
+    EXPECT_NE(text.find("the step times all-reduce"), std::string::npos) << text;
+    EXPECT_NE(text.find("Timed out"), std::string::npos) << text;
+  }
+}
+
 TEST_F(PlanExecutorTest, StepTimesAreClassifiedAsDocumented) {
   // Data parallel on two ranks, loss not reported: no rank ever waits for a layer it does
   // not run, so nothing is idle; the bucket all-reduce is communication.
