@@ -12,6 +12,7 @@
 #include "burst/graph/model_json.h"
 #include "burst/plan/evaluate.h"
 #include "burst/plan/pipeline_planner.h"
+#include "burst/plan/tensor_planner.h"
 #include "burst/util/error.h"
 #include "burst/util/json_io.h"
 #include "plan_report.h"
@@ -177,7 +178,19 @@ plan::Plan or_data_parallel(std::optional<plan::Plan> found, const Inputs& input
   return plan::plan_data_parallel(inputs.graph, inputs.cluster.size(), inputs.global_batch);
 }
 
-// Data parallelism, the burst plan, the pipeline plan and the hybrid, each kept if it fits;
+// The tensor planner under the inputs' capacity, with the burst planner's amplification rule;
+// with no candidate that splits a layer and fits, data parallelism.
+plan::Plan search_tensor_splits(const Inputs& inputs, const plan::PlanContext& context, const plan::BurstOptions& burst) {
+  plan::TensorOptions options;
+  options.amplification = burst.amplification;
+  options.amplification_exempt_below = burst.amplification_exempt_below;
+  options.sync_batchnorm = burst.sync_batchnorm;
+  options.capacity = inputs.capacity;
+  options.optimizer = inputs.optimizer;
+  return or_data_parallel(plan::plan_tensor(context, inputs.global_batch, options).plan, inputs);
+}
+
+// Data parallelism, the burst plan, the pipeline plan, the hybrid and the tensor plan, each kept if it fits;
 // the fastest (the first of equals) is chosen. `chosen.tried` says what each gave.
 void choose_automatically(const Inputs& inputs, const plan::PlanContext& context, const plan::BurstOptions& burst,
                           ChosenPlan& chosen) {
@@ -190,6 +203,7 @@ void choose_automatically(const Inputs& inputs, const plan::PlanContext& context
   plan::PipelinePlanResult pipelines = search_pipelines(inputs, context, burst, true, true);
   candidates.emplace_back("pipeline", or_data_parallel(std::move(pipelines.plan), inputs));
   candidates.emplace_back("hybrid", or_data_parallel(std::move(pipelines.hybrid), inputs));
+  candidates.emplace_back("tensor", search_tensor_splits(inputs, context, burst));
   std::optional<Seconds> best;
   for (auto& [name, candidate] : candidates) {
     StrategyTried tried{name, std::nullopt, "", pipeline_text(candidate)};
@@ -232,6 +246,8 @@ ChosenPlan choose_plan(const Inputs& inputs, const std::string& strategy, const 
   }
   if (strategy == "dp") {
     chosen.plan = plan::plan_data_parallel(graph, inputs.cluster.size(), inputs.global_batch);
+  } else if (strategy == "tensor") {
+    chosen.plan = search_tensor_splits(inputs, context, burst);
   } else if (strategy == "pipeline" || strategy == "hybrid") {
     const bool hybrid = strategy == "hybrid";
     plan::PipelinePlanResult found = search_pipelines(inputs, context, burst, !hybrid, hybrid);

@@ -178,7 +178,8 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const cost::CostM
                           memory_summary(chosen, inputs),
                           chosen.memory_note,
                           inputs.capacity.capacity,
-                          &chosen.tried};
+                          &chosen.tried,
+                          inputs.device.spec.peak_flops};
   if (options.json) {
     std::cout << plan_report_json(report).dump(2) << '\n';
     return;
@@ -249,8 +250,9 @@ void add_plan_commands(CLI::App& app) {
   CLI::Option* strategy =
       command->add_option("--strategy", options->strategy,
                           "burst (default), dp (data parallel), pipeline (stages and micro-batches), hybrid (burst "
-                          "placements inside pipeline stages) or auto (the fastest of those that fits)")
-          ->check(CLI::IsMember({"burst", "dp", "pipeline", "hybrid", "auto"}));
+                          "placements inside pipeline stages), tensor (Megatron-style tensor splits of attention and "
+                          "MLPs, beyond the batch) or auto (the fastest of those that fits)")
+          ->check(CLI::IsMember({"burst", "dp", "pipeline", "hybrid", "tensor", "auto"}));
   command->add_flag("--json", options->json, "Print JSON instead of tables");
   command->add_flag("--strict-amplification", options->strict_amplification,
                     "Keep the amplification limit even where data parallel is then faster "

@@ -145,6 +145,35 @@ int devices_used(const plan::Plan& plan) {
   return static_cast<int>(most);
 }
 
+namespace {
+
+// "8 (column 4)": a layer's devices, and its tensor split when it has one.
+std::string devices_text(const plan::Plan& plan, graph::LayerId id, int devices) {
+  const cost::TensorSplit& split = plan.layers[static_cast<size_t>(id)].split;
+  if (!split.splits()) return std::to_string(devices);
+  return fmt::format("{} ({} {})", devices, cost::split_kind_name(split.kind), split.parts);
+}
+
+json split_json(const plan::Plan& plan, graph::LayerId id) {
+  const cost::TensorSplit& split = plan.layers[static_cast<size_t>(id)].split;
+  if (!split.splits()) return nullptr;
+  return {{"kind", cost::split_kind_name(split.kind)}, {"parts", split.parts}};
+}
+
+double mfu(const PlanReport& report) {
+  return plan::model_flops_utilisation(report.graph, report.plan.global_batch, report.evaluation.iteration_time,
+                                       report.cluster.size(), report.peak_flops);
+}
+
+// "12.3% (3 x forward FLOPs of the batch per second over 64 x 156 TFLOP/s)".
+std::string mfu_text(const PlanReport& report) {
+  if (!(report.peak_flops > 0)) return "-";
+  return fmt::format("{:.1f}% (3 x the forward FLOPs of the batch per second, over {} x {:.0f} TFLOP/s)",
+                     100 * mfu(report), report.cluster.size(), report.peak_flops / 1e12);
+}
+
+}  // namespace
+
 void print_plan_report(const PlanReport& report, std::ostream& out) {
   const plan::PlanEvaluation& evaluation = report.evaluation;
   const auto [largest, largest_limited] = max_amplifications(report);
@@ -174,7 +203,7 @@ void print_plan_report(const PlanReport& report, std::ostream& out) {
   for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(report.graph.size()); ++id) {
     const plan::LayerTiming& layer = evaluation.layers[static_cast<size_t>(id)];
     table.add_row({std::to_string(id), report.graph.layer(id).name,
-                   graph::op_name(report.graph.layer(id).op()), std::to_string(layer.devices),
+                   graph::op_name(report.graph.layer(id).op()), devices_text(report.plan, id, layer.devices),
                    std::to_string(layer.per_device_batch), fmt::format("{:.4f}", layer.forward.ms()),
                    fmt::format("{:.4f}", layer.backward.ms()), fmt::format("{:.4f}", layer.transfer.ms()),
                    fmt::format("{:.4f}", layer.sync.ms()),
@@ -195,6 +224,7 @@ void print_plan_report(const PlanReport& report, std::ostream& out) {
       {"  one device",
        fmt::format("{:.3f} ms (this plan is {:.2f}x as fast)", report.one_device.iteration_time.ms(),
                    ratio(report.one_device.iteration_time, iteration))},
+      {"model FLOPs utilisation", mfu_text(report)},
       {"device-seconds per iteration",
        fmt::format("{:.6f} s of compute (one device at the whole batch: {:.6f} s)",
                    evaluation.device_seconds.s(), evaluation.one_device_compute.s())},
@@ -236,6 +266,7 @@ json plan_report_json(const PlanReport& report) {
                       {"name", report.graph.layer(id).name},
                       {"op", graph::op_name(report.graph.layer(id).op())},
                       {"devices", layer.devices},
+                      {"split", split_json(report.plan, id)},
                       {"first_rank", report.plan.layers[static_cast<size_t>(id)].shards.front().rank},
                       {"per_device_batch", layer.per_device_batch},
                       {"forward_ms", layer.forward.ms()},
@@ -276,6 +307,8 @@ json plan_report_json(const PlanReport& report) {
           {"one_device_ms", report.one_device.iteration_time.ms()},
           {"speedup_vs_dp", ratio(report.data_parallel.iteration_time, iteration)},
           {"speedup_vs_one_device", ratio(report.one_device.iteration_time, iteration)},
+          {"mfu", report.peak_flops > 0 ? json(mfu(report)) : json(nullptr)},
+          {"peak_tflops", report.peak_flops > 0 ? json(report.peak_flops / 1e12) : json(nullptr)},
           {"memory", memory_json(report)},
           {"pipeline", pipeline_json(report.plan)},
           {"strategies_tried", tried_json(report)},

@@ -288,8 +288,9 @@ void add_sim_commands(CLI::App& app) {
   CLI::Option* strategy =
       command->add_option("--strategy", options->strategy,
                           "burst (default), dp (data parallel), pipeline (stages and micro-batches), hybrid (burst "
-                          "placements inside pipeline stages) or auto (the fastest of those that fits)")
-          ->check(CLI::IsMember({"burst", "dp", "pipeline", "hybrid", "auto"}));
+                          "placements inside pipeline stages), tensor (Megatron-style tensor splits of attention and "
+                          "MLPs, beyond the batch) or auto (the fastest of those that fits)")
+          ->check(CLI::IsMember({"burst", "dp", "pipeline", "hybrid", "tensor", "auto"}));
   command->add_option("--batchnorm", options->batchnorm,
                       "sync (default: statistics over the layer's ranks, as burst's runtime does) or local (per "
                       "device, as DDP and DeepPool)")

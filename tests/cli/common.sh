@@ -152,6 +152,12 @@ refused() {
 }
 
 
+# contains_error TEXT: the stderr of the latest `refused` run holds TEXT.
+contains_error() {
+  checks=$((checks + 1))
+  grep -qF -- "$1" "$work/stderr" || fail "the refusal lacks '$1': $(head -c 300 "$work/stderr")"
+}
+
 # finish WHAT: prints "N WHAT" or the failures, and exits accordingly.
 finish() {
   if [ "$failures" -ne 0 ]; then

@@ -238,7 +238,7 @@ if quiet pipeline "${gpt[@]}" --strategy pipeline -o "$work/pipe.json"; then
   py_check "the pipeline plan file" '
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["version"] == 2 and d["strategy"] == "pipeline", (d["version"], d["strategy"])
+assert d["version"] == 3 and d["strategy"] == "pipeline", (d["version"], d["strategy"])
 p = d.get("pipeline")
 assert p and p["schedule"] in ("gpipe", "1f1b") and 16 % p["micro_batches"] == 0, p
 ' "$work/pipe.json"
@@ -257,7 +257,7 @@ if quiet hybrid "${gpt[@]}" --strategy hybrid -o "$work/hybrid.json"; then
   py_check "the hybrid plan file" '
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["strategy"] == "hybrid" and d["version"] == 2, d["strategy"]
+assert d["strategy"] == "hybrid" and d["version"] == 3, d["strategy"]
 ' "$work/hybrid.json"
 fi
 if quiet auto "${gpt[@]}" --strategy auto --json; then
@@ -265,7 +265,7 @@ if quiet auto "${gpt[@]}" --strategy auto --json; then
 import json, sys
 d = json.load(open(sys.argv[1]))
 tried = d["strategies_tried"]
-assert [t["strategy"] for t in tried] == ["dp", "burst", "pipeline", "hybrid"], tried
+assert [t["strategy"] for t in tried] == ["dp", "burst", "pipeline", "hybrid", "tensor"], tried
 times = [t["iteration_time_ms"] for t in tried if t["iteration_time_ms"] is not None]
 assert times and d["iteration_time_ms"] == min(times), (d["iteration_time_ms"], times)
 ' "$work/auto.out"
@@ -301,6 +301,48 @@ PY
   refused "a stage start that is no layer" "${gpt4[@]}" "$work/unknown_start.json"
   refused "two stages on the same ranks" "${gpt4[@]}" "$work/shared_ranks.json"
   refused "BatchNorm under micro-batches" plan --model fmnist_cnn --device a100 --devices 2 --plan "$work/batchnorm.json"
+fi
+
+# Tensor splits (docs/tensor-parallel.md): the tensor planner's plan file, its report's MFU,
+# and the refusals of splits that cannot be, each one line naming the layer.
+tiny=(--model "gpt2:layers=2,width=64,heads=4,seq=16,vocab=64" --device a100)
+if quiet tensor plan "${tiny[@]}" --devices 8 --global-batch 2 --strategy tensor --json -o "$work/tensor.json"; then
+  py_check "the tensor plan splits attention by heads and the MLP column then row" '
+import json, sys
+d, plan = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert plan["version"] == 3 and plan["strategy"] == "tensor", (plan["version"], plan["strategy"])
+splits = {l["layer"]: l.get("split", {}).get("kind") for l in plan["layers"]}
+assert splits["transformer.h.0.attn"] == "heads" and splits["transformer.h.0.mlp.c_fc"] == "column", splits
+assert splits["transformer.h.0.mlp.act"] == "features" and splits["transformer.h.0.mlp.c_proj"] == "row", splits
+assert splits["lm_head"] is None, splits
+assert 0 < d["mfu"] < 1 and d["peak_tflops"] == 156, (d["mfu"], d["peak_tflops"])
+' "$work/tensor.out" "$work/tensor.json"
+  quiet tensor_sim sim "${tiny[@]}" --plan "$work/tensor.json"
+  contains tensor_sim "iteration"
+  quiet tensor_program program --model "gpt2:layers=2,width=64,heads=4,seq=16,vocab=64" --plan "$work/tensor.json" --rank 1
+  contains tensor_program "TP_ALLREDUCE_F0  transformer.h.0.attn ranks"
+  "$python" - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+def write(name, layer, kind, parts):
+    plan = json.load(open(f"{work}/tensor.json"))
+    for entry in plan["layers"]:
+        if entry["layer"] == layer:
+            entry["split"] = {"kind": kind, "parts": parts}
+            if parts != 2:
+                entry["shards"] = [[r, 0, plan["global_batch"]] for r in range(parts)]
+    json.dump(plan, open(f"{work}/{name}.json", "w"))
+write("heads3", "transformer.h.0.attn", "heads", 3)
+write("whole_features", "transformer.h.0.ln_2", "features", 2)
+write("no_split", "transformer.h.0.ln_1", "column", 2)
+PY
+  tiny8=(plan "${tiny[@]}" --devices 8 --plan)
+  refused "3-way heads on 4 heads" "${tiny8[@]}" "$work/heads3.json"
+  contains_error "transformer.h.0.attn"
+  refused "a layer that needs whole features kept split" "${tiny8[@]}" "$work/whole_features.json"
+  contains_error "transformer.h.0.ln_2"
+  refused "a tensor split of an op that takes none" "${tiny8[@]}" "$work/no_split.json"
+  contains_error "transformer.h.0.ln_1"
 fi
 
 finish "burst plan checks passed"

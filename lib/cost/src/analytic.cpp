@@ -262,6 +262,35 @@ std::optional<LayerEstimate> AnalyticCostModel::estimate(const graph::Graph& gra
   return LayerEstimate{time(work), CostSource::Analytic};
 }
 
+std::optional<LayerEstimate> AnalyticCostModel::estimate_tensor(const graph::Graph& graph, graph::LayerId id,
+                                                                int64_t batch, const TensorSplit& split) const {
+  if (!divides_weights(split.kind) && split.kind != SplitKind::Features) return estimate(graph, id, batch);
+  const int64_t k = split.parts;
+  int64_t input_bytes = 0;
+  for (const graph::LayerId input : graph.inputs(id)) input_bytes += graph.info(input).output_bytes;
+  const auto& info = graph.info(id);
+  const LayerWork work = layer_work(graph::op_name(graph.layer(id).op()), batch, info.forward_flops / k,
+                                    input_sliced(split.kind) ? input_bytes / k : input_bytes,
+                                    output_sliced(split.kind) ? info.output_bytes / k : info.output_bytes,
+                                    part_params(graph, id, split));
+  return LayerEstimate{time(work), CostSource::Analytic};
+}
+
+std::optional<LayerEstimate> LayeredCostModel::estimate_tensor(const graph::Graph& graph, graph::LayerId id,
+                                                               int64_t batch, const TensorSplit& split) const {
+  if (auto measured = primary_->estimate_tensor(graph, id, batch, split)) return measured;
+  if (!fallback_) return std::nullopt;
+  auto part = fallback_->estimate_tensor(graph, id, batch, split);
+  if (!part) return std::nullopt;
+  const auto measured = primary_->estimate(graph, id, batch);
+  const auto modelled = fallback_->estimate(graph, id, batch);
+  if (measured && modelled && modelled->time.forward.s() > 0 && modelled->time.backward.s() > 0) {
+    part->time.forward = part->time.forward * (measured->time.forward / modelled->time.forward);
+    part->time.backward = part->time.backward * (measured->time.backward / modelled->time.backward);
+  }
+  return part;
+}
+
 namespace {
 
 struct FittedCandidate {

@@ -54,16 +54,18 @@ Bytes saved_inside_per_sample(const graph::Graph& graph, graph::LayerId id) {
   return Bytes((4 * tokens * width + heads * tokens * tokens) * kFloatBytes);
 }
 
-LayerMemory layer_memory(const graph::Graph& graph, graph::LayerId id, int64_t batch, Optimizer optimizer) {
+LayerMemory layer_memory(const graph::Graph& graph, graph::LayerId id, int64_t batch, Optimizer optimizer,
+                         const TensorSplit& split) {
   const auto& info = graph.info(id);
-  const double params = static_cast<double>(info.params);
+  const double params = static_cast<double>(part_params(graph, id, split));
+  const double parts = static_cast<double>(split.parts);
+  const double output = static_cast<double>(info.output_bytes) / (output_sliced(split.kind) ? parts : 1.0);
+  const double inside = saved_inside_per_sample(graph, id).value() / (split.kind == SplitKind::Heads ? parts : 1.0);
   LayerMemory memory;
   memory.weights = Bytes(params * kFloatBytes);
   memory.gradients = Bytes(params * kFloatBytes);
   memory.optimizer_state = Bytes(params * kFloatBytes * optimizer_state_values(optimizer));
-  memory.activations =
-      Bytes((static_cast<double>(info.output_bytes) + saved_inside_per_sample(graph, id).value()) *
-            static_cast<double>(batch));
+  memory.activations = Bytes((output + inside) * static_cast<double>(batch));
   return memory;
 }
 

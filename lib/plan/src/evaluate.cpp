@@ -275,4 +275,15 @@ Plan plan_single_device(const graph::Graph& graph, int devices, int64_t global_b
   return plan;
 }
 
+double model_flops_utilisation(const graph::Graph& graph, int64_t global_batch, Seconds iteration, int devices,
+                               double peak_flops) {
+  if (!(iteration.s() > 0) || !(peak_flops > 0) || devices < 1) return 0;
+  double forward = 0;
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
+    forward += static_cast<double>(graph.info(id).forward_flops);
+  }
+  const double training = 3 * forward * static_cast<double>(global_batch);
+  return training / iteration.s() / (static_cast<double>(devices) * peak_flops);
+}
+
 }  // namespace burst::plan

@@ -162,8 +162,13 @@ void validate_plan(const Plan& plan, const graph::Graph& graph, const cluster::C
         throw UserError(fmt::format("{}: rank {} appears twice", where, shard.rank));
       }
     }
-    // Coverage: sorted by start, the ranges must tile [0, micro-batch) with no gap or overlap.
-    std::vector<cost::Shard> sorted = placement.shards;
+    validate_tensor_split(placement, graph, static_cast<graph::LayerId>(id));
+    // Coverage: sorted by start, the ranges of the sample groups (their part 0s) must tile
+    // [0, micro-batch) with no gap or overlap.
+    std::vector<cost::Shard> sorted;
+    for (size_t i = 0; i < placement.shards.size(); ++i) {
+      if (placement.part_of(i) == 0) sorted.push_back(placement.shards[i]);
+    }
     std::sort(sorted.begin(), sorted.end(), [](const cost::Shard& a, const cost::Shard& b) {
       return a.samples.begin < b.samples.begin;
     });
@@ -253,6 +258,8 @@ std::string placement_fingerprint(const Plan& plan) {
     for (const cost::Shard& shard : layer.shards) {
       text += fmt::format(";{}:{}-{}", shard.rank, shard.samples.begin, shard.samples.end);
     }
+    // A tensor split changes what each rank computes (none: as versions 1 and 2).
+    if (layer.split.splits()) text += fmt::format("/{}{}", cost::split_kind_name(layer.split.kind), layer.split.parts);
     text += '|';
   }
   // A pipeline changes which samples run together and in what order (none: as version 1).

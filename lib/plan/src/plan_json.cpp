@@ -57,7 +57,11 @@ std::string plan_to_json_text(const Plan& plan) {
     for (const cost::Shard& shard : placement.shards) {
       shards.push_back({shard.rank, shard.samples.begin, shard.samples.end});
     }
-    layers.push_back({{"layer", placement.layer}, {"shards", std::move(shards)}});
+    json entry = {{"layer", placement.layer}, {"shards", std::move(shards)}};
+    if (placement.split.splits()) {
+      entry["split"] = {{"kind", cost::split_kind_name(placement.split.kind)}, {"parts", placement.split.parts}};
+    }
+    layers.push_back(std::move(entry));
   }
   std::string text = fmt::format(
       "{{\n  \"format\": {},\n  \"version\": {},\n  \"model\": {},\n  \"strategy\": {},\n"
@@ -81,6 +85,20 @@ cost::Shard shard_from_json(JsonObjectReader& reader, const json& value) {
     reader.fail("shards", fmt::format("rank {} is out of range", rank));
   }
   return cost::Shard{static_cast<int>(rank), {reader.as_int("shards", value[1]), reader.as_int("shards", value[2])}};
+}
+
+// Version 3's "split": {"kind": "column", "parts": 4}.
+cost::TensorSplit split_from_json(const json& value, const std::string& where) {
+  JsonObjectReader reader(value, where);
+  cost::TensorSplit split;
+  split.kind = cost::split_kind_from_name(reader.get_string("kind"));
+  const int64_t parts = reader.get_int("parts");
+  reader.reject_unknown_keys();
+  if (parts < 1 || parts > cluster::kMaxDevices) {
+    reader.fail("parts", fmt::format("must be in [1, {}], got {}", cluster::kMaxDevices, parts));
+  }
+  split.parts = static_cast<int32_t>(parts);
+  return split;
 }
 
 }  // namespace
@@ -107,7 +125,9 @@ Plan plan_from_json_text(const std::string& text) {
     LayerPlacement placement;
     placement.layer = layer.get_string("layer");
     const json& shards = layer.require("shards");
+    const json* split = version >= 3 ? layer.find("split") : nullptr;
     layer.reject_unknown_keys();
+    if (split != nullptr) placement.split = split_from_json(*split, fmt::format("plan layer '{}' split", placement.layer));
     if (!shards.is_array()) layer.fail("shards", "must be a list of [rank, begin, end]");
     for (const json& shard : shards) placement.shards.push_back(shard_from_json(layer, shard));
     plan.layers.push_back(std::move(placement));

@@ -22,11 +22,12 @@ std::vector<DeviceMemory> plan_memory(const Plan& plan, const graph::Graph& grap
   }
   for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
     const int64_t micro_batches_held = in_flight[static_cast<size_t>(plan.stage_of(id))];
-    for (const cost::Shard& shard : plan.layers[static_cast<size_t>(id)].shards) {
+    const LayerPlacement& placement = plan.layers[static_cast<size_t>(id)];
+    for (const cost::Shard& shard : placement.shards) {
       BURST_ASSERT(shard.rank >= 0 && shard.rank < plan.devices, "a validated plan's ranks are in its cluster");
       DeviceMemory& device = devices[static_cast<size_t>(shard.rank)];
       const cost::LayerMemory layer =
-          cost::layer_memory(graph, id, shard.samples.size() * micro_batches_held, optimizer);
+          cost::layer_memory(graph, id, shard.samples.size() * micro_batches_held, optimizer, placement.split);
       device.use += layer;
       if (device.largest_layer_bytes < layer.total()) {
         device.largest_layer = id;

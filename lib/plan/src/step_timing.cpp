@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "burst/util/error.h"
@@ -47,6 +48,14 @@ class ShardTimes {
   // implementation: its split time where a model has one. See lower_step_program.
   cost::LayerTime resolve(graph::LayerId id, int64_t batch) {
     const graph::Graph& graph = context_.graph;
+    const cost::TensorSplit& tensor = program_.splits[static_cast<size_t>(id)];
+    if (tensor.splits()) {
+      const cost::CostModel* co_located = this->co_located(id);
+      if (co_located != nullptr) {
+        if (auto estimate = co_located->estimate_tensor(graph, id, batch, tensor)) return estimate->time;
+      }
+      return context_.cost.require_tensor(graph, id, batch, tensor).time;
+    }
     const bool split_batchnorm = options_.program.sync_batchnorm && shards(id).size() >= 2 &&
                                  graph.layer(id).op() == graph::OpKind::BatchNorm2d;
     const cost::CostModel* co_located = this->co_located(id);
@@ -236,6 +245,9 @@ class Lowering {
       case OpKind::SyncBatchNorm:
         cursor.waits.push_back(join_collective(batchnorm_sync(op), cursor));
         break;
+      case OpKind::TensorAllReduce:
+        cursor.waits.push_back(join_collective(tensor_allreduce(op), cursor));
+        break;
       case OpKind::AllReduce:
         join_collective(bucket_allreduce(op), cursor);
         break;
@@ -322,6 +334,15 @@ class Lowering {
     }
     return index;
   }
+  // A split layer's all-reduce over one tensor group (of one micro-batch, one direction).
+  int32_t tensor_allreduce(const program::Op& op) {
+    const auto key = std::make_tuple(op.layer, op.backward, op.micro, op.group);
+    const auto found = tensor_task_.find(key);
+    if (found != tensor_task_.end()) return found->second;
+    const int32_t index = collective(op.group, static_cast<double>(op.bytes), TaskWork::TensorAllReduce, op.layer);
+    tensor_task_.emplace(key, index);
+    return index;
+  }
   int32_t bucket_allreduce(const program::Op& op) {
     int32_t& index = bucket_task_[static_cast<size_t>(op.bucket)];
     if (index < 0) {
@@ -385,6 +406,7 @@ class Lowering {
   std::vector<int32_t> message_task_;     // by piece
   std::vector<int32_t> bucket_task_;      // by bucket
   std::vector<int32_t> batchnorm_task_;   // by layer x 2 + (backward)
+  std::map<std::tuple<graph::LayerId, bool, int32_t, int32_t>, int32_t> tensor_task_;  // (layer, backward, micro, group)
   std::vector<std::vector<std::pair<int32_t, int64_t>>> shards_by_rank_;
   std::vector<int32_t> last_computes_;
   std::vector<int32_t> messages_;

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -40,6 +41,8 @@ class ProgramBuilder {
     program_.micro_batches = plan.pipeline.micro_batches;
     program_.micro_batch = plan.micro_batch();
     program_.ops.resize(static_cast<size_t>(plan.devices));
+    for (const plan::LayerPlacement& layer : plan.layers) program_.splits.push_back(layer.split);
+    split_plan_ = plan::has_tensor_split(plan);
     find_tied_groups();
     // Without stages every rank is of stage 0 (not asked of each layer: data parallelism on
     // thousands of ranks has every layer on all of them).
@@ -74,11 +77,24 @@ class ProgramBuilder {
     if (built(rank)) program_.ops[static_cast<size_t>(rank)].push_back(op);
   }
 
+  // Whether layer `id` reads every input of the open segment as the producer leaves it
+  // (sliced where it reads a slice, whole where it reads all features).
+  bool reads_segment_as_is(graph::LayerId id) const {
+    const auto segment = static_cast<int32_t>(program_.segments.size() - 1);
+    const bool sliced_input = cost::input_sliced(placement(id).split.kind);
+    for (const graph::LayerId producer : graph_.inputs(id)) {
+      if (program_.segment_of[static_cast<size_t>(producer)] != segment) continue;
+      if (cost::output_sliced(placement(producer).split.kind) != sliced_input) return false;
+    }
+    return true;
+  }
+
   void make_segments() {
     program_.segment_of.assign(graph_.size(), -1);
     for (graph::LayerId id = 0; id < layer_count_; ++id) {
-      if (id == 0 || !same_placement(placement(id - 1), placement(id)) || plan_.stage_of(id - 1) != plan_.stage_of(id)) {
-        program_.segments.push_back(Segment{{}, placement(id).shards});
+      if (id == 0 || !same_placement(placement(id - 1), placement(id)) || plan_.stage_of(id - 1) != plan_.stage_of(id) ||
+          !reads_segment_as_is(id)) {
+        program_.segments.push_back(Segment{{}, placement(id).shards, placement(id).split.parts});
       }
       program_.segments.back().layers.push_back(id);
       program_.segment_of[static_cast<size_t>(id)] = static_cast<int32_t>(program_.segments.size() - 1);
@@ -93,7 +109,7 @@ class ProgramBuilder {
   // Whether layer `id` all-reduces weight gradients (plan::sync_group is not empty).
   bool has_gradients(graph::LayerId id) const {
     if (!tied_group_[static_cast<size_t>(id)].empty()) return true;
-    return graph_.info(id).params > 0 && placement(id).shards.size() >= 2;
+    return graph_.info(id).params > 0 && placement(id).sample_groups() >= 2;
   }
 
   // By layer: for an embedding whose tied heads run on ranks it does not, the ranks that
@@ -108,20 +124,34 @@ class ProgramBuilder {
     }
   }
 
-  // Gradient groups (layers with parameters on several ranks) and BatchNorm statistics
-  // groups. A segment's layers share its ranks: each segment's are sorted once (data
-  // parallelism on thousands of ranks has every layer on all of them).
+  // Gradient groups (layers with parameters on several sample groups: one group per part,
+  // the ranks of that part), BatchNorm statistics groups and tensor groups (the parts of
+  // one sample group, for a segment with a row, column or heads split). A segment's layers
+  // share its ranks: each segment's are sorted once (data parallelism on thousands of ranks
+  // has every layer on all of them).
   void make_groups() {
-    layer_group_.assign(graph_.size(), -1);
-    std::vector<std::vector<int>> segment_ranks;
+    std::vector<std::vector<std::vector<int>>> part_ranks;  // by segment, by part
+    std::vector<std::vector<std::vector<int>>> tensor_ranks;  // by segment, by sample group
     std::vector<std::vector<int>> all;
     for (const Segment& segment : program_.segments) {
-      segment_ranks.push_back(sorted_ranks(segment.shards));
+      const auto parts = static_cast<size_t>(segment.parts);
+      part_ranks.emplace_back(parts);
+      for (size_t i = 0; i < segment.shards.size(); ++i) part_ranks.back()[i % parts].push_back(segment.shards[i].rank);
+      for (std::vector<int>& ranks : part_ranks.back()) std::sort(ranks.begin(), ranks.end());
       // (A tied embedding's gradients go to its own group, below.)
       const bool syncs = std::any_of(segment.layers.begin(), segment.layers.end(), [&](graph::LayerId id) {
         return (has_gradients(id) && tied_group_[static_cast<size_t>(id)].empty()) || syncs_batchnorm(id);
       });
-      if (syncs) all.push_back(segment_ranks.back());
+      if (syncs) all.insert(all.end(), part_ranks.back().begin(), part_ranks.back().end());
+      tensor_ranks.emplace_back();
+      if (std::any_of(segment.layers.begin(), segment.layers.end(), [&](graph::LayerId id) { return reduces_tensor(id); })) {
+        for (size_t first = 0; first < segment.shards.size(); first += parts) {
+          std::vector<cost::Shard> group(segment.shards.begin() + static_cast<std::ptrdiff_t>(first),
+                                         segment.shards.begin() + static_cast<std::ptrdiff_t>(first + parts));
+          tensor_ranks.back().push_back(sorted_ranks(group));
+          all.push_back(tensor_ranks.back().back());
+        }
+      }
     }
     // A tied embedding's gradients are summed over its heads' ranks too (plan::sync_group).
     for (const std::vector<int>& group : tied_group_) {
@@ -131,19 +161,34 @@ class ProgramBuilder {
     all.erase(std::unique(all.begin(), all.end()), all.end());
     program_.groups = all;
     const auto group_index = [&all](const std::vector<int>& ranks) {
+      if (ranks.size() < 2) return -1;
       const auto found = std::lower_bound(all.begin(), all.end(), ranks);
       return found == all.end() || *found != ranks ? -1 : static_cast<int32_t>(found - all.begin());
     };
+    layer_groups_.assign(graph_.size(), {});
+    tensor_groups_.assign(program_.segments.size(), {});
     for (size_t s = 0; s < program_.segments.size(); ++s) {
-      if (segment_ranks[s].size() < 2) continue;
-      const int32_t group = group_index(segment_ranks[s]);
-      if (group < 0) continue;
-      for (const graph::LayerId id : program_.segments[s].layers) layer_group_[static_cast<size_t>(id)] = group;
+      std::vector<int32_t> groups;
+      for (const std::vector<int>& ranks : part_ranks[s]) groups.push_back(group_index(ranks));
+      for (const graph::LayerId id : program_.segments[s].layers) layer_groups_[static_cast<size_t>(id)] = groups;
+      for (const std::vector<int>& ranks : tensor_ranks[s]) tensor_groups_[s].push_back(group_index(ranks));
     }
     for (graph::LayerId id = 0; id < layer_count_; ++id) {
       const std::vector<int>& tied = tied_group_[static_cast<size_t>(id)];
-      if (!tied.empty()) layer_group_[static_cast<size_t>(id)] = group_index(tied);
+      if (!tied.empty()) layer_groups_[static_cast<size_t>(id)] = {group_index(tied)};
     }
+  }
+
+  // Whether layer `id` all-reduces over its tensor group: its output (row, heads), or its
+  // input gradient (column, heads) when one flows back.
+  bool reduces_tensor(graph::LayerId id) const { return reduces_output(id) || reduces_input_gradient(id); }
+  bool reduces_output(graph::LayerId id) const {
+    const cost::TensorSplit& split = placement(id).split;
+    return split.splits() && cost::sums_output(split.kind);
+  }
+  bool reduces_input_gradient(graph::LayerId id) const {
+    const cost::TensorSplit& split = placement(id).split;
+    return split.splits() && cost::sums_input_gradient(split.kind) && carries_gradient(graph_, graph_.inputs(id).at(0));
   }
 
   // Every use of a producer by a consumer in another segment: its activation pieces and,
@@ -164,11 +209,11 @@ class ProgramBuilder {
         const graph::LayerId producer = producers[k];
         if (internal(producer, consumer)) continue;
         uses_[static_cast<size_t>(producer)].emplace_back(consumer, k);
-        std::vector<cost::Transfer> transfers = plan::activation_transfers(plan_, producer, consumer);
-        std::stable_sort(transfers.begin(), transfers.end(), [](const cost::Transfer& a, const cost::Transfer& b) {
-          return a.samples.begin < b.samples.begin;
-        });
-        for (size_t j = 0; j < micro_batches; ++j) add_pieces(producer, consumer, k, static_cast<int32_t>(j), transfers);
+        const auto [forward, backward] = transfers(producer, consumer, k);
+        for (size_t j = 0; j < micro_batches; ++j) {
+          add_pieces(producer, consumer, k, static_cast<int32_t>(j), forward, false);
+          if (carries_gradient(graph_, producer)) add_pieces(producer, consumer, k, static_cast<int32_t>(j), backward, true);
+        }
       }
     }
     if (next_tag_ > kTagLimit) {
@@ -176,41 +221,68 @@ class ProgramBuilder {
                                   kTagLimit));
     }
   }
-  void add_pieces(graph::LayerId producer, graph::LayerId consumer, size_t k, int32_t micro,
-                  const std::vector<cost::Transfer>& transfers) {
-    const int64_t bytes_per_sample = graph_.info(producer).output_bytes;
-    for (const bool gradient : {false, true}) {
-      if (gradient && !carries_gradient(graph_, producer)) continue;
-      auto& list = (gradient ? gradient_pieces_ : activation_pieces_)[static_cast<size_t>(micro)]
-                                                                      [static_cast<size_t>(consumer)][k];
-      for (const cost::Transfer& t : transfers) {
-        Piece piece;
-        piece.producer = producer;
-        piece.consumer = consumer;
-        piece.input = static_cast<int32_t>(k);
-        piece.micro = micro;
-        piece.gradient = gradient;
-        piece.sender = gradient ? t.dst_rank : t.src_rank;
-        piece.receiver = gradient ? t.src_rank : t.dst_rank;
-        piece.samples = t.samples;
-        piece.bytes = t.samples.size() * bytes_per_sample;
-        if (!piece.local()) piece.tag = next_tag_++;
-        list.push_back(static_cast<int32_t>(program_.pieces.size()));
-        program_.pieces.push_back(piece);
+
+  // The pieces of one use, forward (producer's ranks to consumer's) and backward (the
+  // gradient, the consumer's ranks to the producer's), each by first sample, then feature.
+  // Without tensor splits, the sample re-shard and its reverse.
+  std::pair<std::vector<cost::BlockTransfer>, std::vector<cost::BlockTransfer>> transfers(graph::LayerId producer,
+                                                                                        graph::LayerId consumer,
+                                                                                        size_t k) const {
+    std::vector<cost::BlockTransfer> forward, backward;
+    if (split_plan_) {
+      forward = plan::forward_blocks(plan_, graph_, producer, consumer, k);
+      backward = plan::backward_blocks(plan_, graph_, producer, consumer, k);
+    } else {
+      const cost::FeatureRange all{0, cost::output_features(graph_, producer)};
+      for (const cost::Transfer& t : plan::activation_transfers(plan_, producer, consumer)) {
+        forward.push_back(cost::BlockTransfer{t.src_rank, t.dst_rank, t.samples, all});
+        backward.push_back(cost::BlockTransfer{t.dst_rank, t.src_rank, t.samples, all});
       }
+    }
+    const auto by_position = [](const cost::BlockTransfer& a, const cost::BlockTransfer& b) {
+      return std::make_pair(a.samples.begin, a.features.begin) < std::make_pair(b.samples.begin, b.features.begin);
+    };
+    std::stable_sort(forward.begin(), forward.end(), by_position);
+    std::stable_sort(backward.begin(), backward.end(), by_position);
+    return {std::move(forward), std::move(backward)};
+  }
+
+  void add_pieces(graph::LayerId producer, graph::LayerId consumer, size_t k, int32_t micro,
+                  const std::vector<cost::BlockTransfer>& transfers, bool gradient) {
+    const int64_t bytes_per_sample = graph_.info(producer).output_bytes;
+    const int64_t features = cost::output_features(graph_, producer);
+    auto& list = (gradient ? gradient_pieces_ : activation_pieces_)[static_cast<size_t>(micro)]
+                                                                    [static_cast<size_t>(consumer)][k];
+    for (const cost::BlockTransfer& t : transfers) {
+      Piece piece;
+      piece.producer = producer;
+      piece.consumer = consumer;
+      piece.input = static_cast<int32_t>(k);
+      piece.micro = micro;
+      piece.gradient = gradient;
+      piece.sender = t.src_rank;
+      piece.receiver = t.dst_rank;
+      piece.samples = t.samples;
+      piece.features = t.features;
+      piece.bytes = t.samples.size() * bytes_per_sample / features * t.features.size();
+      if (!piece.local()) piece.tag = next_tag_++;
+      list.push_back(static_cast<int32_t>(program_.pieces.size()));
+      program_.pieces.push_back(piece);
     }
   }
 
   // Who stands for whom (ProgramOptions::one_rank_per_class). A rank's class is its list
-  // of (segment, shard size); a rank that sends or receives a message is a class of its
-  // own. Segments, and so groups, buckets and updates, follow from that list; the pieces
-  // of a rank without messages are copies, whichever its samples.
+  // of (segment, shard size, part); a rank that sends or receives a message is a class of
+  // its own. Segments, and so groups, buckets and updates, follow from that list; the
+  // pieces of a rank without messages are copies, whichever its samples.
   void choose_representatives() {
     const auto ranks = static_cast<size_t>(program_.ranks);
-    std::vector<std::vector<std::pair<int32_t, int64_t>>> shards_of(ranks);
+    std::vector<std::vector<std::tuple<int32_t, int64_t, int32_t>>> shards_of(ranks);
     for (size_t s = 0; s < program_.segments.size(); ++s) {
-      for (const cost::Shard& shard : program_.segments[s].shards) {
-        shards_of[static_cast<size_t>(shard.rank)].emplace_back(static_cast<int32_t>(s), shard.samples.size());
+      const Segment& segment = program_.segments[s];
+      for (size_t i = 0; i < segment.shards.size(); ++i) {
+        shards_of[static_cast<size_t>(segment.shards[i].rank)].emplace_back(
+            static_cast<int32_t>(s), segment.shards[i].samples.size(), static_cast<int32_t>(i % static_cast<size_t>(segment.parts)));
       }
     }
     std::vector<char> exchanges(ranks, 0);
@@ -218,7 +290,7 @@ class ProgramBuilder {
       if (!piece.local()) exchanges[static_cast<size_t>(piece.sender)] = exchanges[static_cast<size_t>(piece.receiver)] = 1;
     }
     program_.representative.assign(ranks, -1);
-    std::map<std::vector<std::pair<int32_t, int64_t>>, int32_t> classes;
+    std::map<std::vector<std::tuple<int32_t, int64_t, int32_t>>, int32_t> classes;
     for (size_t rank = 0; rank < ranks; ++rank) {
       if (shards_of[rank].empty()) continue;
       auto representative = static_cast<int32_t>(rank);
@@ -229,47 +301,52 @@ class ProgramBuilder {
     }
   }
 
-  // In backward order, each layer with a sync group joins its group's open bucket; the
-  // bucket closes at bucket_bytes or with the group's last layer.
+  // In backward order, each layer with a sync group joins its group's open bucket (a split
+  // layer: each part's group, with the part's share of the weights); the bucket closes at
+  // bucket_bytes or with the group's last layer.
   void make_buckets() {
-    closes_.assign(graph_.size(), -1);
+    closes_.assign(graph_.size(), {});
     std::vector<graph::LayerId> last_of_group(program_.groups.size(), -1);  // lowest id
     for (graph::LayerId id = 0; id < layer_count_; ++id) {
       if (!has_gradients(id)) continue;
-      graph::LayerId& last = last_of_group[static_cast<size_t>(layer_group_[static_cast<size_t>(id)])];
-      if (last < 0) last = id;
+      for (const int32_t group : layer_groups_[static_cast<size_t>(id)]) {
+        graph::LayerId& last = last_of_group[static_cast<size_t>(group)];
+        if (last < 0) last = id;
+      }
     }
     std::vector<int32_t> open(program_.groups.size(), -1);
     std::vector<char> started(program_.groups.size(), 0);  // a bucket of the group has closed
     for (graph::LayerId id = layer_count_ - 1; id >= 0; --id) {
       if (!has_gradients(id)) continue;
-      const int32_t group = layer_group_[static_cast<size_t>(id)];
-      Bucket& bucket = open_bucket(open[static_cast<size_t>(group)], group);
-      bucket.layers.push_back(id);
-      bucket.bytes += graph_.info(id).params * 4;  // fp32 gradients
-      // DDP's rule: a group's first bucket (the last layers, whose gradients come first) is
-      // capped at first_bucket_bytes, so its all-reduce starts early in backward.
-      const bool first = !started[static_cast<size_t>(group)];
-      const double cap = first ? std::min(options_.first_bucket_bytes, options_.bucket_bytes) : options_.bucket_bytes;
-      if (static_cast<double>(bucket.bytes) >= cap || id == last_of_group[static_cast<size_t>(group)]) {
-        started[static_cast<size_t>(group)] = 1;
-        bucket.closed_by = id;
-        closes_[static_cast<size_t>(id)] = open[static_cast<size_t>(group)];
-        open[static_cast<size_t>(group)] = -1;
+      const int64_t bytes = cost::part_params(graph_, id, placement(id).split) * 4;  // fp32 gradients
+      for (const int32_t group : layer_groups_[static_cast<size_t>(id)]) {
+        Bucket& bucket = open_bucket(open[static_cast<size_t>(group)], group);
+        bucket.layers.push_back(id);
+        bucket.bytes += bytes;
+        // DDP's rule: a group's first bucket (the last layers, whose gradients come first) is
+        // capped at first_bucket_bytes, so its all-reduce starts early in backward.
+        const bool first = !started[static_cast<size_t>(group)];
+        const double cap = first ? std::min(options_.first_bucket_bytes, options_.bucket_bytes) : options_.bucket_bytes;
+        if (static_cast<double>(bucket.bytes) >= cap || id == last_of_group[static_cast<size_t>(group)]) {
+          started[static_cast<size_t>(group)] = 1;
+          bucket.closed_by = id;
+          closes_[static_cast<size_t>(id)].push_back(open[static_cast<size_t>(group)]);
+          open[static_cast<size_t>(group)] = -1;
+        }
       }
     }
     // Buckets are numbered in closing order (the order their all-reduces start).
     std::vector<int32_t> order;
     for (graph::LayerId id = layer_count_ - 1; id >= 0; --id) {
-      if (closes_[static_cast<size_t>(id)] >= 0) order.push_back(closes_[static_cast<size_t>(id)]);
+      for (const int32_t bucket : closes_[static_cast<size_t>(id)]) order.push_back(bucket);
     }
     std::vector<int32_t> renumber(pending_buckets_.size(), -1);
     for (size_t i = 0; i < order.size(); ++i) {
       renumber[static_cast<size_t>(order[i])] = static_cast<int32_t>(i);
       program_.buckets.push_back(pending_buckets_[static_cast<size_t>(order[i])]);
     }
-    for (int32_t& bucket : closes_) {
-      if (bucket >= 0) bucket = renumber[static_cast<size_t>(bucket)];
+    for (std::vector<int32_t>& buckets : closes_) {
+      for (int32_t& bucket : buckets) bucket = renumber[static_cast<size_t>(bucket)];
     }
   }
   Bucket& open_bucket(int32_t& index, int32_t group) {
@@ -309,10 +386,30 @@ class ProgramBuilder {
       Op sync;
       sync.kind = OpKind::SyncBatchNorm;
       sync.layer = id;
-      sync.group = layer_group_[static_cast<size_t>(id)];
+      sync.group = layer_groups_[static_cast<size_t>(id)].front();
       sync.backward = backward;
       sync.micro = micro;
       for (const cost::Shard& shard : shards) emit(shard.rank, sync);
+    }
+    if (backward ? reduces_input_gradient(id) : reduces_output(id)) emit_tensor_allreduce(segment, id, backward, micro);
+  }
+
+  // A row or heads split's forward, or a column or heads split's backward, ends with an
+  // all-reduce over each sample group's parts: of the output, or of the input gradient.
+  void emit_tensor_allreduce(int32_t segment, graph::LayerId id, bool backward, int32_t micro) {
+    const Segment& seg = program_.segments[static_cast<size_t>(segment)];
+    const auto parts = static_cast<size_t>(seg.parts);
+    const graph::LayerId summed = backward ? graph_.inputs(id).at(0) : id;  // whose activation is summed
+    for (size_t g = 0; g * parts < seg.shards.size(); ++g) {
+      Op op;
+      op.kind = OpKind::TensorAllReduce;
+      op.layer = id;
+      op.segment = segment;
+      op.group = tensor_groups_[static_cast<size_t>(segment)][g];
+      op.backward = backward;
+      op.micro = micro;
+      op.bytes = seg.shards[g * parts].samples.size() * graph_.info(summed).output_bytes;
+      for (size_t p = 0; p < parts; ++p) emit(seg.shards[g * parts + p].rank, op);
     }
   }
 
@@ -359,8 +456,8 @@ class ProgramBuilder {
     }
     for (auto id = layers.rbegin(); id != layers.rend(); ++id) {
       emit_compute(segment, *id, true, micro);
-      const int32_t bucket = closes_[static_cast<size_t>(*id)];
-      if (reduces && bucket >= 0) emit_allreduce(*id, bucket);
+      if (!reduces) continue;
+      for (const int32_t bucket : closes_[static_cast<size_t>(*id)]) emit_allreduce(*id, bucket);
     }
     for (auto id = layers.rbegin(); id != layers.rend(); ++id) {
       for (const auto& pieces : gradients[static_cast<size_t>(*id)]) {
@@ -422,7 +519,11 @@ class ProgramBuilder {
   const ProgramOptions& options_;
   const graph::LayerId layer_count_;
   StepProgram program_;
-  std::vector<int32_t> layer_group_;  // by layer: its group (-1: one rank, or nothing to sync)
+  // By layer, by part: its gradient group (-1: one sample group, or nothing to sync); a
+  // tied embedding's is its tied group.
+  std::vector<std::vector<int32_t>> layer_groups_;
+  std::vector<std::vector<int32_t>> tensor_groups_;  // by segment, by sample group (split segments)
+  bool split_plan_ = false;                          // some layer has a tensor split
   std::vector<std::vector<int>> tied_group_;  // find_tied_groups
   // Piece indices by [micro-batch][consumer][input position], ascending samples.
   using PieceLists = std::vector<std::vector<std::vector<int32_t>>>;
@@ -434,7 +535,7 @@ class ProgramBuilder {
   // graph order; a consumer reading it twice appears twice. Built once, so emitting a
   // layer's sends and gradient receives does not search every consumer's inputs.
   std::vector<std::vector<std::pair<graph::LayerId, size_t>>> uses_;
-  std::vector<int32_t> closes_;  // by layer: the bucket its backward completes, or -1
+  std::vector<std::vector<int32_t>> closes_;  // by layer: the buckets its backward completes (one per part)
   std::vector<Bucket> pending_buckets_;
   uint32_t next_tag_ = 0;
 };

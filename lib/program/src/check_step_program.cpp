@@ -11,38 +11,56 @@
 namespace burst::program {
 namespace {
 
-// Every receiver's range of a (consumer, input) or (producer, use) is tiled exactly once.
+// Whether `pieces` tile `want` (samples x features) exactly once: each inside it, no two
+// overlapping, their areas adding up to its area.
+bool tiles_once(const cost::Block& want, const std::vector<cost::Block>& pieces) {
+  int64_t area = 0;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const cost::Block& a = pieces[i];
+    if (a.samples.begin < want.samples.begin || a.samples.end > want.samples.end ||
+        a.features.begin < want.features.begin || a.features.end > want.features.end) {
+      return false;
+    }
+    area += a.samples.size() * a.features.size();
+    for (size_t j = 0; j < i; ++j) {
+      const cost::Block& b = pieces[j];
+      if (a.samples.begin < b.samples.end && b.samples.begin < a.samples.end && a.features.begin < b.features.end &&
+          b.features.begin < a.features.end) {
+        return false;
+      }
+    }
+  }
+  return area == want.samples.size() * want.features.size();
+}
+
+// Every receiver's block of a (consumer, input) activation, or of a (producer, use)
+// gradient, is tiled exactly once (plan::input_blocks and plan::output_blocks).
 void check_coverage(const StepProgram& program, const graph::Graph& graph, const plan::Plan& plan) {
-  // (gradient, consumer, input, receiver, micro-batch) -> ranges received.
-  std::map<std::tuple<bool, graph::LayerId, int32_t, int, int32_t>, std::vector<cost::SampleRange>> received;
+  // (gradient, consumer, input, receiver, micro-batch) -> blocks received.
+  std::map<std::tuple<bool, graph::LayerId, int32_t, int, int32_t>, std::vector<cost::Block>> received;
   for (const Piece& piece : program.pieces) {
-    received[{piece.gradient, piece.consumer, piece.input, piece.receiver, piece.micro}].push_back(piece.samples);
+    received[{piece.gradient, piece.consumer, piece.input, piece.receiver, piece.micro}].push_back(
+        cost::Block{piece.receiver, piece.samples, piece.features});
   }
   int32_t micro = 0;
-  auto check_tiles = [&](bool gradient, graph::LayerId consumer, size_t k, const cost::Shard& shard) {
-    auto found = received.find({gradient, consumer, static_cast<int32_t>(k), shard.rank, micro});
-    std::vector<cost::SampleRange> ranges = found == received.end() ? std::vector<cost::SampleRange>{} : found->second;
-    std::sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.begin < b.begin; });
-    int64_t next = shard.samples.begin;
-    for (const cost::SampleRange& range : ranges) {
-      if (range.begin != next) break;
-      next = range.end;
-    }
-    if (next != shard.samples.end || ranges.empty()) {
-      throw UserError(fmt::format("step program: {} of layer '{}' input {} on rank {}: samples [{}, {}) of "
-                                  "micro-batch {} are not received exactly once",
-                                  gradient ? "gradient" : "activation", graph.layer(consumer).name, k, shard.rank,
-                                  shard.samples.begin, shard.samples.end, micro));
-    }
+  auto check_tiles = [&](bool gradient, graph::LayerId consumer, size_t k, const cost::Block& want) {
+    const auto found = received.find({gradient, consumer, static_cast<int32_t>(k), want.rank, micro});
+    if (found != received.end() && tiles_once(want, found->second)) return;
+    throw UserError(fmt::format("step program: {} of layer '{}' input {} on rank {}: samples [{}, {}) x features "
+                                "[{}, {}) of micro-batch {} are not received exactly once",
+                                gradient ? "gradient" : "activation", graph.layer(consumer).name, k, want.rank,
+                                want.samples.begin, want.samples.end, want.features.begin, want.features.end, micro));
   };
-  for (micro = 0; micro < program.micro_batches; ++micro) {
-    for (graph::LayerId consumer = 0; consumer < static_cast<graph::LayerId>(graph.size()); ++consumer) {
-      for (size_t k = 0; k < graph.inputs(consumer).size(); ++k) {
-        const graph::LayerId producer = graph.inputs(consumer)[k];
-        if (program.segment_of[static_cast<size_t>(producer)] == program.segment_of[static_cast<size_t>(consumer)]) continue;
-        for (const cost::Shard& shard : plan.layers[static_cast<size_t>(consumer)].shards) check_tiles(false, consumer, k, shard);
+  for (graph::LayerId consumer = 0; consumer < static_cast<graph::LayerId>(graph.size()); ++consumer) {
+    for (size_t k = 0; k < graph.inputs(consumer).size(); ++k) {
+      const graph::LayerId producer = graph.inputs(consumer)[k];
+      if (program.segment_of[static_cast<size_t>(producer)] == program.segment_of[static_cast<size_t>(consumer)]) continue;
+      const std::vector<cost::Block> inputs = plan::input_blocks(plan, graph, consumer, k);
+      const std::vector<cost::Block> outputs = plan::output_blocks(plan, graph, producer);
+      for (micro = 0; micro < program.micro_batches; ++micro) {
+        for (const cost::Block& want : inputs) check_tiles(false, consumer, k, want);
         if (!carries_gradient(graph, producer)) continue;
-        for (const cost::Shard& shard : plan.layers[static_cast<size_t>(producer)].shards) check_tiles(true, consumer, k, shard);
+        for (const cost::Block& want : outputs) check_tiles(true, consumer, k, want);
       }
     }
   }
@@ -157,6 +175,44 @@ void check_compute_and_buckets(const StepProgram& program, const graph::Graph& g
   }
 }
 
+// Every rank of a row or heads split runs its forward's tensor all-reduce once per
+// micro-batch, right after that forward, in a group of its own sample group's parts; a
+// column or heads split's backward likewise, when a gradient flows into its input.
+void check_tensor_allreduces(const StepProgram& program, const graph::Graph& graph) {
+  for (int rank = 0; rank < program.ranks; ++rank) {
+    const std::vector<Op>& ops = program.ops[static_cast<size_t>(rank)];
+    std::map<std::tuple<graph::LayerId, bool, int32_t>, int> runs;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      if (op.kind != OpKind::TensorAllReduce) continue;
+      const auto& group = program.groups[static_cast<size_t>(op.group)];
+      const OpKind compute = op.backward ? OpKind::Backward : OpKind::Forward;
+      if (!std::binary_search(group.begin(), group.end(), rank) || i == 0 || ops[i - 1].kind != compute ||
+          ops[i - 1].layer != op.layer || ops[i - 1].micro != op.micro) {
+        throw UserError(fmt::format("step program: rank {} runs the tensor all-reduce of layer '{}' outside its group "
+                                    "or not right after its {}",
+                                    rank, graph.layer(op.layer).name, op.backward ? "backward" : "forward"));
+      }
+      ++runs[{op.layer, op.backward, op.micro}];
+    }
+    for (const Op& op : ops) {
+      if (op.kind != OpKind::Forward && op.kind != OpKind::Backward) continue;
+      const cost::TensorSplit& split = program.splits[static_cast<size_t>(op.layer)];
+      const bool backward = op.kind == OpKind::Backward;
+      const bool expected =
+          split.splits() && (backward ? cost::sums_input_gradient(split.kind) &&
+                                            carries_gradient(graph, graph.inputs(op.layer).at(0))
+                                      : cost::sums_output(split.kind));
+      const auto found = runs.find({op.layer, backward, op.micro});
+      if ((found == runs.end() ? 0 : found->second) != (expected ? 1 : 0)) {
+        throw UserError(fmt::format("step program: rank {} runs the {} tensor all-reduce of layer '{}' {} times",
+                                    rank, backward ? "backward" : "forward", graph.layer(op.layer).name,
+                                    found == runs.end() ? 0 : found->second));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void check_step_program(const StepProgram& program, const graph::Graph& graph, const plan::Plan& plan) {
@@ -168,6 +224,7 @@ void check_step_program(const StepProgram& program, const graph::Graph& graph, c
   check_coverage(program, graph, plan);
   check_messages(program);
   check_compute_and_buckets(program, graph);
+  check_tensor_allreduces(program, graph);
 }
 
 }  // namespace burst::program

@@ -11,6 +11,7 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::SendActivation: return "SEND_F";
     case OpKind::Forward: return "F";
     case OpKind::SyncBatchNorm: return "SYNC_BN";
+    case OpKind::TensorAllReduce: return "TP_ALLREDUCE";
     case OpKind::RecvGradient: return "RECV_B";
     case OpKind::SendGradient: return "SEND_B";
     case OpKind::Backward: return "B";
@@ -26,6 +27,25 @@ const char* op_kind_name(OpKind kind) {
 namespace {
 
 std::string samples_text(const cost::SampleRange& range) { return fmt::format("[{}, {})", range.begin, range.end); }
+
+// A piece's features when they are not all of the producer's ("[0, 8) f[4, 8)").
+std::string features_text(const graph::Graph& graph, const Piece& piece) {
+  if (piece.features.begin == 0 && piece.features.end == cost::output_features(graph, piece.producer)) return "";
+  return fmt::format(" f[{}, {})", piece.features.begin, piece.features.end);
+}
+
+// " column 1/4": a split layer's kind and this rank's part.
+std::string part_text(const StepProgram& program, int32_t segment, graph::LayerId layer, int rank) {
+  const cost::TensorSplit& split = program.splits[static_cast<size_t>(layer)];
+  if (!split.splits()) return "";
+  const auto& shards = program.segments[static_cast<size_t>(segment)].shards;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    if (shards[i].rank == rank) {
+      return fmt::format(" {} {}/{}", cost::split_kind_name(split.kind), i % static_cast<size_t>(split.parts), split.parts);
+    }
+  }
+  return "";
+}
 
 const cost::SampleRange& shard_of(const StepProgram& program, int32_t segment, int rank) {
   for (const cost::Shard& shard : program.segments[static_cast<size_t>(segment)].shards) {
@@ -43,9 +63,9 @@ std::string piece_text(const StepProgram& program, const graph::Graph& graph, co
   const graph::LayerId own = (send != piece.gradient) ? piece.producer : piece.consumer;
   std::string kind = op_kind_name(op.kind);
   if (piece.local()) kind = piece.gradient ? "COPY_B" : "COPY_F";
-  std::string text = fmt::format("{}{}{}  {} -> {}.{} {}", program.segment_of[static_cast<size_t>(own)], kind,
+  std::string text = fmt::format("{}{}{}  {} -> {}.{} {}{}", program.segment_of[static_cast<size_t>(own)], kind,
                                  piece.micro, graph.layer(piece.producer).name, graph.layer(piece.consumer).name, piece.input,
-                                 samples_text(piece.samples));
+                                 samples_text(piece.samples), features_text(graph, piece));
   if (piece.local()) return text;
   return text + fmt::format(" {} r{}, tag {}, {} B", send ? "to" : "from", send ? piece.receiver : piece.sender,
                             piece.tag, piece.bytes);
@@ -55,8 +75,11 @@ std::string op_text(const StepProgram& program, const graph::Graph& graph, int r
   switch (op.kind) {
     case OpKind::Forward:
     case OpKind::Backward:
-      return fmt::format("{}{}{}  {} {}", op.segment, op_kind_name(op.kind), op.micro, graph.layer(op.layer).name,
-                         samples_text(shard_of(program, op.segment, rank)));
+      return fmt::format("{}{}{}  {} {}{}", op.segment, op_kind_name(op.kind), op.micro, graph.layer(op.layer).name,
+                         samples_text(shard_of(program, op.segment, rank)), part_text(program, op.segment, op.layer, rank));
+    case OpKind::TensorAllReduce:
+      return fmt::format("{}TP_ALLREDUCE_{}{}  {} ranks {}, {} B", op.segment, op.backward ? "B" : "F", op.micro,
+                         graph.layer(op.layer).name, program.groups[static_cast<size_t>(op.group)], op.bytes);
     case OpKind::SyncBatchNorm:
       return fmt::format("{}SYNC_BN_{}{}  {} ranks {}", program.segment_of[static_cast<size_t>(op.layer)],
                          op.backward ? "B" : "F", op.micro, graph.layer(op.layer).name,

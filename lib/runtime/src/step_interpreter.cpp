@@ -126,6 +126,9 @@ class StepInterpreter {
       case OpKind::SendActivation: return send_activation(op);
       case OpKind::Forward: return forward(op.layer, op.micro);
       case OpKind::SyncBatchNorm: return;  // made inside the layer's F or B (sync_batchnorm.h)
+      case OpKind::TensorAllReduce:  // plans with tensor splits are refused before the run
+        BURST_ASSERT(false, "the runtime does not run tensor splits yet");
+        return;
       case OpKind::RecvGradient: return receive_gradient(op);
       case OpKind::SendGradient: return send_gradient(op);
       case OpKind::Backward: return backward(op.segment, op.micro);

@@ -65,10 +65,13 @@ std::string chrome_trace_json(const SimResult& result, const graph::Graph& foreg
         break;
       case EventKind::Allreduce:
       case EventKind::BatchNormSync:
+      case EventKind::TensorAllReduce:
         if (event.rank < shown) {
           events.push_back(slice(event, event.rank, kCollective,
                                  fmt::format("{} {}", layer,
-                                             event.kind == EventKind::Allreduce ? "gradient all-reduce" : "BatchNorm statistics"),
+                                             event.kind == EventKind::Allreduce       ? "gradient all-reduce"
+                                             : event.kind == EventKind::BatchNormSync ? "BatchNorm statistics"
+                                                                                      : "tensor-parallel all-reduce"),
                                  {{"ranks", event.peer}, {"bytes", event.bytes}}));
         }
         break;

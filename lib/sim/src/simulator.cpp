@@ -18,6 +18,7 @@ const char* event_kind_name(EventKind kind) {
     case EventKind::Message: return "message";
     case EventKind::Allreduce: return "allreduce";
     case EventKind::BatchNormSync: return "batchnorm-sync";
+    case EventKind::TensorAllReduce: return "tensor-allreduce";
     case EventKind::Background: return "background";
   }
   return "?";
@@ -42,6 +43,7 @@ EventKind event_kind(plan::TaskWork work) {
     case plan::TaskWork::Message: return EventKind::Message;
     case plan::TaskWork::Allreduce: return EventKind::Allreduce;
     case plan::TaskWork::BatchNormSync: return EventKind::BatchNormSync;
+    case plan::TaskWork::TensorAllReduce: return EventKind::TensorAllReduce;
     case plan::TaskWork::StepEnd: break;
   }
   BURST_ASSERT(false, "a step's end has no event");

@@ -105,6 +105,12 @@ class AnalyticCostModel : public CostModel {
   std::string device() const override { return device_.kind; }
   std::optional<LayerEstimate> estimate(const graph::Graph& graph, graph::LayerId id,
                                         int64_t batch) const override;
+  // The part's work: FLOPs and parameters divided by the parts (tensor_split.h's
+  // part_params), the input whole for column and heads splits and sliced for row and
+  // features splits, the output sliced for column and features splits and whole otherwise.
+  // A k-th of a GEMM's columns keeps its rows, so a small split GEMM runs further below peak.
+  std::optional<LayerEstimate> estimate_tensor(const graph::Graph& graph, graph::LayerId id, int64_t batch,
+                                               const TensorSplit& split) const override;
   // Memory-bound: SGD reads every fp32 weight and its gradient and writes the weight back,
   // 12 bytes per parameter at the device's memory bandwidth.
   std::optional<Seconds> update(const graph::Graph& graph, graph::LayerId id) const override;
@@ -136,6 +142,11 @@ class LayeredCostModel : public CostModel {
     if (auto measured = primary_->update(graph, id)) return measured;
     return fallback_ ? fallback_->update(graph, id) : std::nullopt;
   }
+  // The primary's split time where it has one. Otherwise the fallback's, calibrated where the
+  // primary measured the whole layer at that batch: fallback split x primary whole /
+  // fallback whole, so a fit's error on the layer does not decide between split and whole.
+  std::optional<LayerEstimate> estimate_tensor(const graph::Graph& graph, graph::LayerId id, int64_t batch,
+                                               const TensorSplit& split) const override;
 
  private:
   std::unique_ptr<CostModel> primary_;

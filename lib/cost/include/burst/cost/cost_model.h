@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "burst/cost/tensor_split.h"
 #include "burst/graph/graph.h"
 #include "burst/util/units.h"
 
@@ -52,6 +53,20 @@ class CostModel {
     (void)batch;
     return std::nullopt;
   }
+
+  // Time of one part of layer `id` under a tensor split (tensor_split.h) at per-device batch
+  // `batch`: the part's own work (a k-way column split computes a k-th of the output
+  // features, reading the whole input). The collectives are not included. std::nullopt when
+  // this model has no such data. The default: estimate() for samples and replicate (each
+  // part runs the whole layer on its samples), nothing for the kinds that divide the work.
+  virtual std::optional<LayerEstimate> estimate_tensor(const graph::Graph& graph, graph::LayerId id, int64_t batch,
+                                                       const TensorSplit& split) const {
+    if (split.kind == SplitKind::Samples || split.kind == SplitKind::Replicate) return estimate(graph, id, batch);
+    return std::nullopt;
+  }
+  // estimate_tensor(), or a UserError naming the layer and the split when there is no data.
+  LayerEstimate require_tensor(const graph::Graph& graph, graph::LayerId id, int64_t batch,
+                               const TensorSplit& split) const;
 
   // Time of the optimizer's update of layer `id`'s parameters on one device, once per step
   // on every rank that holds the layer (burst train's default optimizer, SGD without

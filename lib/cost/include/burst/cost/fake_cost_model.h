@@ -4,6 +4,7 @@
 // backward separately. Layers not in the map have no estimate.
 #include <map>
 #include <string>
+#include <utility>
 
 #include "burst/cost/cost_model.h"
 
@@ -48,6 +49,21 @@ class FakeCostModel : public CostModel {
     return LayerEstimate{{found->second.forward.at(batch), found->second.backward.at(batch)},
                          CostSource::Measured};
   }
+  // Times stated for (layer name, parts) by with_tensor; for the kinds that do not divide
+  // weights (samples, replicate, features) without one, estimate().
+  std::optional<LayerEstimate> estimate_tensor(const graph::Graph& graph, graph::LayerId id, int64_t batch,
+                                               const TensorSplit& split) const override {
+    const bool stated = tensor_by_layer_name_.count({graph.layer(id).name, split.parts}) > 0;
+    if (!divides_weights(split.kind) && !stated) return estimate(graph, id, batch);
+    const auto found = tensor_by_layer_name_.find({graph.layer(id).name, split.parts});
+    if (found == tensor_by_layer_name_.end()) return std::nullopt;
+    return LayerEstimate{{found->second.forward.at(batch), found->second.backward.at(batch)}, CostSource::Measured};
+  }
+  // A part's time of layer `name` split `parts` ways (any divided kind).
+  FakeCostModel& with_tensor(const std::string& name, int32_t parts, FakeLayerCost cost) {
+    tensor_by_layer_name_[{name, parts}] = cost;
+    return *this;
+  }
   std::optional<Seconds> update(const graph::Graph& graph, graph::LayerId id) const override {
     const auto found = update_by_layer_name_.find(graph.layer(id).name);
     if (found == update_by_layer_name_.end()) return std::nullopt;
@@ -59,6 +75,7 @@ class FakeCostModel : public CostModel {
   std::map<std::string, FakeLayerCost> by_layer_name_;
   std::map<std::string, Seconds> update_by_layer_name_;
   std::map<std::string, FakeLayerCost> split_by_layer_name_;
+  std::map<std::pair<std::string, int32_t>, FakeLayerCost> tensor_by_layer_name_;
 };
 
 }  // namespace burst::cost

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "burst/cost/tensor_split.h"
 #include "burst/graph/graph.h"
 #include "burst/util/units.h"
 
@@ -35,8 +36,10 @@ struct LayerMemory {
 // there.
 Bytes saved_inside_per_sample(const graph::Graph& graph, graph::LayerId id);
 
+// Under a tensor split, one part's: its part_params, a sliced output's slice, and a heads
+// split's share of what attention keeps inside (each part's heads).
 LayerMemory layer_memory(const graph::Graph& graph, graph::LayerId id, int64_t batch,
-                         Optimizer optimizer = Optimizer::Sgd);
+                         Optimizer optimizer = Optimizer::Sgd, const TensorSplit& split = {});
 
 // The memory of this machine (for the "cpu" device kind): physical pages x page size.
 Bytes machine_memory();

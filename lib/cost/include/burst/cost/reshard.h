@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "burst/cost/tensor_split.h"
+
 namespace burst::cost {
 
 // Samples [begin, end) of the global batch.
@@ -54,5 +56,44 @@ struct Transfer {
 // every destination sample exactly once. Pieces are never merged or split further: one
 // transfer per overlapping (source shard, destination shard) pair.
 std::vector<Transfer> reshard_transfers(const std::vector<Shard>& src, const std::vector<Shard>& dst);
+
+// Re-sharding with tensor splits (tensor_split.h): an activation is a grid of samples x
+// features, and a rank holds (or needs) one block of it. Several ranks may hold equal
+// blocks (copies: a replicated layer, or a whole output after a row split's all-reduce).
+struct Block {
+  int rank = 0;
+  SampleRange samples;
+  FeatureRange features;
+};
+
+// One piece of a block re-shard: samples x features go from src_rank to dst_rank.
+struct BlockTransfer {
+  int src_rank = 0;
+  int dst_rank = 0;
+  SampleRange samples;
+  FeatureRange features;
+
+  bool local() const { return src_rank == dst_rank; }
+  bool operator==(const BlockTransfer& other) const {
+    return src_rank == other.src_rank && dst_rank == other.dst_rank && samples == other.samples &&
+           features == other.features;
+  }
+};
+
+// The pieces that give every destination block its elements, each exactly once.
+//
+// The distinct source blocks (equal blocks count once, whoever holds them) must tile
+// samples [0, B) x features [0, F) exactly once, non-empty, at most one block per rank;
+// destination blocks must be non-empty and inside that grid, and may repeat (every copy is
+// delivered). Otherwise throws UserError naming the side and the problem.
+//
+// For each destination block in the order given, for each distinct source block overlapping
+// it (ordered by samples, then features), one piece of the overlap from one holder: the
+// destination's own rank when it holds that block (a local piece), otherwise holder number
+// (destination rank mod holders) in the order the holders are given, so copies share the
+// sending and every rank derives the same pieces. Without copies and with whole features on
+// both sides, the pieces are reshard_transfers' (in destination order; within a destination
+// by first sample).
+std::vector<BlockTransfer> block_transfers(const std::vector<Block>& src, const std::vector<Block>& dst);
 
 }  // namespace burst::cost

@@ -106,6 +106,13 @@ struct EvaluateOptions {
 PlanEvaluation evaluate_plan(const Plan& plan, const PlanContext& context,
                              const EvaluateOptions& options = {});
 
+// Model FLOPs utilisation (MFU, as Megatron-LM reports it): the model's training FLOPs of
+// one iteration, 3 x the forward FLOPs of the global batch (a backward costs two forwards;
+// recomputation and the collectives count nothing), per second of `iteration`, over
+// `devices` x `peak_flops` (FLOP/s of one device). 0 for a non-positive time or peak.
+double model_flops_utilisation(const graph::Graph& graph, int64_t global_batch, Seconds iteration, int devices,
+                               double peak_flops);
+
 // The plan that puts every layer on rank 0 with the whole batch (the one-device baseline).
 Plan plan_single_device(const graph::Graph& graph, int devices, int64_t global_batch);
 

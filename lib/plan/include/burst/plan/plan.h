@@ -1,30 +1,43 @@
 #pragma once
 // Plans: for every layer of a model, the ordered ranks it runs on and each rank's contiguous
 // sample range of a micro-batch, and optionally a pipeline: the micro-batch count, the
-// schedule and the stages (format "burst.plan", version 2, which reads version 1 too;
-// docs/plan-format.md).
+// schedule and the stages, and per layer an optional tensor split (format "burst.plan",
+// version 3, which reads versions 1 and 2 too; docs/plan-format.md).
 //
 // What a plan stores is only the placements. Everything else is derived, never stored:
 // the activation transfers between connected layers (cost::reshard_transfers of the two
 // placements) and each layer's gradient sync group (its ranks).
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "burst/cluster/cluster.h"
 #include "burst/cost/reshard.h"
+#include "burst/cost/tensor_split.h"
 #include "burst/graph/graph.h"
 
 namespace burst::plan {
 
 inline constexpr const char* kPlanFormat = "burst.plan";
-inline constexpr int kPlanFormatVersion = 2;
+inline constexpr int kPlanFormatVersion = 3;
 inline constexpr int kOldestPlanFormatVersion = 1;
 
 // One layer's placement: shards in rank order of execution (uneven splits are legal).
+// With a tensor split of k parts (cost/tensor_split.h, docs/tensor-parallel.md) the shards
+// come in sample groups of k consecutive shards with equal samples; a shard's part is its
+// position in its group (shard index mod k), and the groups' ranges cover the batch once.
 struct LayerPlacement {
+  LayerPlacement() = default;
+  LayerPlacement(std::string layer_name, std::vector<cost::Shard> layer_shards, cost::TensorSplit layer_split = {})
+      : layer(std::move(layer_name)), shards(std::move(layer_shards)), split(layer_split) {}
+
   std::string layer;                // the layer's name, to match the plan to its model
-  std::vector<cost::Shard> shards;  // non-empty ranges covering [0, global_batch) once
+  std::vector<cost::Shard> shards;  // non-empty ranges covering [0, global_batch) once per part
+  cost::TensorSplit split;          // samples (k = 1) unless split beyond the batch
+
+  int32_t part_of(size_t shard) const { return static_cast<int32_t>(shard % static_cast<size_t>(split.parts)); }
+  size_t sample_groups() const { return shards.size() / static_cast<size_t>(split.parts); }
 };
 
 // The order a stage runs its micro-batches' forwards (F j) and backwards (B j) in
@@ -74,13 +87,51 @@ int64_t in_flight_micro_batches(Schedule schedule, int stages, int stage, int64_
 // micro-batch uncovered or covered twice; and its pipeline: micro-batches below 1 or not
 // dividing the batch, stage starts out of order or out of range, a stage boundary that
 // more than one layer's output crosses (inside a branch), ranks shared by two stages, and
-// BatchNorm (statistics of the whole batch) under more than one micro-batch.
+// BatchNorm (statistics of the whole batch) under more than one micro-batch; and its
+// tensor splits (validate_tensor_split).
 void validate_plan(const Plan& plan, const graph::Graph& graph, const cluster::Cluster& cluster);
 
 // The transfers that carry `producer`'s output to `consumer` (forward) — and, reversed,
-// the consumer's input gradient back (backward). Every rank derives the same list.
+// the consumer's input gradient back (backward). Every rank derives the same list. For
+// layers without tensor splits only (has_tensor_split); block_transfers covers both.
 std::vector<cost::Transfer> activation_transfers(const Plan& plan, graph::LayerId producer,
                                                  graph::LayerId consumer);
+
+// Checks layer `id`'s tensor split against its op and shapes; throws UserError naming the
+// layer: a kind its op cannot take (column and row: linear layers; heads: self_attention;
+// features: element-wise ops, since the others need whole features; replicate: any but
+// BatchNorm; none for tied weights), parts below 2 (or above 1 for samples), shards that
+// do not come in groups of `parts` with equal samples, and a split that does not divide
+// (output features, input features, heads or the last axis by parts).
+void validate_tensor_split(const LayerPlacement& placement, const graph::Graph& graph, graph::LayerId id);
+
+// Whether layer `id` holds tied weights: a linear tied to an embedding, or an embedding
+// with tied heads.
+bool has_tied_weights(const graph::Graph& graph, graph::LayerId id);
+
+// Whether any layer of the plan has a tensor split.
+bool has_tensor_split(const Plan& plan);
+// For what runs only sample splits (the runtime, for now): UserError naming the first layer
+// with a tensor split and what does take them.
+void refuse_tensor_splits(const Plan& plan, const std::string& runner);
+
+// The blocks (samples x features of the last axis, cost::Block) of `layer`'s output that
+// its shards hold after its forward, one per shard: a sliced output's part p holds slice p,
+// every other shard all features (copies, for replicated and summed outputs).
+std::vector<cost::Block> output_blocks(const Plan& plan, const graph::Graph& graph, graph::LayerId layer);
+// The blocks of `consumer`'s input `input` its shards read: slice p for row and features
+// splits, all features otherwise.
+std::vector<cost::Block> input_blocks(const Plan& plan, const graph::Graph& graph, graph::LayerId consumer,
+                                      size_t input);
+// Forward: the pieces of `producer`'s output that `consumer`'s input `input` reads
+// (block_transfers of the two). Backward: the pieces of that input's gradient that the
+// producer's shards need, from the consumer's shards (block_transfers the other way: every
+// copy of a replicated or summed output needs the whole gradient, which a column or heads
+// split holds whole after its backward's all-reduce).
+std::vector<cost::BlockTransfer> forward_blocks(const Plan& plan, const graph::Graph& graph, graph::LayerId producer,
+                                                graph::LayerId consumer, size_t input);
+std::vector<cost::BlockTransfer> backward_blocks(const Plan& plan, const graph::Graph& graph,
+                                                 graph::LayerId producer, graph::LayerId consumer, size_t input);
 
 // The ranks that hold `layer`'s weights, ascending: its own, and for an embedding those of
 // every linear layer tied to it (LinearAttrs::tied_to, GPT-2's LM head), which keep a copy

@@ -13,6 +13,8 @@
 //    copies, take no time);
 //  - SYNC_BN: a blocking Collective of 2 x channels float64 sums over the op's group after
 //    every member's latest compute; each member's next compute waits for it;
+//  - TP_ALLREDUCE: likewise, of the op's bytes over its tensor group (a split layer's
+//    compute task is the cost model's estimate_tensor of one part);
 //  - ALLREDUCE: an asynchronous Collective of the bucket's bytes over its group after every
 //    member's latest compute; compute goes on. A rank's collectives run in its program
 //    order: each one also waits for the rank's previous collective;
@@ -50,7 +52,7 @@ enum class TaskKind : uint8_t {
 };
 
 // What a task does, as timelines and traces name it.
-enum class TaskWork : uint8_t { Forward, Backward, Update, Message, Allreduce, BatchNormSync, StepEnd };
+enum class TaskWork : uint8_t { Forward, Backward, Update, Message, Allreduce, BatchNormSync, TensorAllReduce, StepEnd };
 
 struct Task {
   double duration_s = 0;

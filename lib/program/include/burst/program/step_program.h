@@ -10,12 +10,15 @@
 //    F                the layer's forward on this rank's samples
 //    SYNC_BN          a BatchNorm layer on several ranks with synchronised statistics: the
 //                     blocking all-reduce its forward makes (2 x channels float64 sums)
+//    TP_ALLREDUCE     a row or heads split (cost/tensor_split.h): the blocking all-reduce
+//                     of its output over its tensor group (the k parts of a sample group)
 //    SEND_F           the pieces of its output other ranks' consumers need (asynchronous)
 //  backward, segment by segment in reverse graph order:
 //    RECV_B / COPY_B  the gradients of every output of the segment that another segment
 //                     consumed, before the segment's backward starts (one autograd call)
 //    B                each layer's backward, in reverse graph order (SYNC_BN after a synced
-//                     BatchNorm's); ALLREDUCE after the layer that closes a gradient bucket
+//                     BatchNorm's; TP_ALLREDUCE of the input gradient after a column or heads
+//                     split's); ALLREDUCE after the layer that closes a gradient bucket
 //    SEND_B           the gradients of the segment's inputs for the producers' other ranks
 //  then WAIT_ALLREDUCE for each of its buckets, UPDATE (the optimizer step of its layers),
 //  REDUCE_LOSS (a world all-reduce of the loss sum, only in programs built with
@@ -28,9 +31,15 @@
 // bucket's ALLREDUCE comes in the last micro-batch's backward, so it still overlaps the
 // rest of that backward, and the step ends as above.
 //
-// Segments: a maximal run of consecutive layers (graph order) with the same placement. It
-// runs as one piece of autograd: its layers pass tensors to each other directly (no
-// messages, no detach), and its backward is one call.
+// Segments: a maximal run of consecutive layers (graph order) with the same placement (the
+// same shards; tensor splits of one segment share their parts) in which every layer reads
+// its inputs from the segment as they are (a sliced output feeds sliced inputs, a whole one
+// whole inputs). It runs as one piece of autograd: its layers pass tensors to each other
+// directly (no messages, no detach), and its backward is one call.
+// Tensor splits: pieces carry features (a slice of the producer's last axis), derived by
+// plan::forward_blocks and plan::backward_blocks; a split segment's weight gradients are
+// all-reduced among the ranks of the same part across its sample groups (one group per
+// part), so a rank's buckets are its part's.
 // Buckets: walking layers in backward order, each layer with a sync group adds its fp32
 // gradients to its group's open bucket; a bucket closes when it reaches
 // ProgramOptions::bucket_bytes (a group's first bucket: first_bucket_bytes) or with the
@@ -50,6 +59,8 @@ enum class OpKind : uint8_t {
   SendActivation,   // a piece of this rank's output to a consumer's rank (asynchronous)
   Forward,          // one layer's forward on this rank's samples
   SyncBatchNorm,    // the blocking statistics all-reduce of the preceding F or B (BatchNorm)
+  TensorAllReduce,  // the blocking all-reduce over a tensor group of the preceding F's output
+                    // (row, heads) or B's input gradient (column, heads)
   RecvGradient,     // a piece of an output's gradient from a consumer's rank (local: a copy)
   SendGradient,     // a piece of an input's gradient to the producer's rank (asynchronous)
   Backward,         // one layer's backward (a segment's B ops run as one autograd call)
@@ -77,7 +88,8 @@ struct Piece {
   int sender = 0;            // forward: the producer's rank; gradient: the consumer's
   int receiver = 0;
   cost::SampleRange samples;
-  int64_t bytes = 0;         // samples x the producer's output bytes per sample
+  cost::FeatureRange features;  // of the producer's last axis: all of it but for tensor splits
+  int64_t bytes = 0;         // samples x the producer's output bytes per sample x the share of features
   uint32_t tag = kNoTag;     // unique among messages; kNoTag for local pieces
 
   bool local() const { return sender == receiver; }
@@ -86,6 +98,7 @@ struct Piece {
 struct Segment {
   std::vector<graph::LayerId> layers;  // consecutive ids, ascending
   std::vector<cost::Shard> shards;     // the common placement
+  int32_t parts = 1;                   // its tensor splits' parts (shards in groups of them)
 };
 
 struct Bucket {
@@ -101,9 +114,10 @@ struct Op {
   int32_t segment = -1;       // F, B: the layer's segment
   int32_t piece = -1;         // messages: index into StepProgram::pieces
   int32_t bucket = -1;        // ALLREDUCE, WAIT_ALLREDUCE
-  int32_t group = -1;         // SYNC_BN, ALLREDUCE: index into StepProgram::groups
-  bool backward = false;      // SYNC_BN: of the backward
-  int32_t micro = 0;          // F, B, SYNC_BN, messages: the micro-batch
+  int32_t group = -1;         // SYNC_BN, TP_ALLREDUCE, ALLREDUCE: index into StepProgram::groups
+  bool backward = false;      // SYNC_BN, TP_ALLREDUCE: of the backward
+  int32_t micro = 0;          // F, B, SYNC_BN, TP_ALLREDUCE, messages: the micro-batch
+  int64_t bytes = 0;          // TP_ALLREDUCE: the fp32 sums (the group's samples x features)
 };
 
 struct ProgramOptions {
@@ -129,9 +143,10 @@ struct StepProgram {
   int64_t micro_batch = 0;    // samples in one: global_batch / micro_batches
   std::vector<Segment> segments;
   std::vector<int32_t> segment_of;          // by layer
+  std::vector<cost::TensorSplit> splits;    // by layer: the plan's
   std::vector<Piece> pieces;                // every piece, each once
   std::vector<Bucket> buckets;              // in closing order
-  // Every group any rank all-reduces in (gradient buckets, BatchNorm statistics), ascending
+  // Every group any rank all-reduces in (gradient buckets, BatchNorm statistics, tensor groups), ascending
   // ranks, distinct, sorted: the order every rank creates them in.
   std::vector<std::vector<int>> groups;
   std::vector<std::vector<Op>> ops;         // by rank

@@ -113,7 +113,7 @@ struct SimOptions {
 // The defaults for a run with a background job: 1 warm-up and 2 measured steps.
 SimOptions options_with_background(const BackgroundJob& job);
 
-enum class EventKind { Forward, Backward, Update, Message, Allreduce, BatchNormSync, Background };
+enum class EventKind { Forward, Backward, Update, Message, Allreduce, BatchNormSync, TensorAllReduce, Background };
 const char* event_kind_name(EventKind kind);
 
 // One interval on one device (seconds from the start of the simulation).

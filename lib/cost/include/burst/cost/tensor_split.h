@@ -1,0 +1,78 @@
+#pragma once
+// Tensor splits: how the ranks of one sample group share a layer beyond its samples
+// (docs/tensor-parallel.md). A layer placed with `parts` = k runs on d sample groups of k
+// ranks each; every rank of a group holds the group's samples, and part p (its position in
+// the group) holds the p-th of k equal slices of what the split divides:
+//
+//   kind       ops              weights of part p         input      output
+//   samples    any              all (k = 1)               whole      whole
+//   replicate  any but BN       all, a copy               whole      whole (a copy)
+//   column     linear           output features slice p   whole      features slice p
+//   row        linear           input features slice p    slice p    whole, summed over parts
+//   heads      self_attention   heads slice p             whole      whole, summed over parts
+//   features   element-wise     none                      slice p    features slice p
+//
+// "Features" are the last axis of an activation ([T, D]: D). "Summed over parts": the
+// layer's forward ends with an all-reduce over its group (Megatron's "reduce from region");
+// a column or heads split's input gradient is a partial sum too, and its backward ends with
+// the all-reduce of it ("copy to region"). A column split followed by a row split of the
+// same group, with element-wise layers between them kept as features splits, exchanges
+// nothing: that pairing is derived, not declared (plan::activation_transfers finds the
+// pieces local). No libtorch.
+#include <cstdint>
+#include <string>
+
+#include "burst/graph/graph.h"
+
+namespace burst::cost {
+
+enum class SplitKind : uint8_t { Samples, Replicate, Column, Row, Heads, Features };
+inline constexpr int kSplitKindCount = 6;
+const char* split_kind_name(SplitKind kind);  // "samples", "replicate", "column", ...
+// UserError naming the known kinds for any other name.
+SplitKind split_kind_from_name(const std::string& name);
+
+struct TensorSplit {
+  SplitKind kind = SplitKind::Samples;
+  int32_t parts = 1;  // ranks per sample group; 1 for samples
+
+  bool splits() const { return parts > 1; }
+  bool operator==(const TensorSplit& other) const { return kind == other.kind && parts == other.parts; }
+  bool operator!=(const TensorSplit& other) const { return !(*this == other); }
+};
+
+// Whether part p's input is features slice p (row, features), rather than whole.
+bool input_sliced(SplitKind kind);
+// Whether part p's output is features slice p (column, features), rather than whole.
+bool output_sliced(SplitKind kind);
+// Whether the forward ends with an all-reduce of the output over the group (row, heads).
+bool sums_output(SplitKind kind);
+// Whether the backward ends with an all-reduce of the input gradient (column, heads).
+bool sums_input_gradient(SplitKind kind);
+// Whether the parts hold different weights (column, row, heads): their gradients are
+// all-reduced over the sample groups only, among the ranks of the same part.
+bool divides_weights(SplitKind kind);
+
+// Features [begin, end) of slice `part` of `parts` of `features` (parts divides features).
+struct FeatureRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+
+  int64_t size() const { return end - begin; }
+  bool operator==(const FeatureRange& other) const { return begin == other.begin && end == other.end; }
+  bool operator!=(const FeatureRange& other) const { return !(*this == other); }
+};
+FeatureRange feature_slice(int64_t features, int32_t part, int32_t parts);
+
+// Whether `op` works element by element on inputs of its output's shape (relu, gelu,
+// dropout, add, mul, ...): the ops a features split may keep sliced.
+bool element_wise(graph::OpKind op);
+
+// The features of `layer`'s output: its last axis (1 for a scalar per sample).
+int64_t output_features(const graph::Graph& graph, graph::LayerId layer);
+// Parameters one part of `layer` holds under `split`: a column split divides weight and
+// bias, a row split the weight (each part keeps the bias), a heads split the Q/K/V
+// projection and the output projection's weight (each keeps its bias); all otherwise.
+int64_t part_params(const graph::Graph& graph, graph::LayerId layer, const TensorSplit& split);
+
+}  // namespace burst::cost

@@ -1,0 +1,86 @@
+#include "burst/cost/tensor_split.h"
+
+#include <variant>
+
+#include <fmt/format.h>
+
+#include "burst/util/error.h"
+
+namespace burst::cost {
+
+const char* split_kind_name(SplitKind kind) {
+  switch (kind) {
+    case SplitKind::Samples: return "samples";
+    case SplitKind::Replicate: return "replicate";
+    case SplitKind::Column: return "column";
+    case SplitKind::Row: return "row";
+    case SplitKind::Heads: return "heads";
+    case SplitKind::Features: return "features";
+  }
+  return "?";
+}
+
+SplitKind split_kind_from_name(const std::string& name) {
+  for (int i = 0; i < kSplitKindCount; ++i) {
+    const auto kind = static_cast<SplitKind>(i);
+    if (name == split_kind_name(kind)) return kind;
+  }
+  throw UserError(fmt::format(
+      "unknown tensor split '{}' (known: samples, replicate, column, row, heads, features)", name));
+}
+
+bool input_sliced(SplitKind kind) { return kind == SplitKind::Row || kind == SplitKind::Features; }
+bool output_sliced(SplitKind kind) { return kind == SplitKind::Column || kind == SplitKind::Features; }
+bool sums_output(SplitKind kind) { return kind == SplitKind::Row || kind == SplitKind::Heads; }
+bool sums_input_gradient(SplitKind kind) { return kind == SplitKind::Column || kind == SplitKind::Heads; }
+bool divides_weights(SplitKind kind) {
+  return kind == SplitKind::Column || kind == SplitKind::Row || kind == SplitKind::Heads;
+}
+
+FeatureRange feature_slice(int64_t features, int32_t part, int32_t parts) {
+  BURST_ASSERT(parts >= 1 && part >= 0 && part < parts && features % parts == 0, "feature_slice out of range");
+  const int64_t width = features / parts;
+  return FeatureRange{part * width, (part + 1) * width};
+}
+
+bool element_wise(graph::OpKind op) {
+  using graph::OpKind;
+  switch (op) {
+    case OpKind::Relu:
+    case OpKind::Gelu:
+    case OpKind::Dropout:
+    case OpKind::Add:
+    case OpKind::Mul:
+    case OpKind::Hardtanh:
+    case OpKind::Sigmoid:
+    case OpKind::Silu:
+    case OpKind::Hardswish:
+    case OpKind::Hardsigmoid: return true;
+    default: return false;
+  }
+}
+
+int64_t output_features(const graph::Graph& graph, graph::LayerId layer) {
+  const graph::Shape& shape = graph.info(layer).output_shape;
+  return shape.empty() ? 1 : shape.back();
+}
+
+int64_t part_params(const graph::Graph& graph, graph::LayerId layer, const TensorSplit& split) {
+  const int64_t params = graph.info(layer).params;
+  const int64_t k = split.parts;
+  switch (split.kind) {
+    case SplitKind::Column: return params / k;
+    case SplitKind::Row: {
+      const int64_t out = output_features(graph, layer);
+      const int64_t bias = std::get<graph::LinearAttrs>(graph.layer(layer).attrs).bias ? out : 0;
+      return (params - bias) / k + bias;
+    }
+    case SplitKind::Heads: {
+      const int64_t width = output_features(graph, layer);  // D; the output projection's bias
+      return (params - width) / k + width;
+    }
+    default: return params;
+  }
+}
+
+}  // namespace burst::cost

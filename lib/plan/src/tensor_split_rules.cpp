@@ -1,0 +1,162 @@
+// Tensor splits in plans: which ops take which split, and the blocks of each layer's input
+// and output that its shards hold (plan.h; cost/tensor_split.h for the kinds).
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "burst/plan/plan.h"
+#include "burst/util/error.h"
+
+namespace burst::plan {
+using cost::output_features;
+
+bool has_tied_weights(const graph::Graph& graph, graph::LayerId id) {
+  const graph::LayerSpec& layer = graph.layer(id);
+  if (layer.op() == graph::OpKind::Linear && !std::get<graph::LinearAttrs>(layer.attrs).tied_to.empty()) return true;
+  return !graph.tied_heads(id).empty();
+}
+
+namespace {
+
+using cost::SplitKind;
+using graph::OpKind;
+
+
+int64_t input_features(const graph::Graph& graph, graph::LayerId id) {
+  return output_features(graph, graph.inputs(id).at(0));
+}
+
+// What `split` divides in layer `id` (output features, input features, heads or the last
+// axis) and how many there are of it; 0 for kinds that divide nothing (replicate).
+std::pair<const char*, int64_t> divided(const graph::Graph& graph, graph::LayerId id, SplitKind kind) {
+  switch (kind) {
+    case SplitKind::Column: return {"output features", output_features(graph, id)};
+    case SplitKind::Row: return {"input features", input_features(graph, id)};
+    case SplitKind::Heads: return {"heads", std::get<graph::SelfAttentionAttrs>(graph.layer(id).attrs).heads};
+    case SplitKind::Features: return {"features", output_features(graph, id)};
+    default: return {"", 0};
+  }
+}
+
+// Why layer `id`'s op cannot take `kind`, or "" when it can.
+std::string refusal(const graph::Graph& graph, graph::LayerId id, SplitKind kind) {
+  const OpKind op = graph.layer(id).op();
+  const std::string name = graph::op_name(op);
+  if (kind == SplitKind::Samples) return "";
+  if (has_tied_weights(graph, id)) return "its weight is tied to another layer's, and tied weights take no tensor split";
+  switch (kind) {
+    case SplitKind::Column:
+    case SplitKind::Row:
+      return op == OpKind::Linear ? "" : fmt::format("a {} split is for linear layers, not {}", cost::split_kind_name(kind), name);
+    case SplitKind::Heads:
+      return op == OpKind::SelfAttention ? "" : fmt::format("a heads split is for self_attention, not {}", name);
+    case SplitKind::Features: {
+      if (!cost::element_wise(op)) {
+        return fmt::format("a features split keeps its input's feature slices, but {} needs whole features "
+                           "(place it as samples or replicate: the re-shard to whole features is then derived)",
+                           name);
+      }
+      const graph::Shape& shape = graph.info(id).output_shape;
+      for (const graph::LayerId producer : graph.inputs(id)) {
+        if (graph.info(producer).output_shape != shape) {
+          return fmt::format("a features split needs inputs of its output's shape {}, but '{}' gives {}",
+                             graph::shape_to_string(shape), graph.layer(producer).name,
+                             graph::shape_to_string(graph.info(producer).output_shape));
+        }
+      }
+      return "";
+    }
+    case SplitKind::Replicate:
+      return op == OpKind::BatchNorm2d ? "BatchNorm's statistics cannot be replicated across a tensor group" : "";
+    case SplitKind::Samples: return "";
+  }
+  return "";
+}
+
+}  // namespace
+
+void validate_tensor_split(const LayerPlacement& placement, const graph::Graph& graph, graph::LayerId id) {
+  const cost::TensorSplit& split = placement.split;
+  const std::string where =
+      fmt::format("plan layer '{}' ({})", placement.layer, graph::op_name(graph.layer(id).op()));
+  const char* kind = cost::split_kind_name(split.kind);
+  if (split.kind == SplitKind::Samples ? split.parts != 1 : split.parts < 2) {
+    throw UserError(fmt::format("{}: a {} split takes {}, got {} parts", where, kind,
+                                split.kind == SplitKind::Samples ? "1 part" : "2 parts or more", split.parts));
+  }
+  if (const std::string why = refusal(graph, id, split.kind); !why.empty()) {
+    throw UserError(fmt::format("{}: cannot take a {} split: {}", where, kind, why));
+  }
+  const auto [what, count] = divided(graph, id, split.kind);
+  if (count > 0 && count % split.parts != 0) {
+    throw UserError(fmt::format("{}: a {}-way {} split does not divide its {} {}", where, split.parts, kind, count, what));
+  }
+  const auto parts = static_cast<size_t>(split.parts);
+  if (placement.shards.size() % parts != 0) {
+    throw UserError(fmt::format("{}: {} shards do not make sample groups of {} parts", where, placement.shards.size(),
+                                split.parts));
+  }
+  for (size_t i = 0; i < placement.shards.size(); ++i) {
+    const cost::SampleRange& first = placement.shards[i - i % parts].samples;
+    if (placement.shards[i].samples != first) {
+      throw UserError(fmt::format("{}: rank {} (part {}) holds samples [{}, {}), but its group's part 0 holds [{}, {})",
+                                  where, placement.shards[i].rank, i % parts, placement.shards[i].samples.begin,
+                                  placement.shards[i].samples.end, first.begin, first.end));
+    }
+  }
+}
+
+bool has_tensor_split(const Plan& plan) {
+  return std::any_of(plan.layers.begin(), plan.layers.end(),
+                     [](const LayerPlacement& placement) { return placement.split.splits(); });
+}
+
+void refuse_tensor_splits(const Plan& plan, const std::string& runner) {
+  for (const LayerPlacement& placement : plan.layers) {
+    if (!placement.split.splits()) continue;
+    throw UserError(fmt::format("plan layer '{}' has a {}-way {} split: {} does not run tensor splits yet "
+                                "(burst plan, sim and program take them)",
+                                placement.layer, placement.split.parts, cost::split_kind_name(placement.split.kind),
+                                runner));
+  }
+}
+
+namespace {
+
+std::vector<cost::Block> blocks(const LayerPlacement& placement, int64_t features, bool sliced) {
+  std::vector<cost::Block> out;
+  out.reserve(placement.shards.size());
+  for (size_t i = 0; i < placement.shards.size(); ++i) {
+    const cost::Shard& shard = placement.shards[i];
+    const cost::FeatureRange range = sliced ? cost::feature_slice(features, placement.part_of(i), placement.split.parts)
+                                            : cost::FeatureRange{0, features};
+    out.push_back(cost::Block{shard.rank, shard.samples, range});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<cost::Block> output_blocks(const Plan& plan, const graph::Graph& graph, graph::LayerId layer) {
+  const LayerPlacement& placement = plan.layers.at(static_cast<size_t>(layer));
+  return blocks(placement, output_features(graph, layer), cost::output_sliced(placement.split.kind));
+}
+
+std::vector<cost::Block> input_blocks(const Plan& plan, const graph::Graph& graph, graph::LayerId consumer,
+                                      size_t input) {
+  const LayerPlacement& placement = plan.layers.at(static_cast<size_t>(consumer));
+  const graph::LayerId producer = graph.inputs(consumer).at(input);
+  return blocks(placement, output_features(graph, producer), cost::input_sliced(placement.split.kind));
+}
+
+std::vector<cost::BlockTransfer> forward_blocks(const Plan& plan, const graph::Graph& graph, graph::LayerId producer,
+                                                graph::LayerId consumer, size_t input) {
+  return cost::block_transfers(output_blocks(plan, graph, producer), input_blocks(plan, graph, consumer, input));
+}
+
+std::vector<cost::BlockTransfer> backward_blocks(const Plan& plan, const graph::Graph& graph,
+                                                 graph::LayerId producer, graph::LayerId consumer, size_t input) {
+  return cost::block_transfers(input_blocks(plan, graph, consumer, input), output_blocks(plan, graph, producer));
+}
+
+}  // namespace burst::plan
