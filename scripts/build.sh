@@ -8,9 +8,13 @@ cd "$(dirname "$0")/.."
 flavour="${1:-release}"
 case "$flavour" in
   release) flags=(-DCMAKE_BUILD_TYPE=Release) ;;
-  sanitize) flags=(-DCMAKE_BUILD_TYPE=Debug -DBURST_SANITIZE=ON -DBURST_WITH_TORCH=OFF) ;;
+  # -g1: line tables only, enough for the sanitizers' stack traces, and quicker to build.
+  sanitize) flags=(-DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DBURST_SANITIZE=ON -DBURST_WITH_TORCH=OFF) ;;
   *) echo "usage: scripts/build.sh [release|sanitize]" >&2; exit 2 ;;
 esac
 
-cmake -S . -B "build/$flavour" -G Ninja "${flags[@]}" >/dev/null
+# Unity builds (CMake compiles a target's sources a few at a time as one file) parse the
+# heavy headers (libtorch, nlohmann/json, CLI11) once per batch rather than once per file:
+# a cold build takes about half as long. Plain `cmake` without it builds file by file.
+cmake -S . -B "build/$flavour" -G Ninja -DCMAKE_UNITY_BUILD=ON "${flags[@]}" >/dev/null
 ninja -C "build/$flavour" --quiet

@@ -14,7 +14,6 @@
 namespace burst::cost {
 namespace {
 
-constexpr double kFloatBytes = 4;
 
 // Geometric grid of `count` values from `low` to `high`.
 std::vector<double> geometric_grid(double low, double high, int count) {

@@ -8,7 +8,6 @@
 
 namespace burst::cost {
 
-constexpr double kFloatBytes = 4;  // fp32 training
 
 Optimizer parse_optimizer(const std::string& name) {
   if (name == "sgd") return Optimizer::Sgd;

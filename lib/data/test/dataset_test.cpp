@@ -122,7 +122,9 @@ TEST(SyntheticTokens, AreWalksWithTheirNextTokensAsLabels) {
       EXPECT_EQ(static_cast<float>(id), ids[t]);  // whole numbers
       const int64_t step = (next[t] - id + 7) % 7;  // each step is +1 or +2 mod vocab
       EXPECT_TRUE(step == 1 || step == 2) << "sample " << sample << " token " << t;
-      if (t + 1 < 5) EXPECT_EQ(next[t], static_cast<int64_t>(ids[t + 1]));  // the label is the next id
+      if (t + 1 < 5) {
+        EXPECT_EQ(next[t], static_cast<int64_t>(ids[t + 1]));  // the label is the next id
+      }
     }
   }
   // Gathering two samples copies 5 labels each, in batch order.

@@ -386,7 +386,7 @@ TEST(OnnxImport, ExternalDataIsReadBesideTheModelAndAMissingFileIsRefused) {
   auto* gemm = m.node("Gemm", {"input", "fc.weight"}, {"output"});
   set_int(gemm, "transB", 1);
   m.output("output");
-  const std::string dir = testing::TempDir();
+  const std::string dir = ::testing::TempDir();
   std::remove((dir + "/weights.bin").c_str());
   expect_refused(m.bytes(), "external data file '" + dir + "/weights.bin' cannot be opened", dir);
   {

@@ -42,16 +42,16 @@ TEST(DetectIdentity, NothingSetIsAPlainProcess) {
 }
 
 TEST(DetectIdentity, ReadsTorchrunVariables) {
-  EXPECT_EQ(detect(kTorchrun), (WorkerIdentity{3, 8, 1, "node0", 1234, "torchrun"}));
+  EXPECT_EQ(detect(kTorchrun), (WorkerIdentity{3, 8, 1, "node0", 1234, "torchrun", ""}));
 }
 
 TEST(DetectIdentity, ReadsSlurmVariables) {
   const Variables slurm = {{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "6"}, {"SLURM_LOCALID", "2"},
                            {"MASTER_ADDR", "gpu17"}};
-  EXPECT_EQ(detect(slurm), (WorkerIdentity{5, 6, 2, "gpu17", kDefaultMasterPort, "slurm"}));
+  EXPECT_EQ(detect(slurm), (WorkerIdentity{5, 6, 2, "gpu17", kDefaultMasterPort, "slurm", ""}));
   // One node: loopback reaches rank 0, so MASTER_ADDR may be left out.
   EXPECT_EQ(detect(with(without(slurm, "MASTER_ADDR"), "SLURM_NNODES", "1")),
-            (WorkerIdentity{5, 6, 2, kLoopbackAddress, kDefaultMasterPort, "slurm"}));
+            (WorkerIdentity{5, 6, 2, kLoopbackAddress, kDefaultMasterPort, "slurm", ""}));
 }
 
 TEST(DetectIdentity, ReadsOpenMpiVariables) {
@@ -60,7 +60,7 @@ TEST(DetectIdentity, ReadsOpenMpiVariables) {
                          {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
                          {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
                          {"MASTER_PORT", "4000"}};
-  EXPECT_EQ(detect(mpi), (WorkerIdentity{1, 2, 1, kLoopbackAddress, 4000, "openmpi"}));
+  EXPECT_EQ(detect(mpi), (WorkerIdentity{1, 2, 1, kLoopbackAddress, 4000, "openmpi", ""}));
 }
 
 TEST(DetectIdentity, TorchrunWinsOverSlurmAndSlurmOverOpenMpi) {
@@ -78,10 +78,10 @@ TEST(DetectIdentity, TorchrunWinsOverSlurmAndSlurmOverOpenMpi) {
 TEST(DetectIdentity, DefaultsLocalRankAndRendezvousForOneMachine) {
   // A single process: loopback and the default port.
   EXPECT_EQ(detect({{"RANK", "0"}, {"WORLD_SIZE", "1"}}),
-            (WorkerIdentity{0, 1, 0, kLoopbackAddress, kDefaultMasterPort, "torchrun"}));
+            (WorkerIdentity{0, 1, 0, kLoopbackAddress, kDefaultMasterPort, "torchrun", ""}));
   // LOCAL_WORLD_SIZE == WORLD_SIZE: all ranks here; LOCAL_RANK defaults to RANK.
   EXPECT_EQ(detect({{"RANK", "2"}, {"WORLD_SIZE", "4"}, {"LOCAL_WORLD_SIZE", "4"}}),
-            (WorkerIdentity{2, 4, 2, kLoopbackAddress, kDefaultMasterPort, "torchrun"}));
+            (WorkerIdentity{2, 4, 2, kLoopbackAddress, kDefaultMasterPort, "torchrun", ""}));
 }
 
 TEST(DetectIdentity, RefusesAMissingMasterAddrWhenRanksMaySpanMachines) {

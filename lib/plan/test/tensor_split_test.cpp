@@ -15,7 +15,7 @@ namespace {
 using cost::SplitKind;
 using testing::place_split;
 
-const char* kTinyGpt2 = "gpt2:layers=1,width=64,heads=4,seq=16,vocab=64";
+const char* kFourHeadGpt2 = "gpt2:layers=1,width=64,heads=4,seq=16,vocab=64";
 const std::string kBlock = "transformer.h.0.";
 
 std::string refusal(const Plan& plan, const graph::Graph& graph) {
@@ -29,7 +29,7 @@ std::string refusal(const Plan& plan, const graph::Graph& graph) {
 
 TEST(TensorSplit, RefusesASplitThatDoesNotDivideNamingTheLayer) {
   // 3-way heads on 4 heads.
-  const graph::Graph graph = graph::build_zoo_model(kTinyGpt2);
+  const graph::Graph graph = graph::build_zoo_model(kFourHeadGpt2);
   Plan plan = plan_data_parallel(graph, 3, 6);
   place_split(plan, kBlock + "attn", SplitKind::Heads, {0, 1, 2}, 3);
   EXPECT_EQ(refusal(plan, graph),
@@ -55,7 +55,7 @@ TEST(TensorSplit, RefusesALayerThatNeedsWholeFeaturesKeepingASplit) {
 }
 
 TEST(TensorSplit, RefusesASplitItsOpCannotTake) {
-  const graph::Graph graph = graph::build_zoo_model(kTinyGpt2);
+  const graph::Graph graph = graph::build_zoo_model(kFourHeadGpt2);
   Plan plan = plan_data_parallel(graph, 2, 4);
   place_split(plan, kBlock + "ln_1", SplitKind::Column, {0, 1}, 2);
   EXPECT_EQ(refusal(plan, graph), "plan layer 'transformer.h.0.ln_1' (layernorm): cannot take a column split: a "
@@ -71,7 +71,7 @@ TEST(TensorSplit, RefusesASplitItsOpCannotTake) {
 }
 
 TEST(TensorSplit, RefusesPartsOfOneGroupWithDifferentSamples) {
-  const graph::Graph graph = graph::build_zoo_model(kTinyGpt2);
+  const graph::Graph graph = graph::build_zoo_model(kFourHeadGpt2);
   Plan plan = plan_data_parallel(graph, 2, 4);
   place_split(plan, kBlock + "mlp.c_fc", SplitKind::Column, {0, 1}, 2);
   plan.layers[static_cast<size_t>(*graph.find(kBlock + "mlp.c_fc"))].shards[1].samples = {0, 2};
@@ -80,7 +80,7 @@ TEST(TensorSplit, RefusesPartsOfOneGroupWithDifferentSamples) {
 }
 
 TEST(TensorSplit, PlanFilesKeepTheSplitAndVersion2FilesReadAsSampleSplits) {
-  const graph::Graph graph = graph::build_zoo_model(kTinyGpt2);
+  const graph::Graph graph = graph::build_zoo_model(kFourHeadGpt2);
   Plan plan = plan_data_parallel(graph, 4, 8);
   place_split(plan, kBlock + "mlp.c_fc", SplitKind::Column, {0, 1, 2, 3}, 2);
   const std::string text = plan_to_json_text(plan);
@@ -104,7 +104,7 @@ TEST(TensorSplit, PlanFilesKeepTheSplitAndVersion2FilesReadAsSampleSplits) {
 TEST(TensorSplit, MemoryCountsEachPartsShare) {
   // c_fc: 64 -> 256 with bias, 16640 parameters; a 4-way column split holds 4160 on each
   // part, and a quarter of its output: 16 x 64 floats a sample.
-  const graph::Graph graph = graph::build_zoo_model(kTinyGpt2);
+  const graph::Graph graph = graph::build_zoo_model(kFourHeadGpt2);
   const auto id = *graph.find(kBlock + "mlp.c_fc");
   const cost::LayerMemory whole = cost::layer_memory(graph, id, 2, cost::Optimizer::Sgd);
   const cost::LayerMemory part = cost::layer_memory(graph, id, 2, cost::Optimizer::Sgd, {SplitKind::Column, 4});

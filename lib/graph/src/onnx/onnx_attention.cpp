@@ -20,7 +20,6 @@ namespace {
 
 using TracePtr = std::shared_ptr<const Trace>;
 
-SymbolicInt fixed(int64_t value) { return SymbolicInt{0, value}; }
 const SymbolicInt kBatch{1, 0};
 
 // The element count of a shape whose batch-dependent dims are one k * batch at most.

@@ -24,7 +24,6 @@
 namespace burst::graph::onnx_import {
 namespace {
 
-SymbolicInt fixed(int64_t value) { return SymbolicInt{0, value}; }
 
 // Walks a trace from its end, refusing at the first step that differs from the pattern.
 class AttentionMatch {

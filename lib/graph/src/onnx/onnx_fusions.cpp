@@ -16,7 +16,6 @@
 namespace burst::graph::onnx_import {
 namespace {
 
-bool near(double a, double b) { return std::abs(a - b) <= 1e-6 * std::max(1.0, std::abs(b)); }
 
 // The name of a fused pattern's layer: its first node's name without the node's own part
 // ("/encoder/layers/encoder_layer_0/mlp/mlp.1/Div" -> ".../mlp/mlp.1").

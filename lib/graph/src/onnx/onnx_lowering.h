@@ -1,6 +1,8 @@
 #pragma once
 // Internal: turns the nodes of a checked, topologically ordered ONNX graph into burst
 // layers, one handler per ONNX op type (onnx_ops.cpp), with their initial weights.
+#include <algorithm>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <memory>
@@ -24,6 +26,10 @@ struct SymbolicInt {
   int64_t constant = 0;
   bool operator==(const SymbolicInt& other) const { return batch == other.batch && constant == other.constant; }
 };
+// A size that does not depend on the batch.
+inline SymbolicInt fixed(int64_t value) { return SymbolicInt{0, value}; }
+// Whether an attribute or constant `a` is `b` up to float32 rounding (1e-6 relative).
+inline bool near(double a, double b) { return std::abs(a - b) <= 1e-6 * std::max(1.0, std::abs(b)); }
 
 // For messages: "4", "batch", "12*batch", "2*batch+1"; a shape "[5, batch, 768]".
 std::string symbolic_text(const SymbolicInt& value);

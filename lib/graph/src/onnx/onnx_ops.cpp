@@ -67,7 +67,6 @@ PoolAttrs window_attrs(const onnx::NodeProto& node) {
   return attrs;
 }
 
-bool near(double a, double b) { return std::abs(a - b) <= 1e-6 * std::max(1.0, std::abs(b)); }
 
 }  // namespace
 

@@ -15,7 +15,7 @@ namespace burst::graph::zoo {
 namespace {
 
 constexpr double kDropout = 0.1;  // GPT-2's embd_pdrop = attn_pdrop = resid_pdrop
-constexpr double kLayerNormEps = 1e-5;
+constexpr double kGpt2LayerNormEps = 1e-5;
 
 // Sizes from the options.
 struct Gpt2Config {
@@ -31,11 +31,11 @@ struct Gpt2Config {
 // D -> 4D -> D with tanh-approximated GELU.
 std::string block(GraphBuilder& b, const std::string& p, const std::string& x,
                   const Gpt2Config& c) {
-  std::string y = b.layernorm(p + ".ln_1", x, kLayerNormEps);
+  std::string y = b.layernorm(p + ".ln_1", x, kGpt2LayerNormEps);
   y = b.self_attention(p + ".attn", y, c.heads, /*causal=*/true, kDropout);
   y = b.dropout(p + ".attn.resid_dropout", y, kDropout);
   const std::string mid = b.add_(p + ".add_1", {y, x});
-  y = b.layernorm(p + ".ln_2", mid, kLayerNormEps);
+  y = b.layernorm(p + ".ln_2", mid, kGpt2LayerNormEps);
   y = b.linear(p + ".mlp.c_fc", y, 4 * c.width);
   y = b.gelu(p + ".mlp.act", y, "tanh");
   y = b.linear(p + ".mlp.c_proj", y, c.width);
@@ -61,7 +61,7 @@ Graph build_gpt2(const std::string& model, const Gpt2Config& c) {
   for (int64_t i = 0; i < c.layers; ++i) {
     x = block(b, fmt::format("transformer.h.{}", i), x, c);
   }
-  x = b.layernorm("transformer.ln_f", x, kLayerNormEps);
+  x = b.layernorm("transformer.ln_f", x, kGpt2LayerNormEps);
   // [T, D] -> [T, vocab] logits through the transposed token embedding.
   x = b.linear("lm_head", x, c.vocab, /*bias=*/false, /*tied_to=*/"transformer.wte");
   b.cross_entropy("loss", x);

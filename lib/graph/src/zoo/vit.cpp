@@ -14,7 +14,7 @@
 namespace burst::graph::zoo {
 namespace {
 
-constexpr double kLayerNormEps = 1e-6;
+constexpr double kVitLayerNormEps = 1e-6;
 
 // Sizes from the options (defaults: ViT-B/16 at 224 with 1000 classes).
 struct VitConfig {
@@ -31,11 +31,11 @@ struct VitConfig {
 // torchvision's dropouts default to p = 0 (they still appear, for the shape comparison).
 std::string encoder_block(GraphBuilder& b, const std::string& p, const std::string& x,
                           const VitConfig& c) {
-  std::string y = b.layernorm(p + ".ln_1", x, kLayerNormEps);
+  std::string y = b.layernorm(p + ".ln_1", x, kVitLayerNormEps);
   y = b.self_attention(p + ".self_attention", y, c.heads);
   y = b.dropout(p + ".dropout", y, 0.0);
   const std::string mid = b.add_(p + ".add_1", {y, x});
-  y = b.layernorm(p + ".ln_2", mid, kLayerNormEps);
+  y = b.layernorm(p + ".ln_2", mid, kVitLayerNormEps);
   y = b.linear(p + ".mlp.0", y, c.mlp);  // [T, width] -> [T, mlp]
   y = b.gelu(p + ".mlp.1", y);
   y = b.dropout(p + ".mlp.2", y, 0.0);
@@ -67,7 +67,7 @@ Graph build_vit(const std::string& model, const VitConfig& c) {
   for (int64_t i = 0; i < c.layers; ++i) {
     x = encoder_block(b, fmt::format("encoder.layers.encoder_layer_{}", i), x, c);
   }
-  x = b.layernorm("encoder.ln", x, kLayerNormEps);  // [tokens, width]
+  x = b.layernorm("encoder.ln", x, kVitLayerNormEps);  // [tokens, width]
   x = b.take_token("take_class_token", x, 0);       // [width]
   x = b.linear("heads.head", x, c.classes);
   b.cross_entropy("loss", x);

@@ -11,6 +11,9 @@
 
 namespace burst::cost {
 
+// Bytes of one trained value (weights, gradients, state and activations are fp32).
+inline constexpr double kFloatBytes = 4;
+
 // The optimizer, for its state: SGD keeps none, SGD with momentum one buffer per weight
 // (torch.optim.SGD's momentum_buffer), Adam two (exp_avg and exp_avg_sq).
 enum class Optimizer { Sgd, Momentum, Adam };
