@@ -60,7 +60,7 @@ class TensorPlanner {
     const cluster::Cluster& cluster = context_.network.cluster();
     const int devices = cluster.size();
     const int per_node = cluster.devices_per_node();
-    TensorPlanResult result;
+    std::vector<std::pair<double, Plan>> estimated;  // (estimate in seconds, candidate)
     for (int32_t parts = 2; parts <= std::min({options_.max_parts, per_node, devices}); parts *= 2) {
       const std::vector<SplitKind> kinds = megatron_splits(context_.graph, parts);
       const int most_groups = static_cast<int>(std::min<int64_t>(devices / parts, batch_));
@@ -69,16 +69,59 @@ class TensorPlanner {
       group_counts.push_back(most_groups);
       for (const int groups : group_counts) {
         std::optional<Plan> plan = candidate(kinds, parts, groups);
-        if (!plan) continue;
-        const Seconds time = evaluate(*plan);
-        ++result.timed;
-        if (!result.plan || time < result.predicted) {
-          result.plan = std::move(plan);
-          result.predicted = time;
-        }
+        if (plan) estimated.emplace_back(estimate(*plan, parts, groups), std::move(*plan));
+      }
+    }
+    // The evaluator times the best estimates only (it takes a while on thousands of ranks).
+    std::stable_sort(estimated.begin(), estimated.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    if (estimated.size() > static_cast<size_t>(options_.evaluated)) estimated.resize(static_cast<size_t>(options_.evaluated));
+    TensorPlanResult result;
+    for (auto& [guess, plan] : estimated) {
+      const Seconds time = evaluate(plan);
+      ++result.timed;
+      if (!result.plan || time < result.predicted) {
+        result.plan = std::move(plan);
+        result.predicted = time;
       }
     }
     return result;
+  }
+
+  // A quick estimate of a candidate: every layer's compute at its shard (one part's for a
+  // split layer) one after another, its tensor all-reduces, and the weight-gradient
+  // all-reduces as if none overlapped backward.
+  double estimate(const Plan& plan, int32_t parts, int groups) const {
+    const graph::Graph& graph = context_.graph;
+    double seconds = 0, split_bytes = 0, sample_bytes = 0;
+    std::vector<int> tensor_group(static_cast<size_t>(parts)), part_group, sample_ranks;
+    for (int32_t p = 0; p < parts; ++p) tensor_group[static_cast<size_t>(p)] = p;
+    for (int g = 0; g < groups; ++g) part_group.push_back(g * parts);
+    for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
+      const LayerPlacement& placement = plan.layers[static_cast<size_t>(id)];
+      const int64_t shard = placement.shards.front().samples.size();
+      const cost::TensorSplit& split = placement.split;
+      seconds += context_.cost.require_tensor(graph, id, shard, split).time.total().s();
+      const double bytes = static_cast<double>(cost::part_params(graph, id, split)) * cost::kFloatBytes;
+      (split.splits() ? split_bytes : sample_bytes) += bytes;
+      if (!split.splits()) {
+        if (sample_ranks.empty()) {
+          for (const cost::Shard& s : placement.shards) sample_ranks.push_back(s.rank);
+        }
+        continue;
+      }
+      if (cost::sums_output(split.kind)) {
+        seconds += context_.network.allreduce(tensor_group, Bytes(static_cast<double>(shard * graph.info(id).output_bytes))).s();
+      }
+      if (cost::sums_input_gradient(split.kind)) {
+        const graph::LayerId input = graph.inputs(id).at(0);
+        seconds += context_.network.allreduce(tensor_group, Bytes(static_cast<double>(shard * graph.info(input).output_bytes))).s();
+      }
+    }
+    if (groups > 1) seconds += context_.network.allreduce(part_group, Bytes(split_bytes)).s();
+    std::sort(sample_ranks.begin(), sample_ranks.end());
+    if (sample_ranks.size() > 1) seconds += context_.network.allreduce(sample_ranks, Bytes(sample_bytes)).s();
+    return seconds;
   }
 
  private:

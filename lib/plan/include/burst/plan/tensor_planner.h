@@ -12,8 +12,8 @@
 //    column-row pair or an attention over the limit keeps its weights whole (replicate).
 //    Replicated layers (layernorm, residual adds, dropout) are the price of a tensor group
 //    and are not limited;
-//  - each candidate is timed by the evaluator (the step program) and, with a capacity,
-//    checked against memory; the fastest that fits is returned.
+//  - candidates over the memory capacity are dropped; the rest are estimated quickly and
+//    the best few timed by the evaluator (the step program); the fastest is returned.
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -30,6 +30,10 @@ struct TensorOptions {
   double amplification = 2.0;                     // as BurstOptions
   Seconds amplification_exempt_below = Seconds(300e-6);
   int max_parts = 8;                              // the largest tensor group tried
+  // How many of the best-estimated candidates the evaluator times (the estimate: every
+  // layer's compute one after another, its tensor all-reduces, and the weight all-reduces
+  // as if none overlapped).
+  int evaluated = 3;
   bool sync_batchnorm = true;
   std::optional<MemoryCapacity> capacity;         // skip candidates over it; none: no limit
   cost::Optimizer optimizer = cost::Optimizer::Sgd;
@@ -38,7 +42,7 @@ struct TensorOptions {
 struct TensorPlanResult {
   std::optional<Plan> plan;  // strategy "tensor"; none when no candidate splits a layer or fits
   Seconds predicted;         // the evaluator's iteration time of `plan`
-  int timed = 0;             // candidates timed
+  int timed = 0;             // candidates timed by the evaluator
 };
 
 // Each layer's split in a k-part tensor group, in Megatron's pattern:
