@@ -23,7 +23,8 @@ model="gpt2:layers=2,width=64,heads=2,seq=16,vocab=64"
 batch=16
 common=(--model "$model" --global-batch "$batch" --steps 20 --seed 7 --lr 0.01 --momentum 0.9 --log-every 20)
 failures=0
-run() {  # NAME TOLERANCE DTYPE ARGS...: trains, then compares with one process of DTYPE
+declare -A trained  # by "DTYPE TOLERANCE": the NAME=FILE of its finished runs, compared at the end
+run() {  # NAME TOLERANCE DTYPE ARGS...: trains, to be compared with one process of DTYPE
   local name=$1 tolerance=$2 dtype=$3
   shift 3
   if ! "$burst" train "${common[@]}" --dtype "$dtype" "$@" --save-params "$work/$name.pt" > "$work/$name.log" 2>&1; then
@@ -31,12 +32,19 @@ run() {  # NAME TOLERANCE DTYPE ARGS...: trains, then compares with one process 
     failures=$((failures + 1))
     return
   fi
-  if out=$("$python" "$here/compare_params.py" "$work/one-$dtype.pt" "$work/$name.pt" "$tolerance"); then
-    echo "ok: $name: $out"
-  else
-    echo "FAIL: $name: $out"
-    failures=$((failures + 1))
-  fi
+  trained["$dtype $tolerance"]+=" $name=$work/$name.pt"
+}
+# Each group's runs against its one-process reference, in one process (torch loads once).
+compare_all() {
+  local key dtype tolerance runs
+  for key in "${!trained[@]}"; do
+    read -r dtype tolerance <<< "$key"
+    read -r -a runs <<< "${trained[$key]}"
+    "$python" "$here/compare_params.py" --many "$work/one-$dtype.pt" "$tolerance" "${runs[@]}" > "$work/compare.out" || true
+    cat "$work/compare.out"
+    failures=$((failures + $(grep -c '^FAIL' "$work/compare.out" || true)))
+    [ "$(grep -c '^ok' "$work/compare.out" || true)" -eq ${#runs[@]} ] || [ "$failures" -gt 0 ] || failures=1
+  done
 }
 
 for dtype in float64 float32; do
@@ -100,5 +108,6 @@ run "pipeline-planner-2" 1e-9 float64 --nproc 2 --plan "$work/planned.json"
   -o "$work/hybrid.json" > "$work/hybrid.log"
 echo "the hybrid planner's plan: $(grep '^pipeline:' "$work/hybrid.log" || echo 'data parallel')"
 run "hybrid-planner-4" 1e-9 float64 --nproc 4 --plan "$work/hybrid.json"
+compare_all
 [ "$failures" -eq 0 ] && echo "all pipeline runs equal one process"
 [ "$failures" -eq 0 ]

@@ -34,7 +34,21 @@ TEST(MegatronSplits, GptBlocksSplitAttentionByHeadsAndTheMlpColumnThenRow) {
   EXPECT_EQ(three[static_cast<size_t>(*graph.find("transformer.h.0.mlp.c_fc"))], SplitKind::Replicate);
 }
 
-// input [16] -> fc1 (16 -> 64) -> relu -> fc2 (64 -> 16) -> loss, global batch 2 on one node
+// input [16] -> fc1 (16 -> 64) -> relu -> fc2 (64 -> 16) -> loss on one node of 8 devices
+// with links so fast that messages and all-reduces take about nothing; each fc costs 4 ms
+// forward and 8 ms backward a sample on one device, the rest nothing.
+testing::World mlp_world() {
+  graph::GraphBuilder b("mlp");
+  b.cross_entropy("loss", b.linear("fc2", b.relu("relu", b.linear("fc1", b.input("input", {16}), 64)), 16));
+  return testing::World(std::move(b).build(), testing::test_cluster(8, 1e15, 0),
+                        {{"input", {ms(0), ms(0)}},
+                         {"fc1", {ms(0, 4), ms(0, 8)}},
+                         {"relu", {ms(0), ms(0)}},
+                         {"fc2", {ms(0, 4), ms(0, 8)}},
+                         {"loss", {ms(0), ms(0)}}});
+}
+
+// The MLP above at global batch 2 on one node
 // of 8 devices, links so fast that messages and all-reduces take about nothing.
 // Each fc costs 4 ms forward and 8 ms backward a sample on one device (the rest nothing):
 //  - split by samples, at most 2 devices work: 1 sample each, 2 x (4 + 8) = 24 ms a step;
@@ -44,14 +58,7 @@ TEST(MegatronSplits, GptBlocksSplitAttentionByHeadsAndTheMlpColumnThenRow) {
 //    = 8 ms; 2 parts in 2 groups (4 devices): 2 + 4 ms a sample, 2 x 6 = 12 ms.
 // So the planner picks 4 parts x 2 groups, fc1 column, relu features, fc2 row: 6 ms.
 TEST(TensorPlanner, SplitsWeightsWhenTheBatchIsSmallerThanTheDevices) {
-  graph::GraphBuilder b("mlp");
-  b.cross_entropy("loss", b.linear("fc2", b.relu("relu", b.linear("fc1", b.input("input", {16}), 64)), 16));
-  testing::World world(std::move(b).build(), testing::test_cluster(8, 1e15, 0),
-                       {{"input", {ms(0), ms(0)}},
-                        {"fc1", {ms(0, 4), ms(0, 8)}},
-                        {"relu", {ms(0), ms(0)}},
-                        {"fc2", {ms(0, 4), ms(0, 8)}},
-                        {"loss", {ms(0), ms(0)}}});
+  testing::World world = mlp_world();
   for (const char* fc : {"fc1", "fc2"}) {
     world.cost.with_tensor(fc, 2, {ms(0, 2), ms(0, 4)});
     world.cost.with_tensor(fc, 4, {ms(0, 1), ms(0, 2)});
@@ -74,14 +81,7 @@ TEST(TensorPlanner, KeepsWeightsWholeOverTheAmplificationLimit) {
   // The same world, but a part costs more than the whole layer, 5 + 10 ms a sample: 2 parts
   // in 2 groups give 4 x 15 = 60 ms > 2 x 24 ms, and more parts more, so no candidate splits
   // a layer and the planner has no plan.
-  graph::GraphBuilder b("mlp");
-  b.cross_entropy("loss", b.linear("fc2", b.relu("relu", b.linear("fc1", b.input("input", {16}), 64)), 16));
-  testing::World world(std::move(b).build(), testing::test_cluster(8, 1e15, 0),
-                       {{"input", {ms(0), ms(0)}},
-                        {"fc1", {ms(0, 4), ms(0, 8)}},
-                        {"relu", {ms(0), ms(0)}},
-                        {"fc2", {ms(0, 4), ms(0, 8)}},
-                        {"loss", {ms(0), ms(0)}}});
+  testing::World world = mlp_world();
   for (const char* fc : {"fc1", "fc2"}) {
     for (const int32_t parts : {2, 4, 8}) world.cost.with_tensor(fc, parts, {ms(0, 5), ms(0, 10)});
   }
