@@ -17,6 +17,8 @@
 namespace burst::cli {
 namespace {
 
+using Align = TextTable::Align;
+
 // Message sizes of the all-reduce table: a small layer's gradients up to a big model's.
 struct MessageSize {
   double bytes;
@@ -100,7 +102,6 @@ void print_cluster(const cost::NetworkModel& model, bool builtin, std::ostream& 
   }
   out << "Predicted all-reduce times (each rank holds the whole message; groups are the first "
          "ranks):\n";
-  using Align = TextTable::Align;
   TextTable table({{"devices", Align::Right},
                    {"nodes", Align::Right},
                    {"message", Align::Right},

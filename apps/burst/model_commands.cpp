@@ -17,6 +17,8 @@
 namespace burst::cli {
 namespace {
 
+using Align = TextTable::Align;
+
 std::string input_description(const graph::Graph& graph) {
   std::string text;
   for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
@@ -39,7 +41,6 @@ std::string options_description(const graph::ZooEntry& entry) {
 
 void run_models(bool as_json) {
   nlohmann::json entries = nlohmann::json::array();
-  using Align = TextTable::Align;
   TextTable table({{"model", Align::Left},
                    {"params", Align::Right},
                    {"GFLOPs/sample", Align::Right},

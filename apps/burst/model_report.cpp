@@ -13,6 +13,8 @@ using graph::LayerId;
 
 namespace {
 
+using Align = TextTable::Align;
+
 // Input layer ids joined by commas ("-" for an input layer).
 std::string inputs_cell(const Graph& graph, LayerId id) {
   const auto& inputs = graph.inputs(id);
@@ -27,7 +29,6 @@ std::string inputs_cell(const Graph& graph, LayerId id) {
 }  // namespace
 
 void print_model_table(const Graph& graph, std::ostream& out) {
-  using Align = TextTable::Align;
   TextTable table({{"id", Align::Right},
                    {"name", Align::Left},
                    {"op", Align::Left},

@@ -12,27 +12,10 @@
 namespace burst::plan {
 
 std::vector<graph::LayerId> valid_stage_starts(const graph::Graph& graph) {
-  const auto count = static_cast<graph::LayerId>(graph.size());
-  // crossing[c]: producers before layer c with a consumer at or after it. A producer p
-  // whose last consumer is q crosses every boundary c in (p, q].
-  std::vector<graph::LayerId> last_consumer(graph.size(), -1);
-  for (graph::LayerId consumer = 0; consumer < count; ++consumer) {
-    for (const graph::LayerId producer : graph.inputs(consumer)) {
-      last_consumer[static_cast<size_t>(producer)] = std::max(last_consumer[static_cast<size_t>(producer)], consumer);
-    }
-  }
-  std::vector<int> change(graph.size() + 1, 0);
-  for (graph::LayerId producer = 0; producer < count; ++producer) {
-    const graph::LayerId last = last_consumer[static_cast<size_t>(producer)];
-    if (last <= producer) continue;
-    ++change[static_cast<size_t>(producer) + 1];
-    --change[static_cast<size_t>(last) + 1];
-  }
+  const std::vector<BoundaryCrossing> crossings = boundary_crossings(graph);
   std::vector<graph::LayerId> starts;
-  int crossing = 0;
-  for (graph::LayerId c = 0; c < count; ++c) {
-    crossing += change[static_cast<size_t>(c)];
-    if (c > 0 && crossing == 1) starts.push_back(c);
+  for (size_t c = 1; c < crossings.size(); ++c) {
+    if (crossings[c].count == 1) starts.push_back(static_cast<graph::LayerId>(c));
   }
   return starts;
 }
@@ -123,13 +106,8 @@ class PipelineSearch {
   PipelineSearch(const PlanContext& context, int64_t global_batch, const PipelineOptions& options)
       : context_(context), graph_(context.graph), batch_(global_batch), options_(options),
         devices_(context.network.cluster().size()), cuts_(valid_stage_starts(context.graph)) {
-    for (const graph::LayerId start : cuts_) {
-      for (graph::LayerId consumer = start; consumer < static_cast<graph::LayerId>(graph_.size()); ++consumer) {
-        for (const graph::LayerId producer : graph_.inputs(consumer)) {
-          if (producer < start) crossing_[start] = producer;  // the one tensor that crosses
-        }
-      }
-    }
+    const std::vector<BoundaryCrossing> crossings = boundary_crossings(context.graph);
+    for (const graph::LayerId start : cuts_) crossing_[start] = crossings[static_cast<size_t>(start)].first;
   }
 
   PipelinePlanResult run() {

@@ -72,6 +72,32 @@ int64_t in_flight_micro_batches(Schedule schedule, int stages, int stage, int64_
   return peak;
 }
 
+std::vector<BoundaryCrossing> boundary_crossings(const graph::Graph& graph) {
+  const auto count = static_cast<graph::LayerId>(graph.size());
+  // A producer p whose last consumer is q crosses every boundary c in (p, q].
+  std::vector<graph::LayerId> last_consumer(graph.size(), -1);
+  for (graph::LayerId consumer = 0; consumer < count; ++consumer) {
+    for (const graph::LayerId producer : graph.inputs(consumer)) {
+      last_consumer[static_cast<size_t>(producer)] = std::max(last_consumer[static_cast<size_t>(producer)], consumer);
+    }
+  }
+  std::vector<std::vector<graph::LayerId>> ends(graph.size() + 1);  // by c: producers whose last boundary is c - 1
+  std::set<graph::LayerId> active;
+  std::vector<BoundaryCrossing> crossings(graph.size());
+  for (graph::LayerId c = 0; c < count; ++c) {
+    for (const graph::LayerId producer : ends[static_cast<size_t>(c)]) active.erase(producer);
+    if (c > 0 && last_consumer[static_cast<size_t>(c - 1)] > c - 1) {
+      active.insert(c - 1);
+      ends[static_cast<size_t>(last_consumer[static_cast<size_t>(c - 1)]) + 1].push_back(c - 1);
+    }
+    BoundaryCrossing& crossing = crossings[static_cast<size_t>(c)];
+    crossing.count = static_cast<int>(active.size());
+    if (!active.empty()) crossing.first = *active.begin();
+    if (active.size() > 1) crossing.second = *std::next(active.begin());
+  }
+  return crossings;
+}
+
 namespace {
 
 // The pipeline's own rules (validate_plan), after the layers'.
@@ -90,20 +116,18 @@ void validate_pipeline(const Plan& plan, const graph::Graph& graph, int devices)
     }
     previous = start;
   }
-  // What crosses each boundary: the producers before it with a consumer after it. A stage
-  // takes one tensor from the stage before; a boundary inside a branch is crossed by two.
-  for (const graph::LayerId start : pipeline.stage_starts) {
-    std::set<graph::LayerId> crossing;
-    for (graph::LayerId consumer = start; consumer < layer_count; ++consumer) {
-      for (const graph::LayerId producer : graph.inputs(consumer)) {
-        if (producer < start) crossing.insert(producer);
+  // A stage takes one tensor from the stage before; a boundary inside a branch is crossed
+  // by two.
+  if (!pipeline.stage_starts.empty()) {
+    const std::vector<BoundaryCrossing> crossings = boundary_crossings(graph);
+    for (const graph::LayerId start : pipeline.stage_starts) {
+      const BoundaryCrossing& crossing = crossings[static_cast<size_t>(start)];
+      if (crossing.count > 1) {
+        throw UserError(fmt::format("plan: the stage starting at layer '{}' is inside a branch: layers '{}' and '{}' "
+                                    "both feed layers after it",
+                                    graph.layer(start).name, graph.layer(crossing.first).name,
+                                    graph.layer(crossing.second).name));
       }
-    }
-    if (crossing.size() > 1) {
-      throw UserError(fmt::format("plan: the stage starting at layer '{}' is inside a branch: layers '{}' and '{}' "
-                                  "both feed layers after it",
-                                  graph.layer(start).name, graph.layer(*crossing.begin()).name,
-                                  graph.layer(*std::next(crossing.begin())).name));
     }
   }
   std::vector<int> stage_of_rank(static_cast<size_t>(devices), -1);

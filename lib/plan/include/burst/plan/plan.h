@@ -81,6 +81,16 @@ std::vector<std::pair<bool, int64_t>> stage_order(Schedule schedule, int stages,
 // The most micro-batches stage `stage` holds activations for at once under that order.
 int64_t in_flight_micro_batches(Schedule schedule, int stages, int stage, int64_t micro_batches);
 
+// What crosses the boundary before each layer c: the producers before c whose output a
+// layer at or after c reads (a stage starting at c takes them from the stage before). At
+// most two are named; a stage may start only where exactly one crosses.
+struct BoundaryCrossing {
+  int count = 0;
+  graph::LayerId first = -1;   // the lowest crossing producer, -1 when none
+  graph::LayerId second = -1;  // the next, -1 when fewer than two
+};
+std::vector<BoundaryCrossing> boundary_crossings(const graph::Graph& graph);  // by layer c
+
 // Checks `plan` against its model and cluster; throws UserError with a one-line reason
 // naming the layer: another model (name, layer count or layer names differ), a
 // non-positive batch, ranks outside the cluster, a rank twice in one layer, samples of a
