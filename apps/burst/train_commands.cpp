@@ -128,7 +128,6 @@ runtime::TrainConfig::Checked check(const TrainArgs& args, const ModelLoader& mo
                                 plan.devices, world_size));
   }
   plan::validate_plan(plan, graph, cluster::builtin_cluster("cpu", world_size));
-  plan::refuse_tensor_splits(plan, "burst train");
   if (config.global_batch != 0 && config.global_batch != plan.global_batch) {
     throw UserError(fmt::format("--global-batch {} differs from plan '{}' ({})", config.global_batch,
                                 config.plan_file, plan.global_batch));

@@ -18,17 +18,38 @@ uint64_t philox_key(const RandomKey& key, graph::LayerId layer) {
   return util::derive_seed(util::derive_seed(key.seed, static_cast<uint64_t>(key.step)), static_cast<uint64_t>(layer));
 }
 
+// Kept iff the 32-bit draw r < (1 - p) * 2^32, i.e. a uniform r / 2^32 in [0, 1) below 1 - p.
+uint64_t keep_threshold(double p) { return static_cast<uint64_t>(std::llround((1.0 - p) * 4294967296.0)); }
+
+// Writes `count` mask values for words [first, first + count) of sample `sample`'s stream.
 template <typename Scalar>
-void fill_mask(Scalar* mask, int64_t rows, int64_t per_row, double p, uint64_t key, int64_t first_sample) {
-  // Kept iff the 32-bit draw r < (1 - p) * 2^32, i.e. a uniform r / 2^32 in [0, 1) below 1 - p.
-  const uint64_t threshold = static_cast<uint64_t>(std::llround((1.0 - p) * 4294967296.0));
+void fill_run(Scalar* out, int64_t count, uint64_t key, int64_t sample, int64_t first, uint64_t threshold,
+              Scalar scale) {
+  // Element j is word j mod 4 of Philox block j / 4: start at block first / 4, skip the rest.
+  at::Philox4_32 engine(key, static_cast<uint64_t>(sample), static_cast<uint64_t>(first / 4));
+  for (int64_t skip = 0; skip < first % 4; ++skip) engine();
+  for (int64_t j = 0; j < count; ++j) out[j] = static_cast<uint64_t>(engine()) < threshold ? scale : Scalar(0);
+}
+
+// mask: rows x per_row values; each row a sample's elements, or, under a slice (`window`:
+// key.features > 0), runs of `width` elements, run t starting at element t x features +
+// feature_begin of the whole sample.
+template <typename Scalar>
+void fill_mask(Scalar* mask, int64_t rows, int64_t per_row, int64_t width, double p, uint64_t philox,
+               const RandomKey& key) {
+  const uint64_t threshold = keep_threshold(p);
   const auto scale = static_cast<Scalar>(1.0 / (1.0 - p));
   at::parallel_for(0, rows, 1, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
-      // Subsequence: the global sample index; offset 0: element j is the j-th word drawn.
-      at::Philox4_32 engine(key, static_cast<uint64_t>(first_sample + row), 0);
       Scalar* out = mask + row * per_row;
-      for (int64_t j = 0; j < per_row; ++j) out[j] = static_cast<uint64_t>(engine()) < threshold ? scale : Scalar(0);
+      const int64_t sample = key.first_sample + row;
+      if (key.features == 0) {
+        fill_run(out, per_row, philox, sample, 0, threshold, scale);
+        continue;
+      }
+      for (int64_t t = 0; t * width < per_row; ++t) {
+        fill_run(out + t * width, width, philox, sample, t * key.features + key.feature_begin, threshold, scale);
+      }
     }
   });
 }
@@ -41,9 +62,12 @@ torch::Tensor sample_dropout_mask(const torch::Tensor& x, double p, const Random
   torch::Tensor mask = torch::empty(x.sizes(), x.options().requires_grad(false).memory_format(at::MemoryFormat::Contiguous));
   const int64_t rows = x.size(0);
   const int64_t per_row = rows == 0 ? 0 : x.numel() / rows;
+  const int64_t width = x.dim() >= 2 ? x.size(-1) : 1;
+  BURST_ASSERT(key.features == 0 || (width > 0 && key.feature_begin + width <= key.features),
+               "a slice's features lie inside the whole sample's");
   const uint64_t philox = philox_key(key, layer);
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "sample_dropout_mask", [&] {
-    fill_mask(mask.data_ptr<scalar_t>(), rows, per_row, p, philox, key.first_sample);
+    fill_mask(mask.data_ptr<scalar_t>(), rows, per_row, width, p, philox, key);
   });
   return mask;
 }

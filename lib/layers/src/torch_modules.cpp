@@ -55,21 +55,26 @@ SelfAttentionImpl::SelfAttentionImpl(int64_t dim, int64_t heads, bool causal, do
 }
 
 torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const RandomKey& key, graph::LayerId layer) {
+  return out_proj->forward(attend(x, key, layer, 0));
+}
+
+torch::Tensor SelfAttentionImpl::attend(const torch::Tensor& x, const RandomKey& key, graph::LayerId layer,
+                                        int64_t first_head) {
   const int64_t batch = x.size(0);
   const int64_t tokens = x.size(1);
-  const int64_t dim = x.size(2);
-  const int64_t head_dim = dim / heads_;
+  const int64_t head_dim = x.size(2) / heads_;
+  const int64_t heads_here = in_proj_weight.size(0) / (3 * head_dim);
 
-  // Packed projection, then split into heads: [B, T, 3D] -> 3 x [B, H, T, D/H].
+  // Packed projection, then split into heads: [B, T, 3 n D/H] -> 3 x [B, n, T, D/H].
   const std::vector<torch::Tensor> qkv = F::linear(x, in_proj_weight, in_proj_bias).chunk(3, -1);
   auto split_heads = [&](const torch::Tensor& t) {
-    return t.reshape({batch, tokens, heads_, head_dim}).transpose(1, 2);
+    return t.reshape({batch, tokens, heads_here, head_dim}).transpose(1, 2);
   };
   const torch::Tensor q = split_heads(qkv[0]) / std::sqrt(static_cast<double>(head_dim));
   const torch::Tensor k = split_heads(qkv[1]);
   const torch::Tensor v = split_heads(qkv[2]);
 
-  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1));  // [B, H, T, T]
+  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1));  // [B, n, T, T]
   if (causal_) {
     // Position i attends to positions <= i: mask the strict upper triangle.
     const torch::Tensor future =
@@ -78,13 +83,19 @@ torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const RandomKey
   }
   torch::Tensor weights = torch::softmax(scores, -1);
   if (dropout_ > 0 && is_training()) {
-    weights = sample_dropout(weights, dropout_, key, layer);  // [B, H, T, T]: per sample
+    if (heads_here == heads_) {
+      weights = sample_dropout(weights, dropout_, key, layer);  // [B, H, T, T]: per sample
+    } else {
+      // A sample's weights [n, T, T] are elements [h0 T T, (h0 + n) T T) of its [H, T, T].
+      RandomKey slice = key;
+      slice.features = heads_ * tokens * tokens;
+      slice.feature_begin = first_head * tokens * tokens;
+      weights = sample_dropout(weights.reshape({batch, 1, -1}), dropout_, slice, layer).view_as(weights);
+    }
   }
 
-  // Weighted values, heads joined again: [B, H, T, D/H] -> [B, T, D].
-  const torch::Tensor context =
-      torch::matmul(weights, v).transpose(1, 2).reshape({batch, tokens, dim});
-  return out_proj->forward(context);
+  // Weighted values, heads joined again: [B, n, T, D/H] -> [B, T, n D/H].
+  return torch::matmul(weights, v).transpose(1, 2).reshape({batch, tokens, heads_here * head_dim});
 }
 
 SoftmaxCrossEntropyImpl::SoftmaxCrossEntropyImpl(double weight) : weight_(weight) {}

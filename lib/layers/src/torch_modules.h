@@ -61,6 +61,12 @@ class SelfAttentionImpl : public torch::nn::Module {
   SelfAttentionImpl(int64_t dim, int64_t heads, bool causal, double dropout);
   // x [B, T, D] -> [B, T, D].
   torch::Tensor forward(const torch::Tensor& x, const RandomKey& key, graph::LayerId layer);
+  // The attention of the heads this module holds, joined, before out_proj: x [B, T, D] ->
+  // [B, T, n x D/H] for n heads. Whole, n = H; as part of a heads split (tensor_parallel.h)
+  // in_proj holds the rows of heads [first_head, first_head + n), and attention dropout
+  // draws each weight by its index among all H heads' weights.
+  torch::Tensor attend(const torch::Tensor& x, const RandomKey& key, graph::LayerId layer, int64_t first_head);
+  int64_t heads() const { return heads_; }
 
   torch::Tensor in_proj_weight;  // [3D, D]: rows 0..D-1 make queries, then keys, then values
   torch::Tensor in_proj_bias;    // [3D]

@@ -111,16 +111,6 @@ bool has_tensor_split(const Plan& plan) {
                      [](const LayerPlacement& placement) { return placement.split.splits(); });
 }
 
-void refuse_tensor_splits(const Plan& plan, const std::string& runner) {
-  for (const LayerPlacement& placement : plan.layers) {
-    if (!placement.split.splits()) continue;
-    throw UserError(fmt::format("plan layer '{}' has a {}-way {} split: {} does not run tensor splits yet "
-                                "(burst plan, sim and program take them)",
-                                placement.layer, placement.split.parts, cost::split_kind_name(placement.split.kind),
-                                runner));
-  }
-}
-
 namespace {
 
 std::vector<cost::Block> blocks(const LayerPlacement& placement, int64_t features, bool sliced) {

@@ -1,5 +1,6 @@
 // PlanExecutor's collectives outside the step: step times, traces, parameters, training
 // state (checkpoints), gathered on rank 0.
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -101,6 +102,32 @@ std::vector<std::pair<std::string, torch::Tensor>> named_state(const torch::nn::
   return state;
 }
 
+// Whether layer `id`'s parts hold different slices of its weights (a divided tensor split).
+bool divided(const plan::Plan& plan, graph::LayerId id) {
+  const cost::TensorSplit& split = plan.layers[static_cast<size_t>(id)].split;
+  return split.splits() && cost::divides_weights(split.kind);
+}
+
+// The ranks whose state makes layer `id`'s whole: its first shard's, or for a divided
+// tensor split the parts of its first sample group, in part order (every other rank holds
+// a copy of one of these).
+std::vector<int> state_sources(const plan::Plan& plan, graph::LayerId id) {
+  const plan::LayerPlacement& placement = plan.layers[static_cast<size_t>(id)];
+  const size_t count = divided(plan, id) ? static_cast<size_t>(placement.split.parts) : 1;
+  std::vector<int> sources;
+  for (size_t p = 0; p < count; ++p) sources.push_back(placement.shards[p].rank);
+  return sources;
+}
+
+// How layer `id`'s tensor `key` ("weight"; optimizer state "weight:momentum_buffer") is
+// divided among the sources: not at all but for divided splits (an Adam step count never).
+layers::ParameterSlicing state_slicing(const plan::Plan& plan, graph::LayerId id, const std::string& key) {
+  if (!divided(plan, id)) return {};
+  const size_t colon = key.find(':');
+  if (colon != std::string::npos && key.substr(colon + 1) == "step") return {};
+  return layers::parameter_slicing(plan.layers[static_cast<size_t>(id)].split.kind, key.substr(0, colon));
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, torch::Tensor>> PlanExecutor::gather_parameters() {
@@ -108,74 +135,123 @@ std::vector<std::pair<std::string, torch::Tensor>> PlanExecutor::gather_paramete
   std::vector<std::pair<std::string, torch::Tensor>> gathered;
   std::vector<std::pair<torch::Tensor, std::unique_ptr<PendingWork>>> sends;
   for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(s.graph.size()); ++id) {
-    const int owner = s.plan.layers[static_cast<size_t>(id)].shards.front().rank;
-    if (s.rank == owner && s.rank != 0) {
+    const std::vector<int> sources = state_sources(s.plan, id);
+    const auto mine = std::find(sources.begin(), sources.end(), s.rank);
+    if (mine != sources.end() && s.rank != 0) {
       size_t index = 0;
       for (const auto& [name, tensor] : named_state(s.modules[static_cast<size_t>(id)]->module())) {
+        const uint32_t tag = gather_tag(id, index++);
+        if (mine != sources.begin() && !state_slicing(s.plan, id, name).sliced) continue;  // part 0 sends copies
         torch::Tensor copy = tensor.detach().contiguous();
-        auto work = s.comm.send(copy, 0, gather_tag(id, index++));
+        auto work = s.comm.send(copy, 0, tag);
         sends.emplace_back(std::move(copy), std::move(work));
       }
     }
     if (s.rank != 0) continue;
-    if (owner == 0) {
+    if (sources == std::vector<int>{0}) {
       for (const auto& [name, tensor] : named_state(s.modules[static_cast<size_t>(id)]->module())) {
         gathered.emplace_back(layers::state_name(s.graph, id, name), tensor.detach().clone());
       }
       continue;
     }
-    // Shapes and names from a stand-in module; the values come from the owner.
+    // Names and whole shapes from a stand-in module; the values from the sources.
     const auto stand_in = layers::make_layer_module(s.graph, id);
     layers::set_floating_dtype(*stand_in, s.dtype);
+    const auto own = s.modules[static_cast<size_t>(id)] ? named_state(s.modules[static_cast<size_t>(id)]->module())
+                                                        : std::vector<std::pair<std::string, torch::Tensor>>{};
     size_t index = 0;
-    for (const auto& [name, tensor] : named_state(stand_in->module())) {
-      torch::Tensor value = torch::empty_like(tensor).contiguous();
-      detail::wait_or_fail(*s.comm.receive(value, owner, gather_tag(id, index++)),
-                           fmt::format("the parameters of layer '{}' from rank {}", s.name(id), owner));
-      gathered.emplace_back(layers::state_name(s.graph, id, name), value);
+    for (const auto& [name, whole] : named_state(stand_in->module())) {
+      const layers::ParameterSlicing slicing = state_slicing(s.plan, id, name);
+      const size_t count = slicing.sliced ? sources.size() : 1;
+      std::vector<torch::Tensor> slices;
+      for (size_t p = 0; p < count; ++p) {
+        if (sources[p] == 0) {
+          slices.push_back(own.at(index).second.detach().clone());
+          continue;
+        }
+        const auto parts = static_cast<int32_t>(sources.size());
+        torch::Tensor value =
+            torch::empty_like(layers::slice_for_part(whole, slicing, static_cast<int32_t>(p), parts)).contiguous();
+        detail::wait_or_fail(*s.comm.receive(value, sources[p], gather_tag(id, index)),
+                             fmt::format("the parameters of layer '{}' from rank {}", s.name(id), sources[p]));
+        slices.push_back(value);
+      }
+      gathered.emplace_back(layers::state_name(s.graph, id, name), layers::join_parts(slices, slicing));
+      ++index;
     }
   }
   for (auto& [tensor, work] : sends) detail::wait_or_fail(*work, "sending to rank 0");
   return gathered;
 }
 
+namespace {
+
+// The whole layer's training state from its sources' (state_sources, in part order): each
+// tensor joined from its slices, or the first source's where it is not sliced.
+std::vector<checkpoint::TensorBytes> join_training_state(const plan::Plan& plan, graph::LayerId id,
+                                                         const std::string& prefix,
+                                                         std::vector<std::vector<checkpoint::TensorBytes>> blocks) {
+  if (blocks.size() == 1) return std::move(blocks.front());
+  std::vector<checkpoint::TensorBytes> joined;
+  for (size_t t = 0; t < blocks.front().size(); ++t) {
+    const std::string& name = blocks.front()[t].name;
+    const layers::ParameterSlicing slicing = state_slicing(plan, id, name.substr(prefix.size()));
+    if (!slicing.sliced) {
+      joined.push_back(std::move(blocks.front()[t]));
+      continue;
+    }
+    std::vector<torch::Tensor> slices;
+    for (const auto& block : blocks) {
+      BURST_ASSERT(block.size() == blocks.front().size() && block[t].name == name, "parts list the same state");
+      slices.push_back(detail::tensor_from_bytes(block[t]));
+    }
+    joined.push_back(detail::tensor_to_bytes(name, layers::join_parts(slices, slicing)));
+  }
+  return joined;
+}
+
+}  // namespace
+
 std::vector<checkpoint::TensorBytes> PlanExecutor::gather_training_state() {
   detail::ExecutorState& s = *state_;
-  // Each layer's state travels as one encoded block (checkpoint_file.h's format without a
-  // model): its size, then its bytes, under the layer's last two gathering tags.
+  // Each source's state of a layer travels as one encoded block (checkpoint_file.h's format
+  // without a model): its size, then its bytes, under the layer's last two gathering tags.
   constexpr size_t kSizeSlot = 62, kBytesSlot = 63;
   std::vector<checkpoint::TensorBytes> gathered;
   std::vector<std::pair<torch::Tensor, std::unique_ptr<PendingWork>>> sends;
   for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(s.graph.size()); ++id) {
-    const int owner = s.plan.layers[static_cast<size_t>(id)].shards.front().rank;
+    const std::vector<int> sources = state_sources(s.plan, id);
     const std::string prefix = s.graph.layer(id).name + ".";
-    if (s.rank == owner) {
-      std::vector<checkpoint::TensorBytes> mine =
-          detail::layer_training_state(s.modules[static_cast<size_t>(id)]->module(), s.optimizer.get(), prefix);
-      if (s.rank == 0) {
-        for (auto& tensor : mine) gathered.push_back(std::move(tensor));
-        continue;
-      }
+    const bool source = std::find(sources.begin(), sources.end(), s.rank) != sources.end();
+    if (source && s.rank != 0) {
       checkpoint::Checkpoint block;
-      block.tensors = std::move(mine);
+      block.tensors =
+          detail::layer_training_state(s.modules[static_cast<size_t>(id)]->module(), s.optimizer.get(), prefix);
       const std::string bytes = checkpoint::encode_checkpoint(block);
       torch::Tensor size = torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kInt64);
       torch::Tensor payload = torch::empty({static_cast<int64_t>(bytes.size())}, torch::kUInt8);
       std::memcpy(payload.data_ptr(), bytes.data(), bytes.size());
       sends.emplace_back(size, s.comm.send(size, 0, gather_tag(id, kSizeSlot)));
       sends.emplace_back(payload, s.comm.send(payload, 0, gather_tag(id, kBytesSlot)));
-      continue;
     }
     if (s.rank != 0) continue;
-    torch::Tensor size = torch::empty({1}, torch::kInt64);
-    detail::wait_or_fail(*s.comm.receive(size, owner, gather_tag(id, kSizeSlot)),
-                           fmt::format("the training state of layer '{}' from rank {}", s.name(id), owner));
-    torch::Tensor payload = torch::empty({size.item<int64_t>()}, torch::kUInt8);
-    detail::wait_or_fail(*s.comm.receive(payload, owner, gather_tag(id, kBytesSlot)),
-                           fmt::format("the training state of layer '{}' from rank {}", s.name(id), owner));
-    checkpoint::Checkpoint block = checkpoint::decode_checkpoint(
-        std::string(static_cast<const char*>(payload.data_ptr()), static_cast<size_t>(payload.numel())));
-    for (auto& tensor : block.tensors) gathered.push_back(std::move(tensor));
+    std::vector<std::vector<checkpoint::TensorBytes>> blocks;
+    for (const int from : sources) {
+      if (from == 0) {
+        blocks.push_back(
+            detail::layer_training_state(s.modules[static_cast<size_t>(id)]->module(), s.optimizer.get(), prefix));
+        continue;
+      }
+      const std::string what = fmt::format("the training state of layer '{}' from rank {}", s.name(id), from);
+      torch::Tensor size = torch::empty({1}, torch::kInt64);
+      detail::wait_or_fail(*s.comm.receive(size, from, gather_tag(id, kSizeSlot)), what);
+      torch::Tensor payload = torch::empty({size.item<int64_t>()}, torch::kUInt8);
+      detail::wait_or_fail(*s.comm.receive(payload, from, gather_tag(id, kBytesSlot)), what);
+      blocks.push_back(checkpoint::decode_checkpoint(std::string(static_cast<const char*>(payload.data_ptr()),
+                                                                 static_cast<size_t>(payload.numel())))
+                           .tensors);
+    }
+    for (auto& tensor : join_training_state(s.plan, id, prefix, std::move(blocks))) gathered.push_back(std::move(tensor));
   }
   for (auto& [tensor, work] : sends) detail::wait_or_fail(*work, "sending to rank 0");
   return gathered;
@@ -187,8 +263,29 @@ void PlanExecutor::load_training_state(const std::vector<checkpoint::TensorBytes
   for (const checkpoint::TensorBytes& tensor : state) by_name[tensor.name] = &tensor;
   for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(s.graph.size()); ++id) {
     if (!s.modules[static_cast<size_t>(id)]) continue;  // its layers, and tied weights' copies
-    detail::load_layer_training_state(s.modules[static_cast<size_t>(id)]->module(), s.optimizer.get(),
-                                      s.graph.layer(id).name + ".", by_name);
+    const std::string prefix = s.graph.layer(id).name + ".";
+    if (!divided(s.plan, id)) {
+      detail::load_layer_training_state(s.modules[static_cast<size_t>(id)]->module(), s.optimizer.get(), prefix,
+                                        by_name);
+      continue;
+    }
+    // A divided tensor split's part loads its slice of each sliced tensor (one of a shape
+    // that does not divide is left whole: loading names it).
+    std::map<std::string, const checkpoint::TensorBytes*> layer_state = by_name;
+    std::vector<checkpoint::TensorBytes> slices;
+    slices.reserve(state.size());
+    for (const checkpoint::TensorBytes& tensor : state) {
+      if (tensor.name.rfind(prefix, 0) != 0) continue;
+      const layers::ParameterSlicing slicing = state_slicing(s.plan, id, tensor.name.substr(prefix.size()));
+      if (!slicing.sliced) continue;
+      const torch::Tensor whole = detail::tensor_from_bytes(tensor);
+      if (whole.dim() <= slicing.dim || whole.size(slicing.dim) % (slicing.chunks * s.split(id).parts) != 0) continue;
+      slices.push_back(detail::tensor_to_bytes(
+          tensor.name, layers::slice_for_part(whole, slicing, s.part(id), s.split(id).parts)));
+      layer_state[tensor.name] = &slices.back();
+    }
+    detail::load_layer_training_state(s.modules[static_cast<size_t>(id)]->module(), s.optimizer.get(), prefix,
+                                      layer_state);
   }
 }
 

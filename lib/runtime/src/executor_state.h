@@ -16,6 +16,7 @@
 #include "burst/graph/graph.h"
 #include "burst/layers/layer_module.h"
 #include "burst/layers/sync_batchnorm.h"
+#include "burst/layers/tensor_parallel.h"
 #include "burst/plan/plan.h"
 #include "burst/program/step_program.h"
 #include "burst/runtime/communicator.h"
@@ -62,12 +63,14 @@ constexpr uint32_t kTraceTagBase = uint32_t{3} << 29;
 constexpr uint32_t kTraceSizeTag = kTraceTagBase;
 constexpr uint32_t kTraceBytesTag = kTraceTagBase + 1;
 
-// Times the waits of the all-reduces it passes on (split BatchNorm's statistics sums run
-// inside the layers' forward and backward) and reports each to `on_wait`.
+// Times the waits of the all-reduces it passes on (split BatchNorm's statistics sums and
+// tensor splits' sums run inside the layers' forward and backward) and reports each to
+// `on_wait`; a failed wait is a RunFailure saying what `describe` says was waited for.
 class TimedCommunicator final : public Communicator {
  public:
   using Callback = std::function<void(Clock::time_point, Clock::time_point)>;
-  TimedCommunicator(Communicator& inner, Callback on_wait) : inner_(inner), on_wait_(std::move(on_wait)) {}
+  TimedCommunicator(Communicator& inner, Callback on_wait, std::function<std::string()> describe)
+      : inner_(inner), on_wait_(std::move(on_wait)), describe_(std::move(describe)) {}
 
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
@@ -90,27 +93,28 @@ class TimedCommunicator final : public Communicator {
  private:
   class Work final : public PendingWork {
    public:
-    Work(std::unique_ptr<PendingWork> inner, const Callback& on_wait) : inner_(std::move(inner)), on_wait_(on_wait) {}
+    Work(std::unique_ptr<PendingWork> inner, const TimedCommunicator& owner) : inner_(std::move(inner)), owner_(owner) {}
     void wait() override {
       const auto begin = Clock::now();
       try {
         inner_->wait();
       } catch (const std::exception& error) {
-        throw communication_failure("BatchNorm statistics all-reduce", error);
+        throw communication_failure(owner_.describe_(), error);
       }
-      on_wait_(begin, Clock::now());
+      owner_.on_wait_(begin, Clock::now());
     }
 
    private:
     std::unique_ptr<PendingWork> inner_;
-    const Callback& on_wait_;
+    const TimedCommunicator& owner_;
   };
   std::unique_ptr<PendingWork> timed(std::unique_ptr<PendingWork> work) {
-    return std::make_unique<Work>(std::move(work), on_wait_);
+    return std::make_unique<Work>(std::move(work), *this);
   }
 
   Communicator& inner_;
   Callback on_wait_;
+  std::function<std::string()> describe_;
 };
 
 struct ExecutorState {
@@ -127,6 +131,10 @@ struct ExecutorState {
   std::vector<std::optional<cost::SampleRange>> ranges;       // our samples of each layer
   // Split BatchNorm layers' links to their groups, by layer (null: not synced or not ours).
   std::vector<std::unique_ptr<layers::SyncBatchNormContext>> batchnorm;
+  // Tensor splits (docs/tensor-parallel.md), by layer: this rank's part (0 for other
+  // layers), and a divided layer's link to its tensor group (null otherwise).
+  std::vector<int32_t> parts;
+  std::vector<std::unique_ptr<layers::TensorGroupContext>> tensor_groups;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<GradientBuckets> buckets;
 
@@ -135,23 +143,49 @@ struct ExecutorState {
   double idle_ms = 0;
   graph::LayerId current_layer = 0;  // the layer running now (names BatchNorm's all-reduces)
   trace::Recorder trace;
-  // The communicator split BatchNorm layers use: `comm`, with its waits counted as
-  // communication.
-  TimedCommunicator batchnorm_comm;
+  // The communicator split BatchNorm layers and tensor splits use: `comm`, with its waits
+  // counted as communication.
+  TimedCommunicator layer_comm;
 
   ExecutorState(const graph::Graph& g, plan::Plan p, Communicator& c)
       : graph(g),
         plan(std::move(p)),
         comm(c),
-        batchnorm_comm(c, [this](Clock::time_point begin, Clock::time_point end) {
-          note_wait(trace::Lane::allreduce, false, begin, end, [&] {
-            return std::make_pair(fmt::format("{} statistics all-reduce", name(current_layer)), std::string());
-          });
-        }) {}
+        layer_comm(
+            c,
+            [this](Clock::time_point begin, Clock::time_point end) {
+              note_wait(trace::Lane::allreduce, false, begin, end,
+                        [&] { return std::make_pair(layer_allreduce_name(), std::string()); });
+            },
+            [this] { return layer_allreduce_name(); }) {}
+
+  // The all-reduce the current layer makes inside its forward or backward.
+  std::string layer_allreduce_name() const {
+    const bool batchnorm_layer = graph.layer(current_layer).op() == graph::OpKind::BatchNorm2d;
+    return fmt::format("{} {}", name(current_layer),
+                       batchnorm_layer ? "statistics all-reduce" : "tensor-parallel all-reduce");
+  }
 
   const std::string& name(graph::LayerId id) const { return graph.layer(id).name; }
   bool ours(graph::LayerId id) const { return ranges[static_cast<size_t>(id)].has_value(); }
   const cost::SampleRange& range(graph::LayerId id) const { return *ranges[static_cast<size_t>(id)]; }
+  const cost::TensorSplit& split(graph::LayerId id) const { return plan.layers[static_cast<size_t>(id)].split; }
+  int32_t part(graph::LayerId id) const { return parts[static_cast<size_t>(id)]; }
+  // The features of `id`'s output this rank holds: its part's slice when the split slices
+  // the output, else all (as plan::output_blocks).
+  cost::FeatureRange output_features(graph::LayerId id) const {
+    const int64_t all = cost::output_features(graph, id);
+    const cost::TensorSplit& s = split(id);
+    return s.splits() && cost::output_sliced(s.kind) ? cost::feature_slice(all, part(id), s.parts)
+                                                     : cost::FeatureRange{0, all};
+  }
+  // The features of input `input` of `consumer` this rank reads (as plan::input_blocks).
+  cost::FeatureRange input_features(graph::LayerId consumer, size_t input) const {
+    const int64_t all = cost::output_features(graph, graph.inputs(consumer).at(input));
+    const cost::TensorSplit& s = split(consumer);
+    return s.splits() && cost::input_sliced(s.kind) ? cost::feature_slice(all, part(consumer), s.parts)
+                                                    : cost::FeatureRange{0, all};
+  }
 
   // Counts a wait of [begin, end) as idle or communication and traces it on `lane` (idle
   // waits on the idle lane). `describe` gives the event's name and args, only if traced.

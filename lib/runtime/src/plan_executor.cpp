@@ -62,16 +62,65 @@ int gradient_contributions(const detail::ExecutorState& s, graph::LayerId id) {
   return static_cast<int>(segments.size() * static_cast<size_t>(s.plan.pipeline.micro_batches));
 }
 
+// Sums `tensor` over `group` through the layers' communicator (blocking).
+std::function<void(torch::Tensor&)> group_sum(detail::ExecutorState& s, std::vector<int> group) {
+  return [&comm = s.layer_comm, group = std::move(group)](torch::Tensor& tensor) {
+    std::vector<torch::Tensor> buffers{tensor};
+    comm.allreduce_sum(buffers, group)->wait();
+  };
+}
+
+// Records this rank's samples and part of layer `id`, if it runs it.
+void place(detail::ExecutorState& s, graph::LayerId id) {
+  const plan::LayerPlacement& placement = s.plan.layers[static_cast<size_t>(id)];
+  for (size_t index = 0; index < placement.shards.size(); ++index) {
+    if (placement.shards[index].rank != s.rank) continue;
+    s.ranges[static_cast<size_t>(id)] = placement.shards[index].samples;
+    s.parts[static_cast<size_t>(id)] = static_cast<int32_t>(index % static_cast<size_t>(placement.split.parts));
+  }
+}
+
+// The ranks of this rank's tensor group of layer `id`: its sample group's k shards.
+std::vector<int> tensor_group(const detail::ExecutorState& s, graph::LayerId id) {
+  const plan::LayerPlacement& placement = s.plan.layers[static_cast<size_t>(id)];
+  const auto parts = static_cast<size_t>(placement.split.parts);
+  for (size_t first = 0; first < placement.shards.size(); first += parts) {
+    std::vector<int> group;
+    for (size_t p = 0; p < parts; ++p) group.push_back(placement.shards[first + p].rank);
+    std::sort(group.begin(), group.end());
+    if (std::binary_search(group.begin(), group.end(), s.rank)) return group;
+  }
+  BURST_ASSERT(false, "a rank of a tensor-split layer is in one of its groups");
+  return {};
+}
+
+// Layer `id`'s module on this rank: the whole layer, initialised from its own seed (or the
+// model file), in the run's dtype; for a divided tensor split, this rank's part of it.
+std::unique_ptr<layers::LayerModule> build_module(detail::ExecutorState& s, graph::LayerId id, uint64_t seed,
+                                                  const std::map<std::string, graph::LayerWeights>* initial_weights) {
+  const graph::Graph& graph = s.graph;
+  torch::manual_seed(layer_seed(seed, id));
+  auto module = layers::make_layer_module(graph, id, tied_options(s, id));
+  if (initial_weights != nullptr) {
+    const auto found = initial_weights->find(graph.layer(id).name);
+    if (found != initial_weights->end()) layers::load_initial_weights(*module, found->second, graph.layer(id).name);
+  }
+  layers::set_floating_dtype(*module, s.dtype);  // the float32 weights, widened
+  const cost::TensorSplit& split = s.split(id);
+  if (!s.ours(id) || !split.splits() || !cost::divides_weights(split.kind)) return module;
+  s.tensor_groups[static_cast<size_t>(id)] =
+      std::make_unique<layers::TensorGroupContext>(layers::TensorGroupContext{group_sum(s, tensor_group(s, id))});
+  return layers::make_part_module(graph, id, std::move(module), split, s.part(id),
+                                  s.tensor_groups[static_cast<size_t>(id)].get());
+}
+
 // This rank's modules, each initialised from its layer's own seed (so its weights do not
 // depend on which rank builds it), with the synchronised BatchNorm links the program needs.
 void build_modules(detail::ExecutorState& s, uint64_t seed, bool sync_batchnorm,
                    const std::map<std::string, graph::LayerWeights>* initial_weights) {
   const graph::Graph& graph = s.graph;
   for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
-    const auto& shards = s.plan.layers[static_cast<size_t>(id)].shards;
-    for (const cost::Shard& shard : shards) {
-      if (shard.rank == s.rank) s.ranges[static_cast<size_t>(id)] = shard.samples;
-    }
+    place(s, id);
     // A tied embedding's weight lives on its heads' ranks too: there the module is a copy
     // that never runs, built from the same seed (or file) and updated from the same sum.
     if (!s.ours(id)) {
@@ -79,23 +128,11 @@ void build_modules(detail::ExecutorState& s, uint64_t seed, bool sync_batchnorm,
                                                                       : plan::weight_holders(s.plan, graph, id);
       if (!std::binary_search(holders.begin(), holders.end(), s.rank)) continue;
     }
-    torch::manual_seed(layer_seed(seed, id));
-    s.modules[static_cast<size_t>(id)] = layers::make_layer_module(graph, id, tied_options(s, id));
-    if (initial_weights != nullptr) {
-      const auto found = initial_weights->find(graph.layer(id).name);
-      if (found != initial_weights->end()) {
-        layers::load_initial_weights(*s.modules[static_cast<size_t>(id)], found->second, graph.layer(id).name);
-      }
-    }
-    layers::set_floating_dtype(*s.modules[static_cast<size_t>(id)], s.dtype);  // the float32 weights, widened
+    s.modules[static_cast<size_t>(id)] = build_module(s, id, seed, initial_weights);
+    const auto& shards = s.plan.layers[static_cast<size_t>(id)].shards;
     if (!sync_batchnorm || graph.layer(id).op() != graph::OpKind::BatchNorm2d || shards.size() < 2) continue;
-    std::vector<int> group = plan::sync_group(s.plan, graph, id);
-    auto sum_over_group = [&comm = s.batchnorm_comm, group = std::move(group)](torch::Tensor& sums) {
-      std::vector<torch::Tensor> buffers{sums};
-      comm.allreduce_sum(buffers, group)->wait();
-    };
     s.batchnorm[static_cast<size_t>(id)] = std::make_unique<layers::SyncBatchNormContext>(
-        layers::SyncBatchNormContext{sum_over_group, s.plan.global_batch, 0});
+        layers::SyncBatchNormContext{group_sum(s, plan::sync_group(s.plan, graph, id)), s.plan.global_batch, 0});
   }
 }
 
@@ -121,6 +158,8 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
   s.modules.resize(graph.size());
   s.ranges.resize(graph.size());
   s.batchnorm.resize(graph.size());
+  s.parts.assign(graph.size(), 0);
+  s.tensor_groups.resize(graph.size());
   build_modules(s, options.seed, options.sync_batchnorm, options.initial_weights);
   communicator.prepare_groups(s.reporting.groups);  // the same list, in the same order, on every rank
   std::vector<torch::Tensor> parameters;

@@ -1,5 +1,7 @@
 #include "step_interpreter.h"
 
+#include <algorithm>
+
 #include <torch/autograd.h>
 
 namespace burst::runtime::detail {
@@ -13,22 +15,38 @@ bool is_loss(const graph::Graph& graph, graph::LayerId id) {
   return graph.layer(id).op() == graph::OpKind::SoftmaxCrossEntropy;
 }
 
-// Rows of `layer`'s output; floating point outputs in `floating` (the run's dtype).
-torch::Tensor empty_rows(const graph::Graph& graph, graph::LayerId layer, int64_t rows, torch::Dtype floating) {
+// A block of `layer`'s output: `rows` samples x `features` of its last axis (all of it but
+// under tensor splits); floating point outputs in `floating` (the run's dtype).
+torch::Tensor empty_block(const graph::Graph& graph, graph::LayerId layer, int64_t rows, int64_t features,
+                          torch::Dtype floating) {
   std::vector<int64_t> shape{rows};
   for (const int64_t d : graph.info(layer).output_shape) shape.push_back(d);
+  if (shape.size() > 1) shape.back() = features;
   const auto dtype = graph.info(layer).output_dtype == graph::DType::Int64 ? torch::kInt64 : floating;
   return torch::empty(shape, torch::TensorOptions().dtype(dtype));
 }
 
-// The gradient of one layer's output on this rank ([rows of `mine`]): the sum of the pieces
+// Samples x features of a layer's output or input (cost::Block without the rank).
+struct Area {
+  cost::SampleRange samples;
+  cost::FeatureRange features;
+  bool operator==(const Area& other) const { return samples == other.samples && features == other.features; }
+};
+
+// The part `area` of `tensor`, which holds `held` (batch-first, features on the last axis).
+torch::Tensor area_of(const torch::Tensor& tensor, const Area& held, const Area& area) {
+  torch::Tensor rows = tensor.narrow(0, area.samples.begin - held.samples.begin, area.samples.size());
+  if (area.features == held.features) return rows;
+  return rows.narrow(-1, area.features.begin - held.features.begin, area.features.size());
+}
+
+// The gradient of one layer's output on this rank (its area `mine`): the sum of the pieces
 // its consumers return, in the order they come (the same sums as adding them all into
 // zeros: 0 + x == x). A piece covering all of `mine` is used as it is when it comes first,
 // and added out of place when it comes second; only partial pieces need zeroed memory.
 class GradientSum {
  public:
-  void add(const cost::SampleRange& mine, const cost::SampleRange& rows_range, const torch::Tensor& rows,
-           const torch::Tensor& like) {
+  void add(const Area& mine, const Area& rows_range, const torch::Tensor& rows, const torch::Tensor& like) {
     const bool whole = rows_range == mine;
     if (!sum_.defined() && whole) {
       sum_ = rows;
@@ -45,7 +63,7 @@ class GradientSum {
       sum_ = zeros;
       owned_ = true;
     }
-    sum_.narrow(0, rows_range.begin - mine.begin, rows_range.size()) += rows;
+    area_of(sum_, mine, rows_range) += rows;
   }
   const torch::Tensor& value() const { return sum_; }
 
@@ -53,6 +71,36 @@ class GradientSum {
   torch::Tensor sum_;
   bool owned_ = false;
 };
+
+// A piece of a layer's input: its area and values.
+struct InputPiece {
+  Area area;
+  torch::Tensor values;
+};
+
+// A layer input from its pieces, which tile it: concatenated when they hold all its
+// features (pieces come by first sample), else each copied into place.
+torch::Tensor assemble(std::vector<InputPiece>& pieces) {
+  if (pieces.size() == 1) return pieces[0].values;
+  Area whole = pieces[0].area;
+  for (const InputPiece& piece : pieces) {
+    whole.samples = {std::min(whole.samples.begin, piece.area.samples.begin),
+                     std::max(whole.samples.end, piece.area.samples.end)};
+    whole.features = {std::min(whole.features.begin, piece.area.features.begin),
+                      std::max(whole.features.end, piece.area.features.end)};
+  }
+  if (std::all_of(pieces.begin(), pieces.end(), [&](const InputPiece& p) { return p.area.features == whole.features; })) {
+    std::vector<torch::Tensor> rows;
+    for (const InputPiece& piece : pieces) rows.push_back(piece.values);
+    return torch::cat(rows, 0);
+  }
+  std::vector<int64_t> shape = pieces[0].values.sizes().vec();
+  shape[0] = whole.samples.size();
+  shape.back() = whole.features.size();
+  torch::Tensor input = torch::empty(shape, pieces[0].values.options());
+  for (const InputPiece& piece : pieces) area_of(input, whole, piece.area).copy_(piece.values);
+  return input;
+}
 
 // A receive in flight: the piece and the tensor it lands in.
 struct PendingReceive {
@@ -79,7 +127,7 @@ struct MicroBatchState {
   }
   std::vector<torch::Tensor> outputs;                         // by layer, this rank's rows
   std::vector<std::vector<torch::Tensor>> leaves;              // by consumer, input position
-  std::vector<std::vector<std::vector<torch::Tensor>>> parts;  // pieces of an input, in order
+  std::vector<std::vector<std::vector<InputPiece>>> parts;   // pieces of an input, in order
   std::vector<GradientSum> gradients;                          // by layer: of its output
 };
 
@@ -115,20 +163,20 @@ class StepInterpreter {
   bool internal(graph::LayerId producer, graph::LayerId consumer) const {
     return program_.segment_of[static_cast<size_t>(producer)] == program_.segment_of[static_cast<size_t>(consumer)];
   }
-  // Rows `range` of a tensor holding `layer`'s samples on this rank.
-  torch::Tensor rows_of(const torch::Tensor& tensor, graph::LayerId layer, const cost::SampleRange& range) const {
-    return tensor.narrow(0, range.begin - s_.range(layer).begin, range.size());
+  // What this rank holds of `layer`'s output, and of `consumer`'s input `input`.
+  Area output_area(graph::LayerId layer) const { return {s_.range(layer), s_.output_features(layer)}; }
+  Area input_area(graph::LayerId consumer, int32_t input) const {
+    return {s_.range(consumer), s_.input_features(consumer, static_cast<size_t>(input))};
   }
+  static Area area(const Piece& p) { return {p.samples, p.features}; }
 
   void execute(const Op& op) {
     switch (op.kind) {
       case OpKind::RecvActivation: return receive_activation(op);
       case OpKind::SendActivation: return send_activation(op);
       case OpKind::Forward: return forward(op.layer, op.micro);
-      case OpKind::SyncBatchNorm: return;  // made inside the layer's F or B (sync_batchnorm.h)
-      case OpKind::TensorAllReduce:  // plans with tensor splits are refused before the run
-        BURST_ASSERT(false, "the runtime does not run tensor splits yet");
-        return;
+      case OpKind::SyncBatchNorm: return;    // made inside the layer's F or B (sync_batchnorm.h)
+      case OpKind::TensorAllReduce: return;  // likewise (layers/tensor_parallel.h)
       case OpKind::RecvGradient: return receive_gradient(op);
       case OpKind::SendGradient: return send_gradient(op);
       case OpKind::Backward: return backward(op.segment, op.micro);
@@ -145,11 +193,13 @@ class StepInterpreter {
     MicroBatchState& state = micro(p.micro);
     auto& parts = state.parts[static_cast<size_t>(p.consumer)][static_cast<size_t>(p.input)];
     if (p.local()) {
-      parts.push_back(rows_of(state.outputs[static_cast<size_t>(p.producer)].detach(), p.producer, p.samples));
+      parts.push_back(InputPiece{
+          area(p), area_of(state.outputs[static_cast<size_t>(p.producer)].detach(), output_area(p.producer), area(p))});
       return;
     }
-    parts.push_back(empty_rows(graph_, p.producer, p.samples.size(), s_.dtype));
-    receives_.push_back(PendingReceive{op.piece, parts.back(), s_.comm.receive(parts.back(), p.sender, p.tag)});
+    parts.push_back(InputPiece{area(p), empty_block(graph_, p.producer, p.samples.size(), p.features.size(), s_.dtype)});
+    receives_.push_back(
+        PendingReceive{op.piece, parts.back().values, s_.comm.receive(parts.back().values, p.sender, p.tag)});
   }
 
   // Waits for the receives posted so far (a layer's inputs, or a segment's gradients).
@@ -167,7 +217,7 @@ class StepInterpreter {
       });
       if (p.gradient) {
         MicroBatchState& state = micro(p.micro);
-        state.gradients[static_cast<size_t>(p.producer)].add(s_.range(p.producer), p.samples, receive.rows,
+        state.gradients[static_cast<size_t>(p.producer)].add(output_area(p.producer), area(p), receive.rows,
                                                              state.outputs[static_cast<size_t>(p.producer)]);
       }
     }
@@ -177,7 +227,8 @@ class StepInterpreter {
   void send_activation(const Op& op) {
     const Piece& p = piece(op);
     torch::Tensor rows =
-        rows_of(micro(p.micro).outputs[static_cast<size_t>(p.producer)].detach(), p.producer, p.samples).contiguous();
+        area_of(micro(p.micro).outputs[static_cast<size_t>(p.producer)].detach(), output_area(p.producer), area(p))
+            .contiguous();
     auto work = s_.comm.send(rows, p.receiver, p.tag);
     sends_.push_back(PendingSend{op.piece, std::move(rows), std::move(work)});
   }
@@ -202,7 +253,7 @@ class StepInterpreter {
         continue;
       }
       auto& parts = state.parts[static_cast<size_t>(id)][k];
-      torch::Tensor input = parts.size() == 1 ? parts[0] : torch::cat(parts, 0);
+      torch::Tensor input = assemble(parts);
       parts.clear();
       if (program::carries_gradient(graph_, producers[k])) input = input.detach().requires_grad_(true);
       state.leaves[static_cast<size_t>(id)][k] = input;
@@ -224,9 +275,14 @@ class StepInterpreter {
     } else {
       layers::RandomKey key = step_key_;
       key.first_sample = first_sample(j) + s_.range(id).begin;  // row 0 of this rank's rows is that global sample
+      if (s_.split(id).kind == cost::SplitKind::Features) {
+        key.features = cost::output_features(graph_, id);  // a slice: draws by the whole sample's elements
+        key.feature_begin = s_.output_features(id).begin;
+      }
       output = s_.modules[static_cast<size_t>(id)]->forward(args, key);
     }
-    if (is_loss(graph_, id)) loss_sum_ += output.detach().sum().item<double>();
+    // A loss computed by several parts of a sample group counts once.
+    if (is_loss(graph_, id) && s_.part(id) == 0) loss_sum_ += output.detach().sum().item<double>();
     micro(j).outputs[static_cast<size_t>(id)] = output;
     s_.compute_event(mark_, id, "forward");
   }
@@ -234,15 +290,15 @@ class StepInterpreter {
   void receive_gradient(const Op& op) {
     const Piece& p = piece(op);
     if (!p.local()) {
-      torch::Tensor rows = empty_rows(graph_, p.producer, p.samples.size(), s_.dtype);
+      torch::Tensor rows = empty_block(graph_, p.producer, p.samples.size(), p.features.size(), s_.dtype);
       receives_.push_back(PendingReceive{op.piece, rows, s_.comm.receive(rows, p.sender, p.tag)});
       return;
     }
     MicroBatchState& state = micro(p.micro);
     const torch::Tensor& leaf = state.leaves[static_cast<size_t>(p.consumer)][static_cast<size_t>(p.input)];
     if (!leaf.grad().defined()) return;  // the consumer's backward gave none (zero)
-    state.gradients[static_cast<size_t>(p.producer)].add(s_.range(p.producer), p.samples,
-                                                         rows_of(leaf.grad(), p.consumer, p.samples),
+    state.gradients[static_cast<size_t>(p.producer)].add(output_area(p.producer), area(p),
+                                                         area_of(leaf.grad(), input_area(p.consumer, p.input), area(p)),
                                                          state.outputs[static_cast<size_t>(p.producer)]);
   }
 
@@ -283,8 +339,10 @@ class StepInterpreter {
   void send_gradient(const Op& op) {
     const Piece& p = piece(op);
     const torch::Tensor& leaf = micro(p.micro).leaves[static_cast<size_t>(p.consumer)][static_cast<size_t>(p.input)];
-    torch::Tensor rows = leaf.grad().defined() ? rows_of(leaf.grad(), p.consumer, p.samples).contiguous()
-                                               : empty_rows(graph_, p.producer, p.samples.size(), s_.dtype).zero_();
+    torch::Tensor rows =
+        leaf.grad().defined()
+            ? area_of(leaf.grad(), input_area(p.consumer, p.input), area(p)).contiguous()
+            : empty_block(graph_, p.producer, p.samples.size(), p.features.size(), s_.dtype).zero_();
     auto work = s_.comm.send(rows, p.receiver, p.tag);
     sends_.push_back(PendingSend{op.piece, std::move(rows), std::move(work)});
   }

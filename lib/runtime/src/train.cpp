@@ -300,7 +300,6 @@ void run_training_worker(const TrainConfig& config, const WorkerPlace& place) {
                                              : plan::load_plan_file(config.plan_file);
   if (config.checked.plan.empty()) {
     plan::validate_plan(plan, graph, cluster::builtin_cluster("cpu", place.world_size));
-    plan::refuse_tensor_splits(plan, "burst train");
   } else {
     check_unchanged(config, graph, plan);  // the launcher validated this model and plan
   }

@@ -20,6 +20,7 @@
 #include "burst/util/error.h"
 #include "hand_plan.h"
 #include "in_process_communicator.h"
+#include "threaded_training.h"
 
 namespace burst::runtime {
 namespace {
@@ -60,56 +61,13 @@ ExecutorOptions sgd_options() {
   return options;
 }
 
-using Parameters = std::map<std::string, torch::Tensor>;
+using testing::largest_relative_error;
+using testing::Parameters;
 
-// Trains `steps` steps of `plan` with one thread per rank; returns every rank's parameters
-// (a layer's ranks hold equal copies: the first one seen is kept) and each rank's last
-// step result. Executors are built one after another (layer initialisation seeds torch's
-// global generator), the steps run concurrently. `report_loss`: every step reduces the loss.
 std::pair<Parameters, std::vector<StepResult>> train(const graph::Graph& graph, const plan::Plan& plan, int steps,
                                                      InProcessWorld& world, const ExecutorOptions& options = sgd_options(),
-                                                     bool report_loss = true) {
-  torch::set_num_threads(1);
-  std::vector<std::unique_ptr<PlanExecutor>> executors;
-  for (int r = 0; r < plan.devices; ++r) {
-    executors.push_back(std::make_unique<PlanExecutor>(graph, plan, world.rank(r), options));
-  }
-  // Drawn before the threads start: torch's global generator is not for concurrent seeding.
-  std::vector<BatchSource> batches;
-  for (int64_t step = 0; step < steps; ++step) batches.push_back(batch_of(step));
-  std::vector<StepResult> results(static_cast<size_t>(plan.devices));
-  std::vector<std::string> errors(static_cast<size_t>(plan.devices));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < plan.devices; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        for (int64_t step = 0; step < steps; ++step) {
-          results[static_cast<size_t>(r)] =
-              executors[static_cast<size_t>(r)]->step(batches[static_cast<size_t>(step)], step, report_loss);
-        }
-      } catch (const std::exception& error) {
-        errors[static_cast<size_t>(r)] = error.what();
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  for (int r = 0; r < plan.devices; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
-  Parameters parameters;
-  for (const auto& executor : executors) {
-    for (const auto& [name, tensor] : executor->local_parameters()) parameters.emplace(name, tensor.detach().clone());
-  }
-  return {parameters, results};
-}
-
-// max |a - b| / max |a| over every tensor.
-double largest_relative_error(const Parameters& expected, const Parameters& actual) {
-  EXPECT_EQ(expected.size(), actual.size());
-  double largest = 0;
-  for (const auto& [name, a] : expected) {
-    const torch::Tensor& b = actual.at(name);
-    largest = std::max(largest, (a - b).abs().max().item<double>() / a.abs().max().item<double>());
-  }
-  return largest;
+                                                     bool report_loss = true, bool gather = true) {
+  return testing::train_threads(graph, plan, steps, world, options, batch_of, report_loss, gather);
 }
 
 class PlanExecutorTest : public ::testing::Test {
@@ -299,7 +257,7 @@ TEST_F(PlanExecutorTest, IssuesMessagesAndAllReducesInProgramOrder) {
   InProcessWorld world(3, std::chrono::seconds(10));
   ExecutorOptions executor_options = sgd_options();
   executor_options.bucket_bytes = 64;
-  train(graph, burst, 1, world, executor_options);
+  train(graph, burst, 1, world, executor_options, true, /*gather=*/false);
   for (int r = 0; r < 3; ++r) {
     std::vector<std::string> messages, reductions;
     for (const std::string& issue : world.issued(r)) (issue.rfind("allreduce", 0) == 0 ? reductions : messages).push_back(issue);

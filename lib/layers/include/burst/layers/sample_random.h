@@ -8,8 +8,10 @@
 //   counter = (global sample index, element index within the sample)
 // so sample i's draws are the same on whichever rank computes it, under any plan, worker
 // count, or resume onto another layout. Element j of a sample is word j mod 4 of Philox
-// block j / 4. A future op that splits a sample's elements over ranks (a feature split)
-// starts its counter at its first element's index. Includes libtorch.
+// block j / 4. An op that holds a slice of a sample's elements (a tensor split's features
+// slice, a heads split's attention weights: docs/tensor-parallel.md) draws each element by
+// its index in the whole sample (RandomKey::features), so its draws are those the whole
+// layer makes on one device. Includes libtorch.
 #include <cstdint>
 
 #include <torch/types.h>
@@ -23,6 +25,12 @@ struct RandomKey {
   uint64_t seed = 0;         // the run's seed
   int64_t step = 0;          // the training step, 0-based, counted across resumes
   int64_t first_sample = 0;  // global batch index of the batch's row 0
+  // A slice of each sample's elements: the tensor's last axis holds elements
+  // [feature_begin, feature_begin + n) of a last axis of `features` in the whole sample (n:
+  // the tensor's last axis), so element (t, f) of a sample is number t x features +
+  // feature_begin + f of its stream. 0: the tensor holds whole samples.
+  int64_t features = 0;
+  int64_t feature_begin = 0;
 };
 
 // Dropout of `x` ([B, ...], floating point): each element kept with probability 1 - p and

@@ -121,9 +121,6 @@ bool has_tied_weights(const graph::Graph& graph, graph::LayerId id);
 
 // Whether any layer of the plan has a tensor split.
 bool has_tensor_split(const Plan& plan);
-// For what runs only sample splits (the runtime, for now): UserError naming the first layer
-// with a tensor split and what does take them.
-void refuse_tensor_splits(const Plan& plan, const std::string& runner);
 
 // The blocks (samples x features of the last axis, cost::Block) of `layer`'s output that
 // its shards hold after its forward, one per shard: a sliced output's part p holds slice p,

@@ -1,0 +1,82 @@
+#pragma once
+// Training a plan in one process for tests: one thread per rank over InProcessWorld,
+// executors built one after another (layer initialisation seeds torch's global generator),
+// steps run concurrently; the model's parameters gathered on rank 0 (gather_parameters,
+// so tensor-split parts come back whole).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "burst/runtime/plan_executor.h"
+#include "in_process_communicator.h"
+
+namespace burst::runtime::testing {
+
+using Parameters = std::map<std::string, torch::Tensor>;
+
+// Trains `steps` steps of `plan` (step i's batch: batch_of(i), drawn before the threads
+// start); returns the gathered parameters (none without `gather`) and each rank's last
+// step result. `report_loss`: every step reduces the loss.
+inline std::pair<Parameters, std::vector<StepResult>> train_threads(
+    const graph::Graph& graph, const plan::Plan& plan, int steps, InProcessWorld& world,
+    const ExecutorOptions& options, const std::function<BatchSource(int64_t)>& batch_of, bool report_loss = true,
+    bool gather = true) {
+  torch::set_num_threads(1);
+  std::vector<std::unique_ptr<PlanExecutor>> executors;
+  for (int r = 0; r < plan.devices; ++r) {
+    executors.push_back(std::make_unique<PlanExecutor>(graph, plan, world.rank(r), options));
+  }
+  std::vector<BatchSource> batches;
+  for (int64_t step = 0; step < steps; ++step) batches.push_back(batch_of(step));
+  const auto ranks = static_cast<size_t>(plan.devices);
+  std::vector<StepResult> results(ranks);
+  std::vector<std::string> errors(ranks);
+  Parameters parameters;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < plan.devices; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        PlanExecutor& executor = *executors[static_cast<size_t>(r)];
+        for (int64_t step = 0; step < steps; ++step) {
+          results[static_cast<size_t>(r)] = executor.step(batches[static_cast<size_t>(step)], step, report_loss);
+        }
+        if (!gather) return;
+        for (auto& [name, tensor] : executor.gather_parameters()) parameters.emplace(name, tensor);  // rank 0's
+      } catch (const std::exception& error) {
+        errors[static_cast<size_t>(r)] = error.what();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int r = 0; r < plan.devices; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
+  return {parameters, results};
+}
+
+// max |a - b| / max |a| over every tensor; the name of the worst in `worst` when given.
+inline double largest_relative_error(const Parameters& expected, const Parameters& actual,
+                                     std::string* worst = nullptr) {
+  EXPECT_EQ(expected.size(), actual.size());
+  double largest = 0;
+  for (const auto& [name, a] : expected) {
+    const auto found = actual.find(name);
+    if (found == actual.end()) {
+      ADD_FAILURE() << "no parameter " << name;
+      continue;
+    }
+    EXPECT_EQ(a.sizes(), found->second.sizes()) << name;
+    if (a.sizes() != found->second.sizes()) continue;
+    const double error = (a - found->second).abs().max().item<double>() / a.abs().max().item<double>();
+    if (error > largest && worst != nullptr) *worst = name;
+    largest = std::max(largest, error);
+  }
+  return largest;
+}
+
+}  // namespace burst::runtime::testing
