@@ -7,7 +7,8 @@
 # run in different segments); two plans that split the tied pair (the head on rank 0 alone;
 # the embedding on rank 0 and the head on rank 2), where the rank that runs only the head
 # holds a copy of the weight and the gradient is summed over both layers' ranks; and the
-# burst planner's plans for 2 and 3 V100s.
+# burst planner's plans for 2 and 3 V100s; the tensor planner's plan for 4 A100s, and
+# checkpoints from it and into it.
 #
 # usage: language_model.sh BURST PYTHON_WITH_TORCH
 set -euo pipefail
@@ -18,8 +19,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 model="gpt2:layers=2,width=64,heads=2,seq=16,vocab=64"
 batch=12
-common=(--model "$model" --global-batch "$batch" --steps 20 --seed 7 --lr 0.01 --momentum 0.9 --log-every 20
-        --dtype float64)
+base=(--model "$model" --global-batch "$batch" --seed 7 --lr 0.01 --momentum 0.9 --log-every 20 --dtype float64)
+common=("${base[@]}" --steps 20)
 failures=0
 run() {  # NAME ARGS...: trains, then compares with one process
   local name=$1
@@ -67,5 +68,25 @@ for workers in 2 3; do
     -o "$work/burst$workers.json" > /dev/null
   run "burst-plan-$workers" --nproc "$workers" --plan "$work/burst$workers.json"
 done
+
+# Tensor splits (docs/tensor-parallel.md): the tensor planner's plan for 4 A100s (its
+# column -> row MLPs and, where its parts divide the 2 heads, head-parallel attention).
+"$burst" plan --model "$model" --device a100 --devices 4 --global-batch "$batch" --strategy tensor \
+  -o "$work/tensor4.json" > /dev/null
+grep -q '"split"' "$work/tensor4.json" || { echo "FAIL: the tensor plan splits no layer"; exit 1; }
+run "tensor-plan-4" --nproc 4 --plan "$work/tensor4.json"
+# Checkpoints hold whole tensors under any plan: 10 steps of the tensor plan resumed on one
+# worker, and 10 steps data parallel on 2 resumed under the tensor plan (each part loads
+# its slices of the weights and momentum buffers).
+half() {  # DIR ARGS...: the first 10 steps, checkpointed in DIR
+  local dir=$1
+  shift
+  "$burst" train "${base[@]}" --steps 10 --checkpoint-dir "$work/$dir" "$@" > "$work/$dir.log" 2>&1 ||
+    { echo "FAIL: burst train $*: $(tail -n 1 "$work/$dir.log")"; exit 1; }
+}
+half from-tensor --nproc 4 --plan "$work/tensor4.json"
+run "tensor-plan-4-resumed-on-1" --nproc 1 --checkpoint-dir "$work/from-tensor" --resume
+half to-tensor --nproc 2
+run "dp-2-resumed-under-tensor-plan-4" --nproc 4 --plan "$work/tensor4.json" --checkpoint-dir "$work/to-tensor" --resume
 [ "$failures" -eq 0 ] && echo "all runs equal one process within 1e-9 (float64)"
 [ "$failures" -eq 0 ]

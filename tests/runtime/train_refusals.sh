@@ -19,12 +19,6 @@ plan["layers"][1]["shards"] = [[0, 0, 15]]  # sample 15 of conv1 on no rank
 json.dump(plan, open(f"{work}/uncovered.json", "w"))
 PY
 
-# The runtime does not run tensor splits yet (docs/tensor-parallel.md): refused, naming a layer.
-gpt=(--model "gpt2:layers=1,width=64,heads=4,seq=16,vocab=64")
-"$burst" plan "${gpt[@]}" --device a100 --devices 4 --global-batch 2 --strategy tensor -o "$work/tensor4.json" >/dev/null
-refused "a plan with tensor splits" train "${gpt[@]}" --plan "$work/tensor4.json" --nproc 4 --steps 2
-contains_error "does not run tensor splits yet"
-
 refused "a plan for another model" "${vgg[@]}" --plan "$work/resnet2.json" --nproc 2
 refused "a plan for 3 workers run by 2" "${vgg[@]}" --plan "$work/vgg3.json" --nproc 2
 refused "a plan leaving samples uncovered" "${vgg[@]}" --plan "$work/uncovered.json" --nproc 3
