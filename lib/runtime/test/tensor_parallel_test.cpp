@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "burst/cluster/cluster.h"
+#include "burst/graph/builder.h"
 #include "burst/graph/zoo.h"
 #include "burst/plan/plan.h"
 #include "burst/plan/tensor_planner.h"
@@ -81,16 +82,20 @@ plan::Plan tensor_plan(const graph::Graph& graph, int devices, int32_t parts, co
 class TensorParallelRuntime : public ::testing::Test {
  protected:
   // Trains `plan` and one rank for kSteps; the largest relative parameter difference.
-  double error_against_one_rank(const graph::Graph& graph, const plan::Plan& plan, const ExecutorOptions& options) {
+  // `allreduces`: the tensor all-reduces rank 0's program makes forward, and backward less
+  // `no_input_gradient` (a column split reading data sums no input gradient).
+  double error_against_one_rank(const graph::Graph& graph, const plan::Plan& plan, int allreduces,
+                                int no_input_gradient = 0, const ExecutorOptions& options = sgd_options()) {
     plan::validate_plan(plan, graph, cluster::builtin_cluster("cpu", plan.devices));
     const program::StepProgram program = program::build_step_program(graph, plan);
     program::check_step_program(program, graph, plan);
-    // Rank 0 runs the splits' all-reduces: 2 forward and 2 backward a transformer block
-    // (attention, MLP); one backward less for the first block when its input is sample-split
-    // data (no gradient flows into token ids), none elsewhere.
-    int tensor_allreduces = 0;
-    for (const program::Op& op : program.ops[0]) tensor_allreduces += op.kind == program::OpKind::TensorAllReduce;
-    EXPECT_GE(tensor_allreduces, 4 * 2 - 1);
+    // Rank 0's program: the splits' all-reduces.
+    int forward = 0, backward = 0;
+    for (const program::Op& op : program.ops[0]) {
+      if (op.kind == program::OpKind::TensorAllReduce) ++(op.backward ? backward : forward);
+    }
+    EXPECT_EQ(forward, allreduces);
+    EXPECT_EQ(backward, allreduces - no_input_gradient);
     InProcessWorld one(1, std::chrono::seconds(30));
     const auto [expected, expected_results] =
         testing::train_threads(graph, plan::plan_data_parallel(graph, 1, kBatch), kSteps, one, options,
@@ -106,6 +111,12 @@ class TensorParallelRuntime : public ::testing::Test {
   }
 };
 
+// Two blocks, each with a heads-split attention and a column -> row MLP: 2 all-reduces a
+// block forward (attention, row) and 2 backward (column, attention: gradients reach the
+// embeddings and the patch projection).
+constexpr int kGpt2AllReduces = 4;
+constexpr int kVitAllReduces = 4;
+
 const graph::Graph& tiny_gpt2() {
   static const graph::Graph graph = graph::build_zoo_model("gpt2:layers=2,width=64,heads=4,seq=16,vocab=64");
   return graph;
@@ -118,11 +129,11 @@ const graph::Graph& tiny_vit() {
 }
 
 TEST_F(TensorParallelRuntime, Gpt2AttentionAndMlpOnTwoPartsEqualOneRank) {
-  EXPECT_LT(error_against_one_rank(tiny_gpt2(), tensor_plan(tiny_gpt2(), 2, 2), sgd_options()), 1e-5);
+  EXPECT_LT(error_against_one_rank(tiny_gpt2(), tensor_plan(tiny_gpt2(), 2, 2), kGpt2AllReduces), 1e-5);
 }
 
 TEST_F(TensorParallelRuntime, Gpt2AttentionAndMlpOnFourPartsEqualOneRank) {
-  EXPECT_LT(error_against_one_rank(tiny_gpt2(), tensor_plan(tiny_gpt2(), 4, 4), sgd_options()), 1e-5);
+  EXPECT_LT(error_against_one_rank(tiny_gpt2(), tensor_plan(tiny_gpt2(), 4, 4), kGpt2AllReduces), 1e-5);
 }
 
 TEST_F(TensorParallelRuntime, Gpt2MixedPlanEqualsOneRank) {
@@ -130,13 +141,31 @@ TEST_F(TensorParallelRuntime, Gpt2MixedPlanEqualsOneRank) {
   // the final layernorm split 2 ways in 2 sample groups: re-shards from 4 sample splits to
   // 2 x 2 copies and back, and weight gradients summed over the 2 ranks of each part.
   EXPECT_LT(error_against_one_rank(tiny_gpt2(), tensor_plan(tiny_gpt2(), 4, 2, "transformer.h.0.ln_1"),
-                                   sgd_options()),
+                                   kGpt2AllReduces),
             1e-5);
 }
 
+TEST_F(TensorParallelRuntime, DropoutBetweenColumnAndRowDrawsOneRanksMasks) {
+  // [4, 16] tokens -> fc (column, 64) -> gelu -> dropout 0.3 (features: each part draws its
+  // slice's elements by their index in the whole sample) -> proj (row, 16) -> head -> loss.
+  // One all-reduce forward (proj's output), none backward (fc reads data: no gradient).
+  graph::GraphBuilder b("mlp_dropout");
+  auto x = b.input("input", {4, 16});
+  x = b.linear("fc", x, 64);
+  x = b.gelu("gelu", x);
+  x = b.dropout("drop", x, 0.3);
+  x = b.linear("proj", x, 16);
+  x = b.linear("head", x, 10);
+  b.cross_entropy("loss", x);
+  const graph::Graph graph = std::move(b).build();
+  const plan::Plan plan = tensor_plan(graph, 4, 4);
+  ASSERT_EQ(plan.layers[3].split, (cost::TensorSplit{SplitKind::Features, 4}));
+  EXPECT_LT(error_against_one_rank(graph, plan, 1, 1), 1e-5);
+}
+
 TEST_F(TensorParallelRuntime, VitOnTwoAndFourPartsEqualsOneRank) {
-  EXPECT_LT(error_against_one_rank(tiny_vit(), tensor_plan(tiny_vit(), 2, 2), sgd_options()), 1e-5);
-  EXPECT_LT(error_against_one_rank(tiny_vit(), tensor_plan(tiny_vit(), 4, 4), sgd_options()), 1e-5);
+  EXPECT_LT(error_against_one_rank(tiny_vit(), tensor_plan(tiny_vit(), 2, 2), kVitAllReduces), 1e-5);
+  EXPECT_LT(error_against_one_rank(tiny_vit(), tensor_plan(tiny_vit(), 4, 4), kVitAllReduces), 1e-5);
 }
 
 }  // namespace
