@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "burst/util/error.h"
+#include "burst/util/memory_reuse.h"
 #include "cluster_commands.h"
 #include "cost_commands.h"
 #include "import_commands.h"
@@ -51,6 +52,10 @@ int fail(int code, const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Planning builds and drops step programs of thousands of ranks, training the same
+  // tensors every step: freed blocks stay in malloc's lists instead of going back to the
+  // system and faulting in again.
+  burst::util::keep_freed_memory_for_reuse();
   CLI::App app{"burst: burst-parallel training for fixed global batches (strong scaling)", "burst"};
   app.set_version_flag("--version", std::string("burst 0.1.0"));
   app.require_subcommand(1);
