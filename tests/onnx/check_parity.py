@@ -1,9 +1,10 @@
 """Parity of an imported torchvision model with PyTorch itself (docs/model-import.md).
 
-usage: /usr/bin/python3 tests/onnx/check_parity.py BURST MODEL [--image-size N] [--batch B]
+usage: /usr/bin/python3 tests/onnx/check_parity.py BURST MODEL [--image-size N] [--batch B] [--onnx FILE]
 
 Exports MODEL (weights=None, seed 0, dropout 0: burst's dropout draws other masks than
-torch's) with tests/onnx/export_torchvision.py's command, then
+torch's) with tests/onnx/export_torchvision.py's command, or takes FILE, which
+export_torchvision.py wrote for a model without dropout (the same file), then
   1. `burst train --model MODEL.onnx --steps 1` on one process, from the file's weights, on
      burst's synthetic dataset of exactly B samples (step 1 sees all of them), SGD lr 0.01;
   2. the same step in PyTorch: the model loaded from the ONNX initializers by name
@@ -102,10 +103,14 @@ def main():
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--dtype", choices=["float32", "float64"], default="float32",
                         help="float64: both sides in double (the float32 weights widened)")
+    parser.add_argument("--onnx", help="export_torchvision.py's file of MODEL, which has no dropout")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
         model = export_torchvision.build(args.model, dropout=0.0)
-        path = export_torchvision.export_model(model, args.model, work, args.image_size)
+        if args.onnx:
+            path = args.onnx
+        else:
+            path = export_torchvision.export_model(model, args.model, work, args.image_size)
         state = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy())
                  for t in onnx.load(path).graph.initializer}
         # The file's weights are the model's own, under its state_dict names.

@@ -82,6 +82,8 @@ def main():
             "input": list(shape),
             "output": output_shape(model, shape),
             "state_dict": {k: list(p.shape) for k, p in model.named_parameters()},
+            # Whether any Dropout draws (p > 0): a file without is also check_parity.py's.
+            "dropout": any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in model.modules()),
         }
         with open(os.path.join(args.out_dir, name + ".facts.json"), "w") as f:
             json.dump(facts, f)

@@ -15,7 +15,8 @@
 #include "in_process_communicator.h"
 #include "threaded_training.h"
 
-namespace burst::runtime {
+// Its own namespace: a unity build compiles it with plan_executor_test.cpp.
+namespace burst::runtime::tensor_parallel_test {
 namespace {
 
 using cost::SplitKind;
@@ -169,4 +170,4 @@ TEST_F(TensorParallelRuntime, VitOnTwoAndFourPartsEqualsOneRank) {
 }
 
 }  // namespace
-}  // namespace burst::runtime
+}  // namespace burst::runtime::tensor_parallel_test
