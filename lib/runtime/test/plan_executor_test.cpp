@@ -54,12 +54,7 @@ BatchSource batch_of(int64_t step) {
   return source;
 }
 
-ExecutorOptions sgd_options() {
-  ExecutorOptions options;
-  options.seed = 7;
-  options.optimizer = OptimizerOptions{"sgd", 0.1, 0.9, 0.0};
-  return options;
-}
+ExecutorOptions sgd_options() { return testing::sgd_with_momentum(7, 0.1); }
 
 using testing::largest_relative_error;
 using testing::Parameters;

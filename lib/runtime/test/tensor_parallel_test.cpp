@@ -55,12 +55,7 @@ std::function<BatchSource(int64_t)> random_batches(const graph::Graph& graph) {
   };
 }
 
-ExecutorOptions sgd_options() {
-  ExecutorOptions options;
-  options.seed = 5;
-  options.optimizer = OptimizerOptions{"sgd", 0.05, 0.9, 0.0};
-  return options;
-}
+ExecutorOptions sgd_options() { return testing::sgd_with_momentum(5, 0.05); }
 
 // Megatron's splits (plan::megatron_splits) in groups of `parts` consecutive ranks of
 // `devices`, from layer `first_split` on; the layers before it, and those the splits keep

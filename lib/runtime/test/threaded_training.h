@@ -21,6 +21,14 @@ namespace burst::runtime::testing {
 
 using Parameters = std::map<std::string, torch::Tensor>;
 
+// SGD with momentum 0.9 (so errors would compound), seeded.
+inline ExecutorOptions sgd_with_momentum(uint64_t seed, double learning_rate) {
+  ExecutorOptions options;
+  options.seed = seed;
+  options.optimizer = OptimizerOptions{"sgd", learning_rate, 0.9, 0.0};
+  return options;
+}
+
 // Trains `steps` steps of `plan` (step i's batch: batch_of(i), drawn before the threads
 // start); returns the gathered parameters (none without `gather`) and each rank's last
 // step result. `report_loss`: every step reduces the loss.
