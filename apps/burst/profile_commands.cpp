@@ -44,6 +44,11 @@ void add_profile_commands(CLI::App& app) {
                    "other threads run the same work (CPU devices sharing memory bandwidth)")
       ->capture_default_str();
   command
+      ->add_option("--tensor-parts", args->tensor_parts,
+                   "Also measure one part of every linear and self_attention layer under the column, row "
+                   "and heads splits into these part counts that divide it (tensor splits; e.g. 2,4,8)")
+      ->delimiter(',');
+  command
       ->add_option("-o,--output", args->output,
                    "Profile file to write; an existing one from this CPU and thread count is "
                    "resumed (its entries are kept, not measured again)")

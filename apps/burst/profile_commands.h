@@ -25,6 +25,7 @@ struct ProfileCommandArgs {
   std::vector<int64_t> batch_sizes;
   int threads = 1;
   int co_located = 1;
+  std::vector<int32_t> tensor_parts;  // tensor-split part counts also measured (none: whole layers)
   std::string output;
 };
 

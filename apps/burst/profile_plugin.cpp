@@ -21,6 +21,7 @@ void profile(const ProfileCommandArgs& args) {
   profiler::ProfileOptions options;
   options.threads = args.threads;
   options.co_located = args.co_located;
+  options.tensor_parts = args.tensor_parts;
   options.output_path = args.output;
   options.progress = &std::cerr;
   options.redraw = ::isatty(STDERR_FILENO) == 1;

@@ -52,6 +52,20 @@ sources = {layer["source"] for layer in d["layers"]}
 assert sources == {"measured"}, sources
 ' "$work/cost.out" || fail "burst cost on the profile did not use the measured entries"; }
 
+# Tensor-split parts (docs/profiler.md, "Tensor splits"): fc (256 -> 10) takes a 2-way
+# column and row split, not a 4-way column one: 2 more entries per batch, the old ones kept.
+ok parts profile --model "$work/tiny.json" --batch-sizes 1,2,4 --tensor-parts 2,4 -o "$work/p.json" &&
+  { checks=$((checks + 1)); grep -q "9 entries measured, 18 kept" "$work/parts.err" ||
+      fail "parts: expected '9 entries measured, 18 kept' in: $(tail -n 1 "$work/parts.err")"; }
+checks=$((checks + 1))
+"$python" - "$work/p.json" <<'PY' || fail "the tensor-split parts are not what burst profile promises"
+import json, sys
+entries = json.load(open(sys.argv[1]))["entries"]
+parts = sorted((e["split"]["kind"], e["split"]["parts"], e["batch"]) for e in entries if "split" in e)
+expected = sorted((kind, parts, batch) for kind, parts in [("column", 2), ("row", 2), ("row", 4)] for batch in (1, 2, 4))
+assert parts == expected, parts
+PY
+refused "a tensor split in one part" profile --model "$work/tiny.json" --batch-sizes 1 --tensor-parts 1 -o "$work/q.json"
 refused "zero batch" profile --model "$work/tiny.json" --batch-sizes 0 -o "$work/q.json"
 refused "unknown model" profile --model no_such_model --batch-sizes 1 -o "$work/q.json"
 refused "other thread count" profile --model "$work/tiny.json" --batch-sizes 1 --threads 2 -o "$work/p.json"

@@ -40,6 +40,28 @@ double read_spread(JsonObjectReader& reader, const std::string& key) {
   return spread;
 }
 
+// A split entry's {"kind", "parts"}: a kind that divides the work, in 2 or more parts.
+TensorSplit read_split(JsonObjectReader& reader) {
+  const json* object = reader.find("split");
+  if (object == nullptr) return {};
+  JsonObjectReader split_reader(*object, reader.where() + " split");
+  TensorSplit split;
+  const std::string kind = split_reader.get_string("kind");
+  try {
+    split.kind = split_kind_from_name(kind);
+  } catch (const UserError& error) {
+    split_reader.fail("kind", error.what());
+  }
+  if (!divides_weights(split.kind)) {
+    split_reader.fail("kind", fmt::format("must be column, row or heads, got {}", split_kind_name(split.kind)));
+  }
+  const int64_t parts = split_reader.get_int("parts");
+  if (parts < 2 || parts > 1'000'000) split_reader.fail("parts", fmt::format("must be in [2, 1000000], got {}", parts));
+  split.parts = static_cast<int32_t>(parts);
+  split_reader.reject_unknown_keys();
+  return split;
+}
+
 ProfileEntry entry_from_json(const json& object, size_t index) {
   JsonObjectReader reader(object, fmt::format("profile entry #{}", index));
   ProfileEntry entry;
@@ -48,6 +70,7 @@ ProfileEntry entry_from_json(const json& object, size_t index) {
   entry.op = reader.get_string("op");
   entry.batch = reader.get_int("batch");
   if (entry.batch <= 0) reader.fail("batch", fmt::format("must be positive, got {}", entry.batch));
+  entry.split = read_split(reader);
   entry.forward = read_ms(reader, "forward_ms");
   entry.backward = read_ms(reader, "backward_ms");
   entry.backward_input = read_optional_ms(reader, "backward_input_ms");
@@ -82,6 +105,7 @@ json entry_to_json(const ProfileEntry& entry) {
                  {"batch", entry.batch},
                  {"forward_ms", rounded_ms(entry.forward)},
                  {"backward_ms", rounded_ms(entry.backward)}};
+  if (entry.split.splits()) object["split"] = {{"kind", split_kind_name(entry.split.kind)}, {"parts", entry.split.parts}};
   if (entry.backward_input) object["backward_input_ms"] = rounded_ms(*entry.backward_input);
   if (entry.backward_weight) object["backward_weight_ms"] = rounded_ms(*entry.backward_weight);
   if (entry.update) object["update_ms"] = rounded_ms(*entry.update);
@@ -116,18 +140,27 @@ Profile& Profile::operator=(const Profile& other) {
   return *this;
 }
 
-const std::map<int64_t, const ProfileEntry*>* Profile::find(const std::string& signature) const {
-  const auto found = by_signature_.find(signature);
+std::string profile_key(const std::string& signature, const TensorSplit& split) {
+  if (!split.splits()) return signature;
+  return fmt::format("{} split {}/{}", signature, split_kind_name(split.kind), split.parts);
+}
+
+const std::map<int64_t, const ProfileEntry*>* Profile::find(const std::string& signature,
+                                                            const TensorSplit& split) const {
+  const auto found = by_signature_.find(profile_key(signature, split));
   return found == by_signature_.end() ? nullptr : &found->second;
 }
 
 void Profile::index() {
   by_signature_.clear();
   for (const ProfileEntry& entry : entries) {
-    auto& batches = by_signature_[entry.signature];
+    auto& batches = by_signature_[profile_key(entry.signature, entry.split)];
     if (!batches.emplace(entry.batch, &entry).second) {
-      throw UserError(fmt::format("profile has two entries for batch {} of {}", entry.batch,
-                                  text_excerpt(entry.signature)));
+      const std::string part = entry.split.splits() ? fmt::format(" ({}-way {} part)", entry.split.parts,
+                                                                  split_kind_name(entry.split.kind))
+                                                    : std::string();
+      throw UserError(fmt::format("profile has two entries for batch {} of {}{}", entry.batch,
+                                  text_excerpt(entry.signature), part));
     }
   }
 }

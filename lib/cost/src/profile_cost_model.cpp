@@ -35,10 +35,12 @@ ProfileCostModel::ProfileCostModel(Profile profile) : profile_(std::move(profile
   profile_.index();
   // Running maxima over ascending batches make both curves non-decreasing.
   for (const ProfileEntry& entry : profile_.entries) {
-    if (curves_.count(entry.signature) != 0) continue;
-    Curves& curves = curves_[entry.signature];
+    const std::string key = profile_key(entry.signature, entry.split);
+    if (curves_.count(key) != 0) continue;
+    Curves& curves = curves_[key];
+    curves.measured = profile_.find(entry.signature, entry.split);
     Seconds forward_max, backward_max, split_forward_max, split_backward_max;
-    for (const auto& [b, measured] : *profile_.find(entry.signature)) {
+    for (const auto& [b, measured] : *curves.measured) {
       forward_max = std::max(forward_max, measured->forward);
       backward_max = std::max(backward_max, measured->backward);
       curves.forward.emplace_back(b, forward_max);
@@ -72,21 +74,26 @@ std::optional<LayerEstimate> ProfileCostModel::estimate_split(const graph::Graph
   return from_curves(graph::layer_signature(graph, id), batch, true);
 }
 
+std::optional<LayerEstimate> ProfileCostModel::estimate_tensor(const graph::Graph& graph, graph::LayerId id,
+                                                               int64_t batch, const TensorSplit& split) const {
+  if (!split.splits() || !divides_weights(split.kind)) return CostModel::estimate_tensor(graph, id, batch, split);
+  return from_curves(profile_key(graph::layer_signature(graph, id), split), batch, false);
+}
+
 std::optional<LayerEstimate> ProfileCostModel::estimate_signature(const std::string& signature,
                                                                   int64_t batch) const {
   return from_curves(signature, batch, false);
 }
 
-std::optional<LayerEstimate> ProfileCostModel::from_curves(const std::string& signature, int64_t batch,
+std::optional<LayerEstimate> ProfileCostModel::from_curves(const std::string& key, int64_t batch,
                                                            bool split) const {
-  const auto found = curves_.find(signature);
+  const auto found = curves_.find(key);
   if (found == curves_.end()) return std::nullopt;
   const Curves& curves = found->second;
   const auto f = interpolate_log_log(split ? curves.split_forward : curves.forward, batch);
   const auto g = interpolate_log_log(split ? curves.split_backward : curves.backward, batch);
   if (!f || !g) return std::nullopt;
-  const CostSource source =
-      profile_.find(signature)->count(batch) ? CostSource::Measured : CostSource::Interpolated;
+  const CostSource source = curves.measured->count(batch) ? CostSource::Measured : CostSource::Interpolated;
   return LayerEstimate{{*f, *g}, source};
 }
 

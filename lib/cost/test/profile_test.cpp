@@ -79,5 +79,41 @@ TEST(Profile, RefusesMalformedEntries) {
             "profile: format is \"burst.model\", expected \"burst.profile\"");
 }
 
+TEST(Profile, SplitEntriesAreKeptApartFromTheWholeLayer) {
+  // A whole linear and its 4-way column part at the same batch: two keys, both kept.
+  Profile profile = two_entry_profile();
+  ProfileEntry part = profile.entries[0];
+  part.split = TensorSplit{SplitKind::Column, 4};
+  part.forward = Seconds::from_ms(0.25);
+  profile.entries.push_back(part);
+  profile.index();
+  const TensorSplit column{SplitKind::Column, 4};
+  ASSERT_NE(profile.find("relu{}[4]", column), nullptr);
+  EXPECT_DOUBLE_EQ(profile.find("relu{}[4]", column)->at(1)->forward.ms(), 0.25);
+  EXPECT_DOUBLE_EQ(profile.find("relu{}[4]")->at(1)->forward.ms(), 0.5);
+  EXPECT_EQ(profile.find("relu{}[4]", TensorSplit{SplitKind::Row, 4}), nullptr);
+  EXPECT_EQ(profile_key("relu{}[4]", column), "relu{}[4] split column/4");
+  const Profile read = profile_from_json_text(profile_to_json_text(profile));
+  EXPECT_EQ(read.entries[2].split, column);
+  EXPECT_EQ(profile_to_json_text(read), profile_to_json_text(profile));
+}
+
+TEST(Profile, RefusesMalformedSplits) {
+  const std::string head = R"({"format": "burst.profile", "version": 1, "device": "cpu", "entries": [)";
+  const std::string entry = R"({"signature": "x", "op": "linear", "batch": 1, "forward_ms": 1, "backward_ms": 1, )";
+  EXPECT_EQ(read_error(head + entry + R"("split": {"kind": "features", "parts": 2}}]})"),
+            "profile entry #0 split: field 'kind' must be column, row or heads, got features");
+  EXPECT_EQ(read_error(head + entry + R"("split": {"kind": "row", "parts": 1}}]})"),
+            "profile entry #0 split: field 'parts' must be in [2, 1000000], got 1");
+  EXPECT_NE(read_error(head + entry + R"("split": {"kind": "sideways", "parts": 2}}]})")
+                .find("profile entry #0 split: field 'kind' "),
+            std::string::npos);
+  EXPECT_EQ(read_error(head + entry + R"("split": {"kind": "row", "parts": 2, "extra": 1}}]})"),
+            "profile entry #0 split: unknown field 'extra' (accepted: kind, parts)");
+  EXPECT_EQ(read_error(head + entry + R"("split": {"kind": "row", "parts": 2}}, )" + entry +
+                       R"("split": {"kind": "row", "parts": 2}}]})"),
+            "profile has two entries for batch 1 of x (2-way row part)");
+}
+
 }  // namespace
 }  // namespace burst::cost

@@ -24,9 +24,12 @@
 #include "burst/util/memory_reuse.h"
 #include "measurement.h"
 #include "progress.h"
+#include "subject.h"
+#include "tensor_parts.h"
 
 namespace burst::profiler {
 
+using detail::Subject;
 using graph::Graph;
 using graph::LayerId;
 
@@ -88,12 +91,12 @@ struct LayerCopy {
   torch::Tensor grad_out;
 };
 
-std::vector<LayerCopy> layer_copies(const Graph& graph, LayerId id, int64_t batch, int count) {
+std::vector<LayerCopy> layer_copies(const Subject& subject, int64_t batch, int count) {
   std::vector<LayerCopy> copies(static_cast<size_t>(count));
   for (LayerCopy& copy : copies) {
-    copy.module = layers::make_layer_module(graph, id);
-    copy.inputs = layers::random_inputs(graph, id, batch);
-    for (size_t i = 0; i < graph.inputs(id).size(); ++i) {
+    copy.module = subject.build();
+    copy.inputs = subject.inputs(batch);
+    for (size_t i = 0; i < subject.graph_inputs; ++i) {
       if (copy.inputs[i].is_floating_point()) copy.differentiable_inputs.push_back(copy.inputs[i].requires_grad_(true));
     }
     copy.weights = copy.module->weight_tensors();
@@ -132,6 +135,11 @@ void check_options(const std::vector<int64_t>& batch_sizes, const ProfileOptions
   }
   if (o.threads < 1) throw UserError(fmt::format("threads must be at least 1, got {}", o.threads));
   if (o.co_located < 1) throw UserError(fmt::format("co-located devices must be at least 1, got {}", o.co_located));
+  for (const int32_t parts : o.tensor_parts) {
+    if (parts < 2 || parts > 1024) {
+      throw UserError(fmt::format("tensor-split parts must be in [2, 1024], got {}", parts));
+    }
+  }
   if (o.warmup < 0 || o.min_repetitions < 1 || o.max_repetitions < o.min_repetitions) {
     throw UserError(fmt::format(
         "repetitions need warmup >= 0 and 1 <= min <= max, got warmup {}, min {}, max {}",
@@ -162,7 +170,16 @@ cost::ProfileEntry entry_skeleton(const Graph& graph, LayerId id, const std::str
   return entry;
 }
 
-// Times one layer at one batch: forward, then backward w.r.t. everything (the full
+// The whole layer `id` as a profile subject.
+Subject whole_subject(const Graph& graph, LayerId id) {
+  Subject subject;
+  subject.build = [&graph, id] { return layers::make_layer_module(graph, id); };
+  subject.inputs = [&graph, id](int64_t batch) { return layers::random_inputs(graph, id, batch); };
+  subject.graph_inputs = graph.inputs(id).size();
+  return subject;
+}
+
+// Times one layer (or part) at one batch: forward, then backward w.r.t. everything (the full
 // backward), w.r.t. the inputs only and w.r.t. the weights only.
 //
 // Forward runs with autograd recording, in training mode, as in training. The backward
@@ -172,19 +189,19 @@ cost::ProfileEntry entry_skeleton(const Graph& graph, LayerId id, const std::str
 // after the clock stops. A part with nothing to differentiate is 0 (a layer without
 // parameters has no weight gradient; an embedding's int64 ids have no input gradient); a
 // part that equals the full backward (only one kind of gradient exists) is not timed twice.
-cost::ProfileEntry measure_entry(const Graph& graph, LayerId id, layers::LayerModule& layer,
-                                 cost::ProfileEntry entry, const ProfileOptions& options) {
+cost::ProfileEntry measure_entry(const Subject& subject, layers::LayerModule& layer, cost::ProfileEntry entry,
+                                 const ProfileOptions& options) {
   const RepetitionPolicy policy = policy_of(options);
   torch::manual_seed(options.seed + static_cast<uint64_t>(entry.batch));
-  std::vector<torch::Tensor> inputs = layers::random_inputs(graph, id, entry.batch);
+  std::vector<torch::Tensor> inputs = subject.inputs(entry.batch);
   std::vector<torch::Tensor> differentiable_inputs;
-  for (size_t i = 0; i < graph.inputs(id).size(); ++i) {  // labels are not a graph input
+  for (size_t i = 0; i < subject.graph_inputs; ++i) {  // labels are not a graph input
     if (inputs[i].is_floating_point()) {
       differentiable_inputs.push_back(inputs[i].requires_grad_(true));
     }
   }
   const std::vector<torch::Tensor> weights = layer.weight_tensors();
-  std::vector<LayerCopy> copies = layer_copies(graph, id, entry.batch, options.co_located - 1);
+  std::vector<LayerCopy> copies = layer_copies(subject, entry.batch, options.co_located - 1);
   const int contenders = static_cast<int>(copies.size());
 
   const Summary forward = while_contended(
@@ -315,11 +332,11 @@ void measure_split_batchnorm(const Graph& graph, LayerId id, layers::LayerModule
 // present as after a backward. It reads the weights and gradients and writes the weights, so
 // it is memory-bound and independent of the batch. The learning rate is tiny: the weights
 // barely move, and nothing measured after this depends on them.
-Seconds measure_update(const Graph& graph, LayerId id, layers::LayerModule& layer, const ProfileOptions& options) {
+Seconds measure_update(const Subject& subject, layers::LayerModule& layer, const ProfileOptions& options) {
   // The measured layer and its contending copies (options.co_located - 1), each with an
   // optimizer over its own weights.
   std::vector<std::unique_ptr<layers::LayerModule>> copies;
-  for (int c = 1; c < options.co_located; ++c) copies.push_back(layers::make_layer_module(graph, id));
+  for (int c = 1; c < options.co_located; ++c) copies.push_back(subject.build());
   std::vector<std::unique_ptr<torch::optim::SGD>> optimizers;
   std::vector<std::vector<torch::Tensor>> all_weights;
   auto add_optimizer = [&](layers::LayerModule& module) {
@@ -353,6 +370,36 @@ Seconds measure_update(const Graph& graph, LayerId id, layers::LayerModule& laye
 // The first line of a libtorch error, without its C++ backtrace.
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
+// Measures `subject` (layer `id`, or one part of it: `what` says which, for errors) at each
+// of `batches`, each entry filled in from `skeleton(batch)`, then its optimizer update.
+std::vector<cost::ProfileEntry> measure_subject(const Graph& graph, LayerId id, const Subject& subject,
+                                                const std::string& what,
+                                                const std::function<cost::ProfileEntry(int64_t)>& skeleton,
+                                                const std::vector<int64_t>& batches, const ProfileOptions& options) {
+  const std::string& name = graph.layer(id).name;
+  const char* op = graph::op_name(graph.layer(id).op());
+  torch::manual_seed(options.seed);
+  std::unique_ptr<layers::LayerModule> layer = subject.build();
+  std::vector<cost::ProfileEntry> entries;
+  for (const int64_t batch : batches) {
+    try {
+      entries.push_back(measure_entry(subject, *layer, skeleton(batch), options));
+      if (what.empty() && graph.layer(id).op() == graph::OpKind::BatchNorm2d) {
+        measure_split_batchnorm(graph, id, *layer, entries.back(), options);
+      }
+    } catch (const c10::Error& error) {
+      throw UserError(fmt::format("layer '{}' ({}){} at batch {}: libtorch failed: {}", name, op, what, batch,
+                                  first_line(error.what_without_backtrace())));
+    } catch (const std::bad_alloc&) {
+      throw UserError(fmt::format("layer '{}' ({}){} at batch {}: out of memory (try smaller batch sizes)", name,
+                                  op, what, batch));
+    }
+  }
+  const Seconds update = graph.info(id).params > 0 ? measure_update(subject, *layer, options) : Seconds(0);
+  for (cost::ProfileEntry& entry : entries) entry.update = update;
+  return entries;
+}
+
 // Measures layer `id` (signature `signature`) at each of `batches`.
 std::vector<cost::ProfileEntry> measure_signature(const Graph& graph, LayerId id,
                                                   const std::string& signature,
@@ -372,29 +419,22 @@ std::vector<cost::ProfileEntry> measure_signature(const Graph& graph, LayerId id
     }
     return entries;
   }
-  const std::string& name = graph.layer(id).name;
-  const char* op = graph::op_name(graph.layer(id).op());
-  torch::manual_seed(options.seed);
-  std::unique_ptr<layers::LayerModule> layer = layers::make_layer_module(graph, id);
-  for (const int64_t batch : batches) {
-    try {
-      entries.push_back(
-          measure_entry(graph, id, *layer, entry_skeleton(graph, id, signature, batch), options));
-      if (graph.layer(id).op() == graph::OpKind::BatchNorm2d) {
-        measure_split_batchnorm(graph, id, *layer, entries.back(), options);
-      }
-    } catch (const c10::Error& error) {
-      throw UserError(fmt::format("layer '{}' ({}) at batch {}: libtorch failed: {}", name, op,
-                                  batch, first_line(error.what_without_backtrace())));
-    } catch (const std::bad_alloc&) {
-      throw UserError(fmt::format("layer '{}' ({}) at batch {}: out of memory (try smaller batch "
-                                  "sizes)",
-                                  name, op, batch));
-    }
-  }
-  const Seconds update = graph.info(id).params > 0 ? measure_update(graph, id, *layer, options) : Seconds(0);
-  for (cost::ProfileEntry& entry : entries) entry.update = update;
-  return entries;
+  return measure_subject(graph, id, whole_subject(graph, id), "",
+                         [&](int64_t batch) { return entry_skeleton(graph, id, signature, batch); }, batches,
+                         options);
+}
+
+// Measures one part of the layer of `signature` (layer `id`) under `split` at each of
+// `batches`; its sums go over a group of one.
+std::vector<cost::ProfileEntry> measure_part(const Graph& graph, LayerId id, const std::string& signature,
+                                             const cost::TensorSplit& split, const std::vector<int64_t>& batches,
+                                             const ProfileOptions& options) {
+  layers::TensorGroupContext alone{[](torch::Tensor&) {}};
+  const std::string what = fmt::format(" ({}-way {} part)", split.parts, cost::split_kind_name(split.kind));
+  return measure_subject(
+      graph, id, detail::part_subject(graph, id, split, alone), what,
+      [&](int64_t batch) { return detail::part_entry(entry_skeleton(graph, id, signature, batch), graph, id, split); },
+      batches, options);
 }
 
 // Loads `path` when it exists and checks it was measured where this run measures.
@@ -444,7 +484,7 @@ cost::Profile profile_model(const Graph& graph, const std::vector<int64_t>& batc
   std::set<std::pair<std::string, int64_t>> present;
   if (existing) {
     profile.entries = existing->entries;
-    for (const auto& entry : profile.entries) present.emplace(entry.signature, entry.batch);
+    for (const auto& entry : profile.entries) present.emplace(cost::profile_key(entry.signature, entry.split), entry.batch);
   }
   // Write (or rewrite) the file before measuring anything, so an unwritable path fails now.
   if (!options.output_path.empty()) cost::save_profile_file(profile, options.output_path);
@@ -464,19 +504,28 @@ cost::Profile profile_model(const Graph& graph, const std::vector<int64_t>& batc
   ProgressLine progress(options.progress, options.redraw, graph.name(), signatures.size());
   progress.update(0, Seconds(0));
   for (const auto& [signature, id] : signatures) {
-    std::vector<int64_t> missing;
-    for (const int64_t batch : batches) {
-      if (present.count({signature, batch}) == 0) missing.push_back(batch);
+    // The whole layer, then its parts under the requested tensor splits.
+    std::vector<std::pair<cost::TensorSplit, std::vector<int64_t>>> work{{cost::TensorSplit{}, {}}};
+    for (const int32_t parts : options.tensor_parts) {
+      for (const cost::TensorSplit& split : detail::part_splits(graph, id, parts)) work.push_back({split, {}});
     }
-    status.entries_reused += static_cast<int64_t>(batches.size() - missing.size());
-    if (!missing.empty()) {
-      for (auto& entry : measure_signature(graph, id, signature, missing, options)) {
-        present.emplace(entry.signature, entry.batch);
+    bool measured = false;
+    for (auto& [split, missing] : work) {
+      for (const int64_t batch : batches) {
+        if (present.count({cost::profile_key(signature, split), batch}) == 0) missing.push_back(batch);
+      }
+      status.entries_reused += static_cast<int64_t>(batches.size() - missing.size());
+      if (missing.empty()) continue;
+      auto entries = split.splits() ? measure_part(graph, id, signature, split, missing, options)
+                                    : measure_signature(graph, id, signature, missing, options);
+      for (auto& entry : entries) {
+        present.emplace(cost::profile_key(entry.signature, entry.split), entry.batch);
         profile.entries.push_back(std::move(entry));
       }
       status.entries_measured += static_cast<int64_t>(missing.size());
-      if (!options.output_path.empty()) cost::save_profile_file(profile, options.output_path);
+      measured = true;
     }
+    if (measured && !options.output_path.empty()) cost::save_profile_file(profile, options.output_path);
     ++status.signatures_done;
     status.elapsed = Seconds(seconds_between(start, Clock::now()));
     progress.update(status.signatures_done, status.elapsed);

@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include "burst/cost/profile_cost_model.h"
+
 #include "burst/cost/profile.h"
 #include "burst/graph/builder.h"
 #include "burst/graph/model_json.h"
@@ -222,6 +224,56 @@ TEST_F(ProfileModelTest, MeasuresEverySignatureAtEveryBatch) {
   }
   const auto* fc = profile.find(graph::layer_signature(graph, 1));
   EXPECT_EQ(fc->at(1)->input_bytes_per_sample, 16 * 4);
+}
+
+TEST_F(ProfileModelTest, TensorPartsMeasureEachSplitThatDividesTheLayer) {
+  // fc (16 -> 8): column and row parts for k = 2 and 4 (8 and 16 divide); attn (4 heads on
+  // [3, 8]): heads parts for k = 2 and 4. k = 3 divides nothing. Each part's work is its
+  // share: a k-th of the FLOPs, a row part's input and a column part's output sliced.
+  graph::GraphBuilder b("parts");
+  auto x = b.input("input", {3, 16});
+  x = b.linear("fc", x, 8);
+  b.self_attention("attn", x, 4);
+  const Graph graph = std::move(b).build();
+  ProfileOptions options = quick_options();
+  options.tensor_parts = {2, 3, 4};
+  const cost::Profile profile = profile_model(graph, {1, 2}, options);
+  ASSERT_EQ(profile.entries.size(), 3u * 2u + 6u * 2u);
+  const std::string fc = graph::layer_signature(graph, 1), attn = graph::layer_signature(graph, 2);
+  for (const int32_t parts : {2, 4}) {
+    for (const auto& [signature, kind] : {std::pair{fc, cost::SplitKind::Column}, std::pair{fc, cost::SplitKind::Row},
+                                          std::pair{attn, cost::SplitKind::Heads}}) {
+      const cost::TensorSplit split{kind, parts};
+      const auto* batches = profile.find(signature, split);
+      ASSERT_NE(batches, nullptr) << cost::profile_key(signature, split);
+      ASSERT_EQ(batches->size(), 2u);
+      const cost::ProfileEntry& part = *batches->at(2);
+      const cost::ProfileEntry& whole = *profile.find(signature)->at(2);
+      SCOPED_TRACE(cost::profile_key(signature, split));
+      EXPECT_EQ(part.split, split);
+      EXPECT_GT(part.forward.s(), 0);
+      EXPECT_GT(part.backward.s(), 0);
+      EXPECT_EQ(part.forward_flops_per_sample, whole.forward_flops_per_sample / parts);
+      EXPECT_EQ(part.params, cost::part_params(graph, signature == fc ? 1 : 2, split));
+      EXPECT_EQ(part.input_bytes_per_sample,
+                kind == cost::SplitKind::Row ? whole.input_bytes_per_sample / parts : whole.input_bytes_per_sample);
+      EXPECT_EQ(part.output_bytes_per_sample, kind == cost::SplitKind::Column ? whole.output_bytes_per_sample / parts
+                                                                              : whole.output_bytes_per_sample);
+    }
+  }
+  EXPECT_EQ(profile.find(fc, cost::TensorSplit{cost::SplitKind::Column, 3}), nullptr);
+  // The cost model reads the parts; nothing for a split not profiled.
+  const cost::ProfileCostModel model(profile);
+  const auto column = model.estimate_tensor(graph, 1, 2, cost::TensorSplit{cost::SplitKind::Column, 4});
+  ASSERT_TRUE(column.has_value());
+  EXPECT_EQ(column->source, cost::CostSource::Measured);
+  const auto* column_entries = profile.find(fc, cost::TensorSplit{cost::SplitKind::Column, 4});
+  // The curve is made non-decreasing over batches (ProfileCostModel): the larger of the two.
+  EXPECT_EQ(column->time.forward, std::max(column_entries->at(1)->forward, column_entries->at(2)->forward));
+  EXPECT_FALSE(model.estimate_tensor(graph, 1, 2, cost::TensorSplit{cost::SplitKind::Column, 8}).has_value());
+  // And the file keeps them.
+  const cost::Profile reread = cost::profile_from_json_text(cost::profile_to_json_text(profile));
+  EXPECT_NE(reread.find(attn, cost::TensorSplit{cost::SplitKind::Heads, 4}), nullptr);
 }
 
 TEST_F(ProfileModelTest, ResumeSkipsEntriesAlreadyInTheFile) {

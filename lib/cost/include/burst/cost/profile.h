@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "burst/cost/tensor_split.h"
 #include "burst/util/units.h"
 
 namespace burst::cost {
@@ -19,6 +20,10 @@ struct ProfileEntry {
   std::string signature;  // graph::layer_signature
   std::string op;         // op name ("conv2d"), for fitting per op kind
   int64_t batch = 0;      // per-device batch (samples)
+  // One part of the layer under a tensor split (column, row or heads; tensor_split.h): the
+  // part's own compute (its slices of the weights, a row part's input slice), without the
+  // split's all-reduces. Samples (the default): the whole layer.
+  TensorSplit split;
   Seconds forward;
   Seconds backward;  // input gradient + weight gradient
   // Parts of backward when measured separately (burst profile measures both).
@@ -37,7 +42,8 @@ struct ProfileEntry {
   double forward_spread = 0;
   double backward_spread = 0;
   int repetitions = 0;  // 0 when unknown (imported data)
-  // The layer's work, per sample, so analytic models can be fitted from a profile alone.
+  // The layer's work (a split entry's: its part's), per sample, so analytic models can be
+  // fitted from a profile alone.
   int64_t forward_flops_per_sample = 0;
   int64_t input_bytes_per_sample = 0;
   int64_t output_bytes_per_sample = 0;
@@ -58,10 +64,12 @@ struct Profile {
   std::string source;       // who measured it and how (attribution for imported data)
   std::vector<ProfileEntry> entries;
 
-  // Entries of one signature, by batch (a view rebuilt by index()).
-  const std::map<int64_t, const ProfileEntry*>* find(const std::string& signature) const;
+  // Entries of one signature, by batch (a view rebuilt by index()): the whole layer's, or
+  // one part's under `split`.
+  const std::map<int64_t, const ProfileEntry*>* find(const std::string& signature,
+                                                     const TensorSplit& split = {}) const;
   // Rebuilds the signature index; call after changing `entries`. Throws UserError on
-  // a duplicate (signature, batch) pair.
+  // a duplicate (signature, split, batch).
   void index();
 
  private:
@@ -70,6 +78,9 @@ struct Profile {
 
 // JSON I/O. Reading validates everything (positive batch, finite non-negative times,
 // known format/version) and throws UserError with a one-line reason naming the entry.
+// The key find() indexes by: the signature, then " split <kind>/<parts>" for a split entry.
+std::string profile_key(const std::string& signature, const TensorSplit& split);
+
 std::string profile_to_json_text(const Profile& profile);
 Profile profile_from_json_text(const std::string& text);
 Profile load_profile_file(const std::string& path);

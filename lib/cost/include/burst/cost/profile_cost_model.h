@@ -25,6 +25,11 @@ class ProfileCostModel : public CostModel {
   // From the entries' split times (BatchNorm2d), interpolated as estimate() does.
   std::optional<LayerEstimate> estimate_split(const graph::Graph& graph, graph::LayerId id,
                                               int64_t batch) const override;
+  // One part's time under a column, row or heads split, from the profile's entries of that
+  // part (ProfileEntry::split), interpolated as estimate() does; the default for the kinds
+  // that keep the whole layer.
+  std::optional<LayerEstimate> estimate_tensor(const graph::Graph& graph, graph::LayerId id, int64_t batch,
+                                               const TensorSplit& split) const override;
   // The measured update of the layer's signature (any batch's entry holds it), if measured.
   std::optional<Seconds> update(const graph::Graph& graph, graph::LayerId id) const override;
   // The same lookup by signature (for tools that have no graph at hand).
@@ -33,17 +38,19 @@ class ProfileCostModel : public CostModel {
   const Profile& profile() const { return profile_; }
 
  private:
-  // One signature's monotone curves, built once: planners ask for every layer at every
+  // One profile key's monotone curves, built once: planners ask for every layer at every
   // candidate batch, so the running maxima are not recomputed per question.
   struct Curves {
     std::vector<std::pair<int64_t, Seconds>> forward;   // batch ascending, non-decreasing
     std::vector<std::pair<int64_t, Seconds>> backward;
     std::vector<std::pair<int64_t, Seconds>> split_forward;  // only the batches that have them
     std::vector<std::pair<int64_t, Seconds>> split_backward;
+    const std::map<int64_t, const ProfileEntry*>* measured = nullptr;  // the entries, by batch
   };
 
-  // A signature's time at `batch` from its curves: the split ones or the plain ones.
-  std::optional<LayerEstimate> from_curves(const std::string& signature, int64_t batch, bool split) const;
+  // A profile key's (profile_key) time at `batch` from its curves: the split BatchNorm
+  // ones or the plain ones.
+  std::optional<LayerEstimate> from_curves(const std::string& key, int64_t batch, bool split) const;
 
   Profile profile_;
   std::map<std::string, Curves> curves_;

@@ -49,6 +49,11 @@ struct ProfileOptions {
   double stable_within = 0.02;
   Seconds time_budget{1.0};
 
+  // Part counts k (each in [2, 1024]) whose tensor-split parts are measured too: for every
+  // linear and self_attention layer, part 0 of each column, row and heads split into k
+  // parts that divides it (docs/profiler.md, "Tensor splits"), as the runtime runs it but
+  // without its all-reduces; entries with ProfileEntry::split set. Empty: whole layers only.
+  std::vector<int32_t> tensor_parts;
   // Seeds torch's generator before each module and each batch's inputs, so a signature's
   // weights and inputs do not depend on what was measured before it.
   uint64_t seed = 1;
