@@ -59,11 +59,15 @@ ExecutorOptions sgd_options() { return testing::sgd_with_momentum(5, 0.05); }
 
 // Megatron's splits (plan::megatron_splits) in groups of `parts` consecutive ranks of
 // `devices`, from layer `first_split` on; the layers before it, and those the splits keep
-// as samples (tied embedding and head, the loss), data parallel on every rank.
-plan::Plan tensor_plan(const graph::Graph& graph, int devices, int32_t parts, const std::string& first_split = "") {
+// as samples (tied embedding and head, the loss), data parallel on every rank. The shards
+// are of one of `micro_batches` micro-batches.
+plan::Plan tensor_plan(const graph::Graph& graph, int devices, int32_t parts, const std::string& first_split = "",
+                       int64_t micro_batches = 1) {
   std::vector<int> ranks;
   for (int r = 0; r < devices; ++r) ranks.push_back(r);
-  plan::Plan plan = plan::plan_data_parallel(graph, devices, kBatch);
+  plan::Plan plan = plan::plan_data_parallel(graph, devices, kBatch / micro_batches);  // shards of a micro-batch
+  plan.global_batch = kBatch;
+  plan.pipeline.micro_batches = micro_batches;
   plan.strategy = "hand";
   const std::vector<SplitKind> kinds = plan::megatron_splits(graph, parts);
   bool splitting = first_split.empty();
@@ -139,6 +143,36 @@ TEST_F(TensorParallelRuntime, Gpt2MixedPlanEqualsOneRank) {
   EXPECT_LT(error_against_one_rank(tiny_gpt2(), tensor_plan(tiny_gpt2(), 4, 2, "transformer.h.0.ln_1"),
                                    kGpt2AllReduces),
             1e-5);
+}
+
+TEST_F(TensorParallelRuntime, Gpt2OnTwoPartsWithTwoMicroBatchesEqualsOneRank) {
+  // Gradient accumulation over 2 micro-batches of 2: each micro-batch's forward and backward
+  // make their own tensor all-reduces (2 blocks x 2 each way x 2 micro-batches).
+  const plan::Plan plan = tensor_plan(tiny_gpt2(), 2, 2, "", 2);
+  EXPECT_LT(error_against_one_rank(tiny_gpt2(), plan, 2 * kGpt2AllReduces), 1e-5);
+}
+
+TEST_F(TensorParallelRuntime, Gpt2PipelineOfTwoTensorSplitStagesEqualsOneRank) {
+  // Stage 0 (embeddings and block 0) on ranks 0-1, stage 1 (block 1, ln_f, the tied head,
+  // the loss) on ranks 2-3, each block split 2 ways; 2 micro-batches of 2 under 1F1B. Each
+  // stage's rank 0 makes its block's all-reduces for both micro-batches.
+  const graph::Graph& graph = tiny_gpt2();
+  const graph::LayerId second = *graph.find("transformer.h.1.ln_1");
+  const std::vector<SplitKind> kinds = plan::megatron_splits(graph, 2);
+  plan::Plan plan = plan::plan_data_parallel(graph, 4, kBatch / 2);
+  plan.global_batch = kBatch;
+  plan.strategy = "hand";
+  plan.pipeline = plan::Pipeline{2, plan::Schedule::OneFOneB, {second}};
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
+    const std::vector<int> ranks = id < second ? std::vector<int>{0, 1} : std::vector<int>{2, 3};
+    const SplitKind kind = kinds[static_cast<size_t>(id)];
+    if (kind == SplitKind::Samples) {
+      plan.layers[static_cast<size_t>(id)].shards = plan::even_split(ranks, kBatch / 2);
+    } else {
+      plan::testing::place_split(plan, graph.layer(id).name, kind, ranks, 2);
+    }
+  }
+  EXPECT_LT(error_against_one_rank(graph, plan, kGpt2AllReduces), 1e-5);
 }
 
 TEST_F(TensorParallelRuntime, DropoutBetweenColumnAndRowDrawsOneRanksMasks) {
