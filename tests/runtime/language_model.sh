@@ -7,8 +7,8 @@
 # run in different segments); two plans that split the tied pair (the head on rank 0 alone;
 # the embedding on rank 0 and the head on rank 2), where the rank that runs only the head
 # holds a copy of the weight and the gradient is summed over both layers' ranks; and the
-# burst planner's plans for 2 and 3 V100s; the tensor planner's plan for 4 A100s, and
-# checkpoints from it and into it.
+# burst planner's plans for 2 and 3 V100s; the tensor planner's plan for 4 A100s, a mixed
+# tensor plan on 4 workers, and checkpoints from the tensor plan and into it.
 #
 # usage: language_model.sh BURST PYTHON_WITH_TORCH
 set -euo pipefail
@@ -75,6 +75,28 @@ done
   -o "$work/tensor4.json" > /dev/null
 grep -q '"split"' "$work/tensor4.json" || { echo "FAIL: the tensor plan splits no layer"; exit 1; }
 run "tensor-plan-4" --nproc 4 --plan "$work/tensor4.json"
+# A mixed plan from it: the embeddings data parallel on all 4 workers, the blocks, ln_f and
+# their replicated layers 2 parts x 2 sample groups (ranks 0-1 and 2-3, 6 samples each),
+# the tied head and the loss data parallel on all 4: re-shards between 4 sample splits and
+# 2 x 2 copies, and each part's weight gradients summed over its 2 ranks.
+python3 - "$work" "$batch" <<'PY'
+import json, sys
+work, batch = sys.argv[1], int(sys.argv[2])
+plan = json.load(open(f"{work}/tensor4.json"))
+quarters = [[r, r * batch // 4, (r + 1) * batch // 4] for r in range(4)]
+halves = [[0, 0, batch // 2], [1, 0, batch // 2], [2, batch // 2, batch], [3, batch // 2, batch]]
+names = [layer["layer"] for layer in plan["layers"]]
+first_block = names.index("transformer.h.0.ln_1")
+for index, layer in enumerate(plan["layers"]):
+    if index >= first_block and "split" in layer:
+        layer["shards"] = halves
+    else:
+        layer.pop("split", None)
+        layer["shards"] = quarters
+plan["strategy"] = "hand"
+json.dump(plan, open(f"{work}/mixed4.json", "w"))
+PY
+run "mixed-tensor-plan-4" --nproc 4 --plan "$work/mixed4.json"
 # Checkpoints hold whole tensors under any plan: 10 steps of the tensor plan resumed on one
 # worker, and 10 steps data parallel on 2 resumed under the tensor plan (each part loads
 # its slices of the weights and momentum buffers).
