@@ -4,7 +4,8 @@
 #  - resnet_like on 2 workers, 12 steps, with and without fmnist_cnn:8 behind every worker:
 #    every parameter and buffer bitwise equal; the log reports background samples/s;
 #  - the same with a burst plan (V100 cost model) that leaves rank 1 idle during some layers;
-#  - the trace of the run with a background job shows background steps on both ranks;
+#  - the traces of the runs with a background job have a background lane on both ranks, and
+#    the burst plan's shows background steps;
 #  - `burst background` alone reports its throughput; bad --background values are refused
 #    before any worker starts; no background process is left behind.
 #
@@ -56,17 +57,22 @@ for plan in dp burst; do
 done
 
 checks=$((checks + 1))
-if "$python" - "$work/dp.trace.json" <<'PY'
+# Under the data-parallel plan both ranks compute all the time, so whether the background
+# job finishes a step inside the traced window depends on the machine's load (a concurrent
+# test can leave it none); the burst plan leaves a rank idle during some layers.
+if "$python" - "$work/dp.trace.json" "$work/burst.trace.json" <<'PY'
 import json, sys
-events = json.load(open(sys.argv[1]))["traceEvents"]
-names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
-for rank in (0, 1):
-    assert names.get((rank, 6)) == "background", f"rank {rank}: no background lane"
-    steps = [e for e in events if e["ph"] == "X" and e["pid"] == rank and e["tid"] == 6]
-    assert steps, f"rank {rank}: no background steps in the trace"
-    print(f"rank {rank}: {len(steps)} background steps traced", end="; ")
+def lanes_and_steps(path):
+    events = json.load(open(path))["traceEvents"]
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    for rank in (0, 1):
+        assert names.get((rank, 6)) == "background", f"{path}: rank {rank}: no background lane"
+    return [len([e for e in events if e["ph"] == "X" and e["pid"] == rank and e["tid"] == 6]) for rank in (0, 1)]
+dp, burst = lanes_and_steps(sys.argv[1]), lanes_and_steps(sys.argv[2])
+assert sum(burst) > 0, "the burst plan's trace has no background steps"
+print(f"background steps traced by rank: dp {dp}, burst {burst}", end="")
 PY
-then echo; echo "ok: the trace shows background steps on both ranks"; else fail "the trace"; fi
+then echo; echo "ok: the traces have background lanes on both ranks and the burst plan's shows its steps"; else fail "the trace"; fi
 
 checks=$((checks + 1))
 if "$burst" background --model fmnist_cnn --batch 8 --steps 3 > "$work/alone.out" 2>&1 &&

@@ -32,14 +32,27 @@ class ShardTimes {
 
   // One rank's optimizer step of layer `id` (all the node's ranks of a co-located layer
   // update it at once: the co-located model's update where it has one).
+  // A part of a tensor split that divides the weights updates its share of them (an update
+  // reads and writes each parameter once: its time goes with the parameters).
   Seconds update(graph::LayerId id) {
+    return whole_update(id) * part_share(id);
+  }
+
+ private:
+  Seconds whole_update(graph::LayerId id) {
     if (co_located(id) != nullptr) {
       if (const auto time = options_.co_located_cost->update(context_.graph, id)) return *time;
     }
     return context_.cost.update_or_zero(context_.graph, id);
   }
+  // part_params / params of a divided tensor split's part, 1 otherwise.
+  double part_share(graph::LayerId id) const {
+    const cost::TensorSplit& split = program_.splits[static_cast<size_t>(id)];
+    const int64_t params = context_.graph.info(id).params;
+    if (!split.splits() || !cost::divides_weights(split.kind) || params == 0) return 1.0;
+    return static_cast<double>(cost::part_params(context_.graph, id, split)) / static_cast<double>(params);
+  }
 
- private:
   const std::vector<cost::Shard>& shards(graph::LayerId id) const {
     return program_.segments[static_cast<size_t>(program_.segment_of[static_cast<size_t>(id)])].shards;
   }

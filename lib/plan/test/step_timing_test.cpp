@@ -134,6 +134,27 @@ TEST(StepTiming, BucketsChainAndGateTheUpdate) {
   }
 }
 
+// The chain above with l1 a 2-way column split and l2 a 2-way row split on both ranks, at
+// batch 2 (both hold both samples): each rank updates its parts' parameters only. l1 (4 ->
+// 4, 20 parameters) keeps 10 (half its weight and bias), l2 keeps 12 (half its weight, all
+// its bias): 1 ms x 10/20 + 1 ms x 12/20 = 1.1 ms a rank, where whole layers take 2 ms.
+TEST(StepTiming, APartOfADividedTensorSplitUpdatesItsShareOfTheWeights) {
+  graph::GraphBuilder b("chain");
+  b.linear("l2", b.linear("l1", b.input("input", {4}), 4), 4);
+  World world(std::move(b).build(), test_cluster(2, 80, 0),
+              {{"input", {ms(0), ms(0)}}, {"l1", {ms(1), ms(2)}}, {"l2", {ms(1), ms(2)}}},
+              {{"l1", Seconds::from_ms(1)}, {"l2", Seconds::from_ms(1)}});
+  world.cost.with_tensor("l1", 2, {ms(1), ms(1)}).with_tensor("l2", 2, {ms(1), ms(1)});
+  Plan plan = plan_data_parallel(world.graph, 2, 2);
+  testing::place_split(plan, "l1", cost::SplitKind::Column, {0, 1}, 2);
+  testing::place_split(plan, "l2", cost::SplitKind::Row, {0, 1}, 2);
+  const StepTasks step = plan_step_tasks(plan, world.context(), TimingOptions{});
+  for (const int rank : {0, 1}) {
+    const int32_t update = find_task(step, TaskWork::Update, -1, rank);
+    EXPECT_NEAR(step.tasks[static_cast<size_t>(update)].duration_s, 1.1e-3, 1e-15) << "rank " << rank;
+  }
+}
+
 // 4 ranks, batch 4: input [4] on r0 [0,2), r2 [2,3), r3 [3,4); l1 and l2 (linear 4 -> 4)
 // on every rank, one sample each. The one message is input -> l1, r0 -> r1 (no gradient
 // into the input), so no port carries two. r2 and r3 hold one sample in both segments and
