@@ -65,6 +65,16 @@ int64_t output_features(const graph::Graph& graph, graph::LayerId layer) {
   return shape.empty() ? 1 : shape.back();
 }
 
+DividedUnits divided_units(const graph::Graph& graph, graph::LayerId layer, SplitKind kind) {
+  switch (kind) {
+    case SplitKind::Column: return {"output features", output_features(graph, layer)};
+    case SplitKind::Row: return {"input features", output_features(graph, graph.inputs(layer).at(0))};
+    case SplitKind::Heads: return {"heads", std::get<graph::SelfAttentionAttrs>(graph.layer(layer).attrs).heads};
+    case SplitKind::Features: return {"features", output_features(graph, layer)};
+    default: return {};
+  }
+}
+
 int64_t part_params(const graph::Graph& graph, graph::LayerId layer, const TensorSplit& split) {
   const int64_t params = graph.info(layer).params;
   const int64_t k = split.parts;

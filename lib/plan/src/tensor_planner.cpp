@@ -20,7 +20,7 @@ std::vector<SplitKind> megatron_splits(const graph::Graph& graph, int32_t parts)
     if (has_tied_weights(graph, id) || op == graph::OpKind::BatchNorm2d || op == graph::OpKind::SoftmaxCrossEntropy) {
       kind(id) = SplitKind::Samples;
     } else if (op == graph::OpKind::SelfAttention &&
-               std::get<graph::SelfAttentionAttrs>(graph.layer(id).attrs).heads % parts == 0) {
+               cost::divided_units(graph, id, SplitKind::Heads).count % parts == 0) {
       kind(id) = SplitKind::Heads;
     }
   }
@@ -29,7 +29,7 @@ std::vector<SplitKind> megatron_splits(const graph::Graph& graph, int32_t parts)
     return graph.layer(id).op() == graph::OpKind::Linear && kind(id) == SplitKind::Replicate;
   };
   for (graph::LayerId first = 0; first < layers; ++first) {
-    if (!splittable_linear(first) || cost::output_features(graph, first) % parts != 0) continue;
+    if (!splittable_linear(first) || cost::divided_units(graph, first, SplitKind::Column).count % parts != 0) continue;
     std::vector<graph::LayerId> chain;
     graph::LayerId at = first;
     while (graph.consumers(at).size() == 1) {

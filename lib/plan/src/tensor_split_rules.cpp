@@ -21,23 +21,6 @@ namespace {
 using cost::SplitKind;
 using graph::OpKind;
 
-
-int64_t input_features(const graph::Graph& graph, graph::LayerId id) {
-  return output_features(graph, graph.inputs(id).at(0));
-}
-
-// What `split` divides in layer `id` (output features, input features, heads or the last
-// axis) and how many there are of it; 0 for kinds that divide nothing (replicate).
-std::pair<const char*, int64_t> divided(const graph::Graph& graph, graph::LayerId id, SplitKind kind) {
-  switch (kind) {
-    case SplitKind::Column: return {"output features", output_features(graph, id)};
-    case SplitKind::Row: return {"input features", input_features(graph, id)};
-    case SplitKind::Heads: return {"heads", std::get<graph::SelfAttentionAttrs>(graph.layer(id).attrs).heads};
-    case SplitKind::Features: return {"features", output_features(graph, id)};
-    default: return {"", 0};
-  }
-}
-
 // Why layer `id`'s op cannot take `kind`, or "" when it can.
 std::string refusal(const graph::Graph& graph, graph::LayerId id, SplitKind kind) {
   const OpKind op = graph.layer(id).op();
@@ -87,7 +70,7 @@ void validate_tensor_split(const LayerPlacement& placement, const graph::Graph& 
   if (const std::string why = refusal(graph, id, split.kind); !why.empty()) {
     throw UserError(fmt::format("{}: cannot take a {} split: {}", where, kind, why));
   }
-  const auto [what, count] = divided(graph, id, split.kind);
+  const auto [what, count] = cost::divided_units(graph, id, split.kind);
   if (count > 0 && count % split.parts != 0) {
     throw UserError(fmt::format("{}: a {}-way {} split does not divide its {} {}", where, split.parts, kind, count, what));
   }

@@ -505,12 +505,13 @@ cost::Profile profile_model(const Graph& graph, const std::vector<int64_t>& batc
   progress.update(0, Seconds(0));
   for (const auto& [signature, id] : signatures) {
     // The whole layer, then its parts under the requested tensor splits.
-    std::vector<std::pair<cost::TensorSplit, std::vector<int64_t>>> work{{cost::TensorSplit{}, {}}};
+    std::vector<cost::TensorSplit> splits{cost::TensorSplit{}};
     for (const int32_t parts : options.tensor_parts) {
-      for (const cost::TensorSplit& split : detail::part_splits(graph, id, parts)) work.push_back({split, {}});
+      for (const cost::TensorSplit& split : detail::part_splits(graph, id, parts)) splits.push_back(split);
     }
     bool measured = false;
-    for (auto& [split, missing] : work) {
+    for (const cost::TensorSplit& split : splits) {
+      std::vector<int64_t> missing;
       for (const int64_t batch : batches) {
         if (present.count({cost::profile_key(signature, split), batch}) == 0) missing.push_back(batch);
       }

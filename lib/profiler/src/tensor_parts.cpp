@@ -7,15 +7,16 @@ namespace burst::profiler::detail {
 using cost::SplitKind;
 
 std::vector<cost::TensorSplit> part_splits(const graph::Graph& graph, graph::LayerId id, int32_t parts) {
-  std::vector<cost::TensorSplit> splits;
   const graph::LayerSpec& layer = graph.layer(id);
+  std::vector<SplitKind> kinds;
   if (const auto* linear = std::get_if<graph::LinearAttrs>(&layer.attrs)) {
-    if (!linear->tied_to.empty()) return splits;
-    const int64_t in = cost::output_features(graph, graph.inputs(id).at(0));
-    if (linear->out_features % parts == 0) splits.push_back({SplitKind::Column, parts});
-    if (in % parts == 0) splits.push_back({SplitKind::Row, parts});
-  } else if (const auto* attention = std::get_if<graph::SelfAttentionAttrs>(&layer.attrs)) {
-    if (attention->heads % parts == 0) splits.push_back({SplitKind::Heads, parts});
+    if (linear->tied_to.empty()) kinds = {SplitKind::Column, SplitKind::Row};
+  } else if (layer.op() == graph::OpKind::SelfAttention) {
+    kinds = {SplitKind::Heads};
+  }
+  std::vector<cost::TensorSplit> splits;
+  for (const SplitKind kind : kinds) {
+    if (cost::divided_units(graph, id, kind).count % parts == 0) splits.push_back({kind, parts});
   }
   return splits;
 }

@@ -2,6 +2,7 @@
 // state (checkpoints), gathered on rank 0.
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <map>
 
 #include <fmt/format.h>
@@ -261,31 +262,33 @@ void PlanExecutor::load_training_state(const std::vector<checkpoint::TensorBytes
   detail::ExecutorState& s = *state_;
   std::map<std::string, const checkpoint::TensorBytes*> by_name;
   for (const checkpoint::TensorBytes& tensor : state) by_name[tensor.name] = &tensor;
+  // A divided tensor split's part loads its slices: each sliced tensor of its layer (its
+  // parameters and their optimizer state, by name) is replaced in `by_name` by this rank's
+  // slice of it. One of a shape that does not divide is left whole: loading names it.
+  std::deque<checkpoint::TensorBytes> slices;
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(s.graph.size()); ++id) {
+    if (!s.modules[static_cast<size_t>(id)] || !divided(s.plan, id)) continue;
+    const std::string prefix = s.graph.layer(id).name + ".";
+    for (const auto& item : s.modules[static_cast<size_t>(id)]->module().named_parameters()) {
+      // "<layer>.<parameter>" and its optimizer slots "<layer>.<parameter>:<slot>".
+      const std::string base = prefix + item.key();
+      for (auto entry = by_name.lower_bound(base);
+           entry != by_name.end() && entry->first.compare(0, base.size(), base) == 0; ++entry) {
+        if (entry->first.size() > base.size() && entry->first[base.size()] != ':') continue;
+        const layers::ParameterSlicing slicing = state_slicing(s.plan, id, entry->first.substr(prefix.size()));
+        if (!slicing.sliced) continue;
+        const torch::Tensor whole = detail::tensor_from_bytes(*entry->second);
+        if (whole.dim() <= slicing.dim || whole.size(slicing.dim) % (slicing.chunks * s.split(id).parts) != 0) continue;
+        slices.push_back(detail::tensor_to_bytes(
+            entry->first, layers::slice_for_part(whole, slicing, s.part(id), s.split(id).parts)));
+        entry->second = &slices.back();
+      }
+    }
+  }
   for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(s.graph.size()); ++id) {
     if (!s.modules[static_cast<size_t>(id)]) continue;  // its layers, and tied weights' copies
-    const std::string prefix = s.graph.layer(id).name + ".";
-    if (!divided(s.plan, id)) {
-      detail::load_layer_training_state(s.modules[static_cast<size_t>(id)]->module(), s.optimizer.get(), prefix,
-                                        by_name);
-      continue;
-    }
-    // A divided tensor split's part loads its slice of each sliced tensor (one of a shape
-    // that does not divide is left whole: loading names it).
-    std::map<std::string, const checkpoint::TensorBytes*> layer_state = by_name;
-    std::vector<checkpoint::TensorBytes> slices;
-    slices.reserve(state.size());
-    for (const checkpoint::TensorBytes& tensor : state) {
-      if (tensor.name.rfind(prefix, 0) != 0) continue;
-      const layers::ParameterSlicing slicing = state_slicing(s.plan, id, tensor.name.substr(prefix.size()));
-      if (!slicing.sliced) continue;
-      const torch::Tensor whole = detail::tensor_from_bytes(tensor);
-      if (whole.dim() <= slicing.dim || whole.size(slicing.dim) % (slicing.chunks * s.split(id).parts) != 0) continue;
-      slices.push_back(detail::tensor_to_bytes(
-          tensor.name, layers::slice_for_part(whole, slicing, s.part(id), s.split(id).parts)));
-      layer_state[tensor.name] = &slices.back();
-    }
-    detail::load_layer_training_state(s.modules[static_cast<size_t>(id)]->module(), s.optimizer.get(), prefix,
-                                      layer_state);
+    detail::load_layer_training_state(s.modules[static_cast<size_t>(id)]->module(), s.optimizer.get(),
+                                      s.graph.layer(id).name + ".", by_name);
   }
 }
 

@@ -131,9 +131,13 @@ struct ExecutorState {
   std::vector<std::optional<cost::SampleRange>> ranges;       // our samples of each layer
   // Split BatchNorm layers' links to their groups, by layer (null: not synced or not ours).
   std::vector<std::unique_ptr<layers::SyncBatchNormContext>> batchnorm;
-  // Tensor splits (docs/tensor-parallel.md), by layer: this rank's part (0 for other
-  // layers), and a divided layer's link to its tensor group (null otherwise).
+  // Tensor splits (docs/tensor-parallel.md), by layer, for the layers this rank runs: its
+  // part (0 without a split), the features of the layer's output it holds and of each input
+  // it reads (plan::output_blocks, plan::input_blocks: all of them without a split), and a
+  // divided layer's link to its tensor group (null otherwise).
   std::vector<int32_t> parts;
+  std::vector<cost::FeatureRange> output_held;
+  std::vector<std::vector<cost::FeatureRange>> inputs_held;
   std::vector<std::unique_ptr<layers::TensorGroupContext>> tensor_groups;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<GradientBuckets> buckets;
@@ -171,21 +175,6 @@ struct ExecutorState {
   const cost::SampleRange& range(graph::LayerId id) const { return *ranges[static_cast<size_t>(id)]; }
   const cost::TensorSplit& split(graph::LayerId id) const { return plan.layers[static_cast<size_t>(id)].split; }
   int32_t part(graph::LayerId id) const { return parts[static_cast<size_t>(id)]; }
-  // The features of `id`'s output this rank holds: its part's slice when the split slices
-  // the output, else all (as plan::output_blocks).
-  cost::FeatureRange output_features(graph::LayerId id) const {
-    const int64_t all = cost::output_features(graph, id);
-    const cost::TensorSplit& s = split(id);
-    return s.splits() && cost::output_sliced(s.kind) ? cost::feature_slice(all, part(id), s.parts)
-                                                     : cost::FeatureRange{0, all};
-  }
-  // The features of input `input` of `consumer` this rank reads (as plan::input_blocks).
-  cost::FeatureRange input_features(graph::LayerId consumer, size_t input) const {
-    const int64_t all = cost::output_features(graph, graph.inputs(consumer).at(input));
-    const cost::TensorSplit& s = split(consumer);
-    return s.splits() && cost::input_sliced(s.kind) ? cost::feature_slice(all, part(consumer), s.parts)
-                                                    : cost::FeatureRange{0, all};
-  }
 
   // Counts a wait of [begin, end) as idle or communication and traces it on `lane` (idle
   // waits on the idle lane). `describe` gives the event's name and args, only if traced.

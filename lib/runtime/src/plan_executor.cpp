@@ -70,13 +70,28 @@ std::function<void(torch::Tensor&)> group_sum(detail::ExecutorState& s, std::vec
   };
 }
 
-// Records this rank's samples and part of layer `id`, if it runs it.
+// Records what this rank holds of layer `id`, if it runs it: its samples, its part, and the
+// features of the layer's output and inputs (ExecutorState).
 void place(detail::ExecutorState& s, graph::LayerId id) {
   const plan::LayerPlacement& placement = s.plan.layers[static_cast<size_t>(id)];
+  const auto layer = static_cast<size_t>(id);
   for (size_t index = 0; index < placement.shards.size(); ++index) {
     if (placement.shards[index].rank != s.rank) continue;
-    s.ranges[static_cast<size_t>(id)] = placement.shards[index].samples;
-    s.parts[static_cast<size_t>(id)] = static_cast<int32_t>(index % static_cast<size_t>(placement.split.parts));
+    s.ranges[layer] = placement.shards[index].samples;
+    s.parts[layer] = placement.part_of(index);
+    const size_t inputs = s.graph.inputs(id).size();
+    if (!placement.split.splits()) {
+      s.output_held[layer] = {0, cost::output_features(s.graph, id)};
+      for (size_t k = 0; k < inputs; ++k) {
+        s.inputs_held[layer].push_back({0, cost::output_features(s.graph, s.graph.inputs(id)[k])});
+      }
+      return;
+    }
+    s.output_held[layer] = plan::output_blocks(s.plan, s.graph, id)[index].features;
+    for (size_t k = 0; k < inputs; ++k) {
+      s.inputs_held[layer].push_back(plan::input_blocks(s.plan, s.graph, id, k)[index].features);
+    }
+    return;
   }
 }
 
@@ -159,6 +174,8 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
   s.ranges.resize(graph.size());
   s.batchnorm.resize(graph.size());
   s.parts.assign(graph.size(), 0);
+  s.output_held.resize(graph.size());
+  s.inputs_held.resize(graph.size());
   s.tensor_groups.resize(graph.size());
   build_modules(s, options.seed, options.sync_batchnorm, options.initial_weights);
   communicator.prepare_groups(s.reporting.groups);  // the same list, in the same order, on every rank

@@ -164,9 +164,9 @@ class StepInterpreter {
     return program_.segment_of[static_cast<size_t>(producer)] == program_.segment_of[static_cast<size_t>(consumer)];
   }
   // What this rank holds of `layer`'s output, and of `consumer`'s input `input`.
-  Area output_area(graph::LayerId layer) const { return {s_.range(layer), s_.output_features(layer)}; }
+  Area output_area(graph::LayerId layer) const { return {s_.range(layer), s_.output_held[static_cast<size_t>(layer)]}; }
   Area input_area(graph::LayerId consumer, int32_t input) const {
-    return {s_.range(consumer), s_.input_features(consumer, static_cast<size_t>(input))};
+    return {s_.range(consumer), s_.inputs_held[static_cast<size_t>(consumer)][static_cast<size_t>(input)]};
   }
   static Area area(const Piece& p) { return {p.samples, p.features}; }
 
@@ -277,7 +277,7 @@ class StepInterpreter {
       key.first_sample = first_sample(j) + s_.range(id).begin;  // row 0 of this rank's rows is that global sample
       if (s_.split(id).kind == cost::SplitKind::Features) {
         key.features = cost::output_features(graph_, id);  // a slice: draws by the whole sample's elements
-        key.feature_begin = s_.output_features(id).begin;
+        key.feature_begin = s_.output_held[static_cast<size_t>(id)].begin;
       }
       output = s_.modules[static_cast<size_t>(id)]->forward(args, key);
     }

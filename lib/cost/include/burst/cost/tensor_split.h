@@ -70,6 +70,16 @@ bool element_wise(graph::OpKind op);
 
 // The features of `layer`'s output: its last axis (1 for a scalar per sample).
 int64_t output_features(const graph::Graph& graph, graph::LayerId layer);
+
+// What a split of `kind` divides in `layer` and how many there are of it: a column split
+// the output features, a row split the input features, a heads split the heads (of a
+// self_attention layer), a features split the last axis; {"", 0} for the kinds that divide
+// nothing. A split into k parts needs k to divide the count.
+struct DividedUnits {
+  const char* what = "";
+  int64_t count = 0;
+};
+DividedUnits divided_units(const graph::Graph& graph, graph::LayerId layer, SplitKind kind);
 // Parameters one part of `layer` holds under `split`: a column split divides weight and
 // bias, a row split the weight (each part keeps the bias), a heads split the Q/K/V
 // projection and the output projection's weight (each keeps its bias); all otherwise.
