@@ -31,6 +31,7 @@ if [ ${#models[@]} -eq 0 ]; then
 fi
 here=$(cd "$(dirname "$0")" && pwd)
 compare=$here/../runtime/compare_params.py
+source "$here/../runtime/compare_runs.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failures=0
@@ -150,15 +151,9 @@ check_equivalence() {  # MODEL ONNX_FILE
     done
     # Both against one process in one Python (torch loads once).
     [ ${#trained[@]} -gt 0 ] || continue
-    "$python" "$compare" --many "$work/one.pt" "$tolerance" "${trained[@]}" --elementwise > "$work/compare.out" || true
-    while IFS= read -r line; do
-      case $line in
-        ok:*) echo "ok: $model: ${line#ok: }" ;;
-        *) fail "$model: ${line#FAIL: }" ;;
-      esac
-    done < "$work/compare.out"
-    [ "$(grep -c '^ok' "$work/compare.out" || true)" -eq ${#trained[@]} ] ||
-      [ "$(grep -c '^FAIL' "$work/compare.out" || true)" -gt 0 ] || fail "$model: the comparison gave no verdict"
+    compare_runs "$python" "$work/one.pt" "$tolerance" --elementwise "${trained[@]}" > "$work/compare.out"
+    sed "s/^\(ok\|FAIL\): /\1: $model: /" "$work/compare.out"
+    failures=$((failures + compare_failures))
   done
   echo "   ($model: mixed2 has $(cat "$work/mixed.out"))"
 }

@@ -97,13 +97,10 @@ for workers in 2 3 4; do
   run "burst-plan-$workers" --nproc "$workers" --plan "$work/burst$workers.json"
 done
 
-# Every finished run against the reference, in one process (torch loads once).
-if [ ${#trained[@]} -gt 0 ]; then
-  "$python" "$here/compare_params.py" --many "$work/reference.pt" "$tolerance" "${trained[@]}" > "$work/compare.out" || true
-  cat "$work/compare.out"
-  failures=$((failures + $(grep -c '^FAIL' "$work/compare.out" || true)))
-  [ "$(grep -c '^ok' "$work/compare.out" || true)" -eq ${#trained[@]} ] || [ "$failures" -gt 0 ] || failures=1
-fi
+# Every finished run against the reference, in one process.
+source "$here/compare_runs.sh"
+compare_runs "$python" "$work/reference.pt" "$tolerance" "${trained[@]}"
+failures=$((failures + compare_failures))
 if [ "$failures" -gt 0 ]; then
   echo "$failures of 8 runs differ from one process"
   exit 1

@@ -22,7 +22,8 @@ batch=12
 base=(--model "$model" --global-batch "$batch" --seed 7 --lr 0.01 --momentum 0.9 --log-every 20 --dtype float64)
 common=("${base[@]}" --steps 20)
 failures=0
-run() {  # NAME ARGS...: trains, then compares with one process
+trained=()  # NAME=FILE of every run that finished, compared with one process at the end
+run() {  # NAME ARGS...: trains
   local name=$1
   shift
   if ! "$burst" train "${common[@]}" "$@" --save-params "$work/$name.pt" > "$work/$name.log" 2>&1; then
@@ -30,12 +31,7 @@ run() {  # NAME ARGS...: trains, then compares with one process
     failures=$((failures + 1))
     return
   fi
-  if out=$("$python" "$here/compare_params.py" "$work/one.pt" "$work/$name.pt" 1e-9); then
-    echo "ok: $name: $out"
-  else
-    echo "FAIL: $name: $out"
-    failures=$((failures + 1))
-  fi
+  trained+=("$name=$work/$name.pt")
 }
 
 "$burst" train "${common[@]}" --save-params "$work/one.pt" > "$work/one.log" 2>&1 || { cat "$work/one.log"; exit 1; }
@@ -110,5 +106,8 @@ half from-tensor --nproc 4 --plan "$work/tensor4.json"
 run "tensor-plan-4-resumed-on-1" --nproc 1 --checkpoint-dir "$work/from-tensor" --resume
 half to-tensor --nproc 2
 run "dp-2-resumed-under-tensor-plan-4" --nproc 4 --plan "$work/tensor4.json" --checkpoint-dir "$work/to-tensor" --resume
+source "$here/compare_runs.sh"
+compare_runs "$python" "$work/one.pt" 1e-9 "${trained[@]}"
+failures=$((failures + compare_failures))
 [ "$failures" -eq 0 ] && echo "all runs equal one process within 1e-9 (float64)"
 [ "$failures" -eq 0 ]

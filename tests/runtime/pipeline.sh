@@ -34,16 +34,15 @@ run() {  # NAME TOLERANCE DTYPE ARGS...: trains, to be compared with one process
   fi
   trained["$dtype $tolerance"]+=" $name=$work/$name.pt"
 }
-# Each group's runs against its one-process reference, in one process (torch loads once).
+# Each group's runs against its one-process reference, in one process.
+source "$here/compare_runs.sh"
 compare_all() {
   local key dtype tolerance runs
   for key in "${!trained[@]}"; do
     read -r dtype tolerance <<< "$key"
     read -r -a runs <<< "${trained[$key]}"
-    "$python" "$here/compare_params.py" --many "$work/one-$dtype.pt" "$tolerance" "${runs[@]}" > "$work/compare.out" || true
-    cat "$work/compare.out"
-    failures=$((failures + $(grep -c '^FAIL' "$work/compare.out" || true)))
-    [ "$(grep -c '^ok' "$work/compare.out" || true)" -eq ${#runs[@]} ] || [ "$failures" -gt 0 ] || failures=1
+    compare_runs "$python" "$work/one-$dtype.pt" "$tolerance" "${runs[@]}"
+    failures=$((failures + compare_failures))
   done
 }
 
