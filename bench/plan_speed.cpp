@@ -18,10 +18,10 @@
 #include "burst/cost/device_models.h"
 #include "burst/cost/network.h"
 #include "burst/graph/zoo.h"
-#include "burst/plan/burst_planner.h"
-#include "burst/plan/evaluate.h"
-#include "burst/plan/pipeline_planner.h"
-#include "burst/plan/tensor_planner.h"
+#include "burst/planner/burst_planner.h"
+#include "burst/timing/evaluate.h"
+#include "burst/planner/pipeline_planner.h"
+#include "burst/planner/tensor_planner.h"
 #include "burst/util/memory_reuse.h"
 
 namespace {
@@ -41,7 +41,7 @@ struct A100World {
         network(burst::cluster::builtin_cluster("a100", c.devices)),
         context{graph, *cost, network},
         data_parallel(
-            burst::plan::evaluate_plan(burst::plan::plan_data_parallel(graph, c.devices, c.global_batch), context)
+            burst::timing::evaluate_plan(burst::plan::plan_data_parallel(graph, c.devices, c.global_batch), context)
                 .iteration_time) {}
   const burst::graph::Graph graph;
   const std::unique_ptr<burst::cost::CostModel> cost;
@@ -56,10 +56,10 @@ void plan_case(benchmark::State& state, const Case& c) {
   const burst::graph::Graph& graph = world.graph;
   burst::plan::Plan plan;
   for (auto _ : state) {
-    plan = burst::plan::plan_burst(context, c.global_batch);
+    plan = burst::planner::plan_burst(context, c.global_batch);
     benchmark::DoNotOptimize(plan);
   }
-  const auto burst_time = burst::plan::evaluate_plan(plan, context).iteration_time;
+  const auto burst_time = burst::timing::evaluate_plan(plan, context).iteration_time;
   const burst::Seconds dp_time = world.data_parallel;
   state.counters["layers"] = static_cast<double>(graph.size());
   state.counters["burst_ms"] = burst_time.ms();
@@ -70,9 +70,9 @@ void plan_case(benchmark::State& state, const Case& c) {
 // The pipeline planner's search, the best candidates timed by the evaluator included.
 void pipeline_case(benchmark::State& state, const Case& c) {
   const A100World world(c);
-  burst::plan::PipelinePlanResult result;
+  burst::planner::PipelinePlanResult result;
   for (auto _ : state) {
-    result = burst::plan::plan_pipeline(world.context, c.global_batch);
+    result = burst::planner::plan_pipeline(world.context, c.global_batch);
     benchmark::DoNotOptimize(result);
   }
   const burst::Seconds dp_time = world.data_parallel;
@@ -90,9 +90,9 @@ void pipeline_case(benchmark::State& state, const Case& c) {
 // few timed by the evaluator.
 void tensor_case(benchmark::State& state, const Case& c) {
   const A100World world(c);
-  burst::plan::TensorPlanResult result;
+  burst::planner::TensorPlanResult result;
   for (auto _ : state) {
-    result = burst::plan::plan_tensor(world.context, c.global_batch);
+    result = burst::planner::plan_tensor(world.context, c.global_batch);
     benchmark::DoNotOptimize(result);
   }
   const burst::Seconds dp_time = world.data_parallel;

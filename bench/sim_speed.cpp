@@ -16,8 +16,8 @@
 #include "burst/cost/device_models.h"
 #include "burst/cost/network.h"
 #include "burst/graph/zoo.h"
-#include "burst/plan/burst_planner.h"
-#include "burst/plan/evaluate.h"
+#include "burst/planner/burst_planner.h"
+#include "burst/timing/evaluate.h"
 #include "burst/sim/simulator.h"
 
 namespace {
@@ -37,7 +37,7 @@ void simulate_case(benchmark::State& state, const Case& c) {
   const burst::cost::NetworkModel network(burst::cluster::builtin_cluster("a100", c.devices));
   const burst::plan::PlanContext context{graph, *cost, network};
   const burst::plan::Plan plan = c.data_parallel ? burst::plan::plan_data_parallel(graph, c.devices, c.global_batch)
-                                                 : burst::plan::plan_burst(context, c.global_batch);
+                                                 : burst::planner::plan_burst(context, c.global_batch);
   std::optional<burst::graph::Graph> background;
   burst::sim::SimOptions options;
   if (c.background != nullptr) {
@@ -56,7 +56,7 @@ void simulate_case(benchmark::State& state, const Case& c) {
   recording.record_events = true;
   const burst::sim::SimResult alone = burst::sim::simulate(plan, context, recording);
   state.counters["sim_ms"] = result.iteration_time.ms();
-  state.counters["evaluator_ms"] = burst::plan::evaluate_plan(plan, context).iteration_time.ms();
+  state.counters["evaluator_ms"] = burst::timing::evaluate_plan(plan, context).iteration_time.ms();
   state.counters["events_per_step"] = static_cast<double>(alone.events.size());
   if (background) {
     state.counters["slowdown"] = result.iteration_time / alone.iteration_time;

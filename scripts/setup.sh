@@ -14,6 +14,7 @@ packages=(
   python3-torch python3-torchvision                 # the peers burst is checked against
   python3-onnx                                      # reads exported weights in tests/onnx
   dataset-fashion-mnist                             # real training data (IDX files)
+  graphviz                                          # docs/images/libraries.svg (scripts/library_picture.sh)
 )
 
 missing=()

@@ -10,9 +10,9 @@
 #include <CLI/CLI.hpp>
 
 #include "burst/graph/model_json.h"
-#include "burst/plan/evaluate.h"
-#include "burst/plan/pipeline_planner.h"
-#include "burst/plan/tensor_planner.h"
+#include "burst/timing/evaluate.h"
+#include "burst/planner/pipeline_planner.h"
+#include "burst/planner/tensor_planner.h"
 #include "burst/util/error.h"
 #include "burst/util/json_io.h"
 #include "plan_report.h"
@@ -61,8 +61,8 @@ std::optional<double> limit_of(double amplification) {
 }
 
 
-plan::BurstOptions burst_options(const std::optional<double>& limit, bool strict) {
-  plan::BurstOptions options;
+planner::BurstOptions burst_options(const std::optional<double>& limit, bool strict) {
+  planner::BurstOptions options;
   options.amplification = limit ? *limit : std::numeric_limits<double>::infinity();
   options.never_slower_than_dp = !strict;
   return options;
@@ -143,6 +143,31 @@ Inputs read_inputs(const InputOptions& options) {
                 *global_batch,    optimizer,          std::move(capacity)};
 }
 
+std::string ProgramOptionsText::default_bucket_mib() {
+  return fmt::format("{:g}", program::ProgramOptions{}.bucket_bytes / program::kBytesPerMiB);
+}
+
+void add_program_options(CLI::App& command, ProgramOptionsText& options) {
+  command.add_option("--batchnorm", options.batchnorm,
+                     "The BatchNorm the step runs: sync (statistics over all the layer's ranks: the one-device "
+                     "result, burst's runtime) or local (each rank's own samples, as DDP and DeepPool)")
+      ->check(CLI::IsMember({"sync", "local"}))
+      ->capture_default_str();
+  command.add_option("--bucket-mb", options.bucket_mb,
+                     "Gradient bucket cap in MiB: a bucket's all-reduce starts when it holds this much (as DDP's "
+                     "bucket_cap_mb) or its group's last layer is done")
+      ->capture_default_str();
+}
+
+program::ProgramOptions parse_program_options(const ProgramOptionsText& options) {
+  program::ProgramOptions program;
+  program::set_batchnorm_mode(program, options.batchnorm);
+  const double mib = parse_finite(options.bucket_mb, "--bucket-mb", 0, "a positive number of MiB");
+  if (!(mib > 0)) throw UserError(fmt::format("--bucket-mb must be a positive number of MiB, got '{}'", options.bucket_mb));
+  program.bucket_bytes = mib * program::kBytesPerMiB;
+  return program;
+}
+
 void add_memory_options(CLI::App& command, InputOptions& options) {
   command
       .add_option("--optimizer", options.optimizer,
@@ -158,17 +183,17 @@ namespace {
 
 // The pipeline planner under the inputs' capacity, for data-parallel stages, burst
 // placements inside them (the hybrid), or both.
-plan::PipelinePlanResult search_pipelines(const Inputs& inputs, const plan::PlanContext& context,
-                                          const plan::BurstOptions& burst, bool data_parallel_stages,
+planner::PipelinePlanResult search_pipelines(const Inputs& inputs, const plan::PlanContext& context,
+                                          const planner::BurstOptions& burst, bool data_parallel_stages,
                                           bool burst_stages) {
-  plan::PipelineOptions options;
+  planner::PipelineOptions options;
   options.capacity = inputs.capacity;
   options.optimizer = inputs.optimizer;
-  options.sync_batchnorm = burst.sync_batchnorm;
+  options.program = burst.program;
   options.data_parallel_stages = data_parallel_stages;
   options.burst_stages = burst_stages;
   options.burst = burst;
-  return plan::plan_pipeline(context, inputs.global_batch, options);
+  return planner::plan_pipeline(context, inputs.global_batch, options);
 }
 
 // A plan the pipeline planner found or, with none that fits, data parallelism (whose memory
@@ -180,27 +205,27 @@ plan::Plan or_data_parallel(std::optional<plan::Plan> found, const Inputs& input
 
 // The tensor planner under the inputs' capacity, with the burst planner's amplification rule;
 // with no candidate that splits a layer and fits, data parallelism.
-plan::Plan search_tensor_splits(const Inputs& inputs, const plan::PlanContext& context, const plan::BurstOptions& burst) {
-  plan::TensorOptions options;
+plan::Plan search_tensor_splits(const Inputs& inputs, const plan::PlanContext& context, const planner::BurstOptions& burst) {
+  planner::TensorOptions options;
   options.amplification = burst.amplification;
   options.amplification_exempt_below = burst.amplification_exempt_below;
-  options.sync_batchnorm = burst.sync_batchnorm;
+  options.program = burst.program;
   options.capacity = inputs.capacity;
   options.optimizer = inputs.optimizer;
-  return or_data_parallel(plan::plan_tensor(context, inputs.global_batch, options).plan, inputs);
+  return or_data_parallel(planner::plan_tensor(context, inputs.global_batch, options).plan, inputs);
 }
 
 // Data parallelism, the burst plan, the pipeline plan, the hybrid and the tensor plan, each kept if it fits;
 // the fastest (the first of equals) is chosen. `chosen.tried` says what each gave.
-void choose_automatically(const Inputs& inputs, const plan::PlanContext& context, const plan::BurstOptions& burst,
+void choose_automatically(const Inputs& inputs, const plan::PlanContext& context, const planner::BurstOptions& burst,
                           ChosenPlan& chosen) {
-  plan::EvaluateOptions evaluate;
-  evaluate.sync_batchnorm = burst.sync_batchnorm;
-  std::optional<plan::BurstPlanResult> burst_result = plan::plan_burst_with_prediction(context, inputs.global_batch, burst);
+  timing::EvaluateOptions evaluate;
+  evaluate.program = burst.program;
+  std::optional<planner::BurstPlanResult> burst_result = planner::plan_burst_with_prediction(context, inputs.global_batch, burst);
   std::vector<std::pair<std::string, plan::Plan>> candidates;
   candidates.emplace_back("dp", plan::plan_data_parallel(inputs.graph, inputs.cluster.size(), inputs.global_batch));
   candidates.emplace_back("burst", burst_result->plan);
-  plan::PipelinePlanResult pipelines = search_pipelines(inputs, context, burst, true, true);
+  planner::PipelinePlanResult pipelines = search_pipelines(inputs, context, burst, true, true);
   candidates.emplace_back("pipeline", or_data_parallel(std::move(pipelines.plan), inputs));
   candidates.emplace_back("hybrid", or_data_parallel(std::move(pipelines.hybrid), inputs));
   candidates.emplace_back("tensor", search_tensor_splits(inputs, context, burst));
@@ -214,7 +239,7 @@ void choose_automatically(const Inputs& inputs, const plan::PlanContext& context
     } else if (inputs.capacity.capacity < peak.use.total()) {
       tried.why_not = plan::memory_text(peak, inputs.graph, inputs.capacity);
     } else {
-      tried.time = plan::evaluate_plan(candidate, context, evaluate).iteration_time;
+      tried.time = timing::evaluate_plan(candidate, context, evaluate).iteration_time;
       if (!best || *tried.time < *best) {
         best = tried.time;
         chosen.plan = candidate;
@@ -232,7 +257,7 @@ void choose_automatically(const Inputs& inputs, const plan::PlanContext& context
 }  // namespace
 
 ChosenPlan choose_plan(const Inputs& inputs, const std::string& strategy, const plan::PlanContext& context,
-                       const plan::BurstOptions& burst) {
+                       const planner::BurstOptions& burst) {
   ChosenPlan chosen;
   const graph::Graph& graph = inputs.graph;
   if (inputs.loaded) {
@@ -250,10 +275,10 @@ ChosenPlan choose_plan(const Inputs& inputs, const std::string& strategy, const 
     chosen.plan = search_tensor_splits(inputs, context, burst);
   } else if (strategy == "pipeline" || strategy == "hybrid") {
     const bool hybrid = strategy == "hybrid";
-    plan::PipelinePlanResult found = search_pipelines(inputs, context, burst, !hybrid, hybrid);
+    planner::PipelinePlanResult found = search_pipelines(inputs, context, burst, !hybrid, hybrid);
     chosen.plan = or_data_parallel(hybrid ? std::move(found.hybrid) : std::move(found.plan), inputs);
   } else {
-    chosen.burst = plan::plan_burst_with_prediction(context, inputs.global_batch, burst);
+    chosen.burst = planner::plan_burst_with_prediction(context, inputs.global_batch, burst);
     chosen.plan = chosen.burst->plan;
   }
   const std::string name = strategy == "dp" ? "data-parallel" : strategy;

@@ -9,15 +9,27 @@
 #include "burst/cluster/cluster.h"
 #include "burst/cost/device_models.h"
 #include "burst/graph/graph.h"
-#include "burst/plan/burst_planner.h"
+#include "burst/planner/burst_planner.h"
 #include "burst/plan/plan.h"
 #include "burst/plan/plan_memory.h"
+#include "burst/program/program_options.h"
 
 namespace CLI {
 class App;
 }
 
 namespace burst::cli {
+
+// --batchnorm and --bucket-mb: the step's program::ProgramOptions, taken by every command
+// that makes or times a step (plan, sim, program, train) with the same words and defaults.
+struct ProgramOptionsText {
+  std::string batchnorm = "sync";
+  std::string bucket_mb = default_bucket_mib();
+  static std::string default_bucket_mib();  // ProgramOptions' default, in MiB
+};
+void add_program_options(CLI::App& command, ProgramOptionsText& options);
+// UserError quoting the text for a bucket size that is not a positive number.
+program::ProgramOptions parse_program_options(const ProgramOptionsText& options);
 
 // Numbers arrive as text so that a bad one can be quoted as typed.
 struct InputOptions {
@@ -31,6 +43,7 @@ struct InputOptions {
   std::string plan_file;  // evaluate this plan instead of planning
   std::string optimizer = "sgd";  // for the memory model: sgd, momentum or adam
   std::string device_memory;      // --device-memory GB; empty: the device kind's capacity
+  ProgramOptionsText program;
 };
 
 // --optimizer and --device-memory, which `burst plan` and `burst sim` share.
@@ -51,7 +64,7 @@ std::optional<double> limit_of(double amplification);
 
 // The burst planner's options for a limit (nullopt: none); `strict` keeps it even where data
 // parallelism is then faster.
-plan::BurstOptions burst_options(const std::optional<double>& limit, bool strict);
+planner::BurstOptions burst_options(const std::optional<double>& limit, bool strict);
 
 std::optional<std::string> profile_path(const InputOptions& options);
 
@@ -96,13 +109,13 @@ struct StrategyTried {
 // when none fits, UserError "no plan fits" with the smallest requirement found.
 struct ChosenPlan {
   plan::Plan plan;
-  std::optional<plan::BurstPlanResult> burst;  // what the burst planner said, when it made the plan
+  std::optional<planner::BurstPlanResult> burst;  // what the burst planner said, when it made the plan
   std::vector<plan::DeviceMemory> memory;      // per rank
   std::string memory_note;                     // why the plan is not the strategy's own, or empty
   std::vector<StrategyTried> tried;            // --strategy auto: every strategy, in order
 };
 ChosenPlan choose_plan(const Inputs& inputs, const std::string& strategy, const plan::PlanContext& context,
-                       const plan::BurstOptions& burst);
+                       const planner::BurstOptions& burst);
 
 // "peak memory per device" as the reports print it: the peak rank's needs against the
 // capacity, and whether they fit.

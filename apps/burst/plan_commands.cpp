@@ -16,10 +16,10 @@
 #include "burst/cost/device_models.h"
 #include "burst/cost/network.h"
 #include "burst/graph/model_json.h"
-#include "burst/plan/burst_planner.h"
-#include "burst/plan/evaluate.h"
+#include "burst/planner/burst_planner.h"
+#include "burst/timing/evaluate.h"
 #include "burst/plan/plan.h"
-#include "burst/plan/plan_svg.h"
+#include "plan_svg.h"
 #include "burst/util/error.h"
 #include "burst/util/json_io.h"
 #include "command_inputs.h"
@@ -33,7 +33,6 @@ struct PlanOptions : InputOptions {
   std::string strategy = "burst";
   std::string amplification;  // empty: the burst planner's default
   std::string exempt_ms;      // --amplification-exempt-ms; empty: the planner's default
-  std::string batchnorm = "sync";  // the BatchNorm the step runs: sync or local
   std::string output;         // -o: write the plan file
   std::string svg;            // write pictures
   bool json = false;
@@ -73,17 +72,15 @@ void check_combinations(const PlanOptions& options, bool strategy_given) {
 }
 
 // The burst planner's options from the command line: limit, strictness, exemption.
-plan::BurstOptions planner_options(const PlanOptions& options, const std::optional<double>& limit) {
-  plan::BurstOptions burst = burst_options(limit, options.strict_amplification);
-  burst.sync_batchnorm = options.batchnorm == "sync";
+planner::BurstOptions planner_options(const PlanOptions& options, const std::optional<double>& limit) {
+  planner::BurstOptions burst = burst_options(limit, options.strict_amplification);
+  burst.program = parse_program_options(options.program);  // plan the step the runtime will run
   if (!options.exempt_ms.empty()) {
     burst.amplification_exempt_below =
         Seconds::from_ms(parse_finite(options.exempt_ms, "--amplification-exempt-ms", 0, "a time >= 0 in ms"));
   }
   return burst;
 }
-
-
 
 // Whether `plan` fits the inputs' devices (plan_memory.h).
 bool fits_memory(const plan::Plan& plan, const Inputs& inputs) {
@@ -92,33 +89,33 @@ bool fits_memory(const plan::Plan& plan, const Inputs& inputs) {
 }
 
 void run_sweep(const PlanOptions& options, const Inputs& inputs, const graph::Graph& graph, const std::string& kind,
-               int devices, int64_t global_batch, const cost::CostModel& cost, const plan::BurstOptions& burst) {
+               int devices, int64_t global_batch, const cost::CostModel& cost, const planner::BurstOptions& burst) {
   SweepReport report{graph.name(), kind, global_batch, limit_of(burst.amplification), {}};
   for (const int count : sweep_device_counts(devices)) {
     const cost::NetworkModel network(cluster::builtin_cluster(kind, count));
     const plan::PlanContext context{graph, cost, network};
     SweepPoint point;
     point.devices = count;
-    plan::EvaluateOptions evaluate_options;
-    evaluate_options.sync_batchnorm = burst.sync_batchnorm;
+    timing::EvaluateOptions evaluate_options;
+    evaluate_options.program = burst.program;
     const plan::Plan data_parallel = plan::plan_data_parallel(graph, count, global_batch);
-    point.data_parallel = plan::evaluate_plan(data_parallel, context, evaluate_options);
+    point.data_parallel = timing::evaluate_plan(data_parallel, context, evaluate_options);
     point.data_parallel_fits = fits_memory(data_parallel, inputs);
-    const plan::BurstPlanResult result = plan::plan_burst_with_prediction(context, global_batch, burst);
+    const planner::BurstPlanResult result = planner::plan_burst_with_prediction(context, global_batch, burst);
     point.burst_fits = fits_memory(result.plan, inputs);
-    point.burst = plan::evaluate_plan(result.plan, context, evaluate_options);
+    point.burst = timing::evaluate_plan(result.plan, context, evaluate_options);
     point.burst_devices_used = devices_used(result.plan);
     point.burst_limit_used = limit_of(result.amplification_limit);
     report.points.push_back(std::move(point));
   }
   if (!options.svg.empty()) {
-    std::vector<plan::ScalingPoint> points;
+    std::vector<ScalingPoint> points;
     for (const SweepPoint& point : report.points) {
       points.push_back({point.devices, point.data_parallel.iteration_time, point.burst.iteration_time});
     }
     write_text_file_atomically(
         options.svg,
-        plan::render_scaling_svg(
+        render_scaling_svg(
             fmt::format("{}: iteration time against devices, global batch {} on {} "
                         "(burst amplification limit {})",
                         graph.name(), global_batch, kind, amplification_text(report.amplification_limit)),
@@ -148,18 +145,18 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const cost::CostM
     limit_used = limit_of(chosen.burst->amplification_limit);
     planner_prediction = chosen.burst->predicted;
   }
-  plan::EvaluateOptions evaluate_options;
-  evaluate_options.sync_batchnorm = options.batchnorm == "sync";
-  const plan::PlanEvaluation data_parallel =
-      plan::evaluate_plan(plan::plan_data_parallel(graph, devices, global_batch), context, evaluate_options);
-  const plan::PlanEvaluation one_device =
-      plan::evaluate_plan(plan::plan_single_device(graph, devices, global_batch), context, evaluate_options);
+  timing::EvaluateOptions evaluate_options;
+  evaluate_options.program = parse_program_options(options.program);
+  const timing::PlanEvaluation data_parallel =
+      timing::evaluate_plan(plan::plan_data_parallel(graph, devices, global_batch), context, evaluate_options);
+  const timing::PlanEvaluation one_device =
+      timing::evaluate_plan(plan::plan_single_device(graph, devices, global_batch), context, evaluate_options);
   evaluate_options.timelines = !options.svg.empty();
-  const plan::PlanEvaluation evaluation = plan::evaluate_plan(plan, context, evaluate_options);
+  const timing::PlanEvaluation evaluation = timing::evaluate_plan(plan, context, evaluate_options);
 
   if (!options.output.empty()) plan::save_plan_file(plan, options.output);
   if (!options.svg.empty()) {
-    write_text_file_atomically(options.svg, plan::render_plan_svg(plan, evaluation, graph));
+    write_text_file_atomically(options.svg, render_plan_svg(plan, evaluation, graph));
   }
   const bool burst_planned = chosen.burst.has_value();
   const PlanReport report{graph,
@@ -193,7 +190,7 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const cost::CostM
 
 void run_plan(const PlanOptions& options, bool strategy_given) {
   check_combinations(options, strategy_given);
-  std::optional<double> limit = limit_of(plan::BurstOptions{}.amplification);
+  std::optional<double> limit = limit_of(planner::BurstOptions{}.amplification);
   if (!options.amplification.empty()) limit = parse_amplification(options.amplification);
   const Inputs inputs = read_inputs(options);
   const auto cost_model = cost::make_cost_model(inputs.device);
@@ -241,11 +238,7 @@ void add_plan_commands(CLI::App& app) {
           "--svg", options->svg,
           "Write an SVG picture: devices per layer and a per-rank timeline (with --sweep: the "
           "scaling curve)")};
-  command->add_option("--batchnorm", options->batchnorm,
-                      "The BatchNorm the step runs (as burst train --batchnorm): sync prices the statistics "
-                      "all-reduces of split BatchNorm layers, local does not")
-      ->check(CLI::IsMember({"sync", "local"}))
-      ->capture_default_str();
+  add_program_options(*command, options->program);
   add_memory_options(*command, *options);
   CLI::Option* strategy =
       command->add_option("--strategy", options->strategy,

@@ -42,7 +42,7 @@ std::string strategy_text(const PlanReport& report) {
 // at the global batch is under the threshold.
 bool exempt(const PlanReport& report, graph::LayerId id) {
   if (!report.amplification_exempt_below) return false;
-  const plan::LayerTiming& whole = report.one_device.layers[static_cast<size_t>(id)];
+  const timing::LayerTiming& whole = report.one_device.layers[static_cast<size_t>(id)];
   return (whole.forward + whole.backward) < *report.amplification_exempt_below;
 }
 
@@ -161,7 +161,7 @@ json split_json(const plan::Plan& plan, graph::LayerId id) {
 }
 
 double mfu(const PlanReport& report) {
-  return plan::model_flops_utilisation(report.graph, report.plan.global_batch, report.evaluation.iteration_time,
+  return timing::model_flops_utilisation(report.graph, report.plan.global_batch, report.evaluation.iteration_time,
                                        report.cluster.size(), report.peak_flops);
 }
 
@@ -175,7 +175,7 @@ std::string mfu_text(const PlanReport& report) {
 }  // namespace
 
 void print_plan_report(const PlanReport& report, std::ostream& out) {
-  const plan::PlanEvaluation& evaluation = report.evaluation;
+  const timing::PlanEvaluation& evaluation = report.evaluation;
   const auto [largest, largest_limited] = max_amplifications(report);
   const int devices = report.cluster.size();
   out << fmt::format("{} for {}: global batch {} on {} ({} {} device{})\n", strategy_text(report),
@@ -201,7 +201,7 @@ void print_plan_report(const PlanReport& report, std::ostream& out) {
                    {"fwd end", Align::Right},
                    {"bwd end", Align::Right}});
   for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(report.graph.size()); ++id) {
-    const plan::LayerTiming& layer = evaluation.layers[static_cast<size_t>(id)];
+    const timing::LayerTiming& layer = evaluation.layers[static_cast<size_t>(id)];
     table.add_row({std::to_string(id), report.graph.layer(id).name,
                    graph::op_name(report.graph.layer(id).op()), devices_text(report.plan, id, layer.devices),
                    std::to_string(layer.per_device_batch), fmt::format("{:.4f}", layer.forward.ms()),
@@ -257,11 +257,11 @@ void print_plan_report(const PlanReport& report, std::ostream& out) {
 }
 
 json plan_report_json(const PlanReport& report) {
-  const plan::PlanEvaluation& evaluation = report.evaluation;
+  const timing::PlanEvaluation& evaluation = report.evaluation;
   const auto [largest, largest_limited] = max_amplifications(report);
   json layers = json::array();
   for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(report.graph.size()); ++id) {
-    const plan::LayerTiming& layer = evaluation.layers[static_cast<size_t>(id)];
+    const timing::LayerTiming& layer = evaluation.layers[static_cast<size_t>(id)];
     layers.push_back({{"id", id},
                       {"name", report.graph.layer(id).name},
                       {"op", graph::op_name(report.graph.layer(id).op())},

@@ -10,7 +10,7 @@
 
 #include "burst/cluster/cluster.h"
 #include "burst/graph/graph.h"
-#include "burst/plan/evaluate.h"
+#include "burst/timing/evaluate.h"
 #include "burst/plan/plan.h"
 #include "burst/plan/plan_memory.h"
 #include "command_inputs.h"
@@ -26,9 +26,9 @@ struct PlanReport {
   // parallelism, a plan loaded from a file).
   std::optional<double> amplification_limit;
   std::string plan_file;  // --plan FILE it was loaded from; empty when planned here
-  const plan::PlanEvaluation& evaluation;
-  const plan::PlanEvaluation& data_parallel;  // plan_data_parallel on all devices
-  const plan::PlanEvaluation& one_device;     // plan_single_device
+  const timing::PlanEvaluation& evaluation;
+  const timing::PlanEvaluation& data_parallel;  // plan_data_parallel on all devices
+  const timing::PlanEvaluation& one_device;     // plan_single_device
   // What the burst planner reported with its plan (empty for other plans): the limit it
   // planned under (it raises the asked one rather than be slower than data parallelism;
   // nullopt: none) and its own prediction (an estimate where branches run concurrently).
@@ -83,8 +83,8 @@ nlohmann::json plan_report_json(const PlanReport& report);
 // One device count of a strong-scaling sweep: both strategies on a built-in cluster.
 struct SweepPoint {
   int devices = 0;
-  plan::PlanEvaluation data_parallel;
-  plan::PlanEvaluation burst;
+  timing::PlanEvaluation data_parallel;
+  timing::PlanEvaluation burst;
   int burst_devices_used = 0;
   std::optional<double> burst_limit_used;  // the limit the planner planned under (nullopt: none)
   // Whether each plan fits the devices' memory (the sweep shows both plans either way).

@@ -22,8 +22,7 @@ struct ProgramArgs {
   std::string devices;
   std::string global_batch;
   std::string rank = "all";
-  std::string bucket_mb = "25";
-  std::string batchnorm = "sync";
+  ProgramOptionsText program;
   bool json = false;
 };
 
@@ -83,13 +82,7 @@ nlohmann::json program_json(const program::StepProgram& program, const std::vect
 void run_program(const ProgramArgs& args) {
   const graph::Graph graph = graph::load_model(args.model);
   const plan::Plan plan = read_plan(args, graph);
-  program::ProgramOptions options;
-  options.bucket_bytes = parse_finite(args.bucket_mb, "--bucket-mb", 0, "a positive number of MiB") * 1024 * 1024;
-  if (!(options.bucket_bytes > 0)) {
-    throw UserError(fmt::format("--bucket-mb must be a positive number of MiB, got '{}'", args.bucket_mb));
-  }
-  options.sync_batchnorm = args.batchnorm == "sync";
-  const program::StepProgram program = program::build_step_program(graph, plan, options);
+  const program::StepProgram program = program::build_step_program(graph, plan, parse_program_options(args.program));
   std::vector<int> ranks;
   if (args.rank == "all") {
     for (int rank = 0; rank < program.ranks; ++rank) ranks.push_back(rank);
@@ -118,10 +111,7 @@ void add_program_commands(CLI::App& app) {
   command->add_option("--devices", args->devices, "Without --plan: data parallelism on this many devices");
   command->add_option("--global-batch", args->global_batch, "Without --plan: the global batch");
   command->add_option("--rank", args->rank, "One rank, or all")->capture_default_str();
-  command->add_option("--bucket-mb", args->bucket_mb, "Gradient bucket cap in MiB")->capture_default_str();
-  command->add_option("--batchnorm", args->batchnorm, "sync or local")
-      ->check(CLI::IsMember({"sync", "local"}))
-      ->capture_default_str();
+  add_program_options(*command, args->program);
   command->add_flag("--json", args->json, "Print JSON instead of action lists");
   command->callback([args] { run_program(*args); });
 }

@@ -13,8 +13,8 @@
 #include "burst/cost/profile.h"
 #include "burst/cost/profile_cost_model.h"
 #include "burst/graph/model_json.h"
-#include "burst/plan/evaluate.h"
-#include "burst/plan/plan_svg.h"
+#include "burst/timing/evaluate.h"
+#include "plan_svg.h"
 #include "burst/sim/chrome_trace.h"
 #include "burst/sim/simulator.h"
 #include "burst/util/error.h"
@@ -32,13 +32,11 @@ struct SimOptionsText : InputOptions {
   std::string strategy = "burst";
   std::string amplification;
   std::string background;  // M2[:per-device-batch]
-  std::string batchnorm = "sync";
   std::string background_policy = "fit";
   std::string trace;
   std::string trace_ranks = "64";
   std::string svg;
   std::string shard_overhead_ms = "0";
-  std::string bucket_mb = "25";  // gradient bucket cap, as burst train --bucket-mb
   std::string co_located_profile;
   bool json = false;
   bool sweep = false;
@@ -87,16 +85,13 @@ std::unique_ptr<cost::CostModel> co_located_cost(const SimOptionsText& options, 
 }
 
 // The SimOptions every run of this command shares.
-sim::SimOptions base_sim_options(const SimOptionsText& options, sim::BatchNormMode batchnorm,
+sim::SimOptions base_sim_options(const SimOptionsText& options, const program::ProgramOptions& program,
                                  const cost::CostModel* co_located) {
   sim::SimOptions sim_options;
-  sim_options.batchnorm = batchnorm;
+  sim_options.program = program;
   sim_options.collectives_hold_ports = options.collectives_hold_ports;
   sim_options.shard_overhead = shard_overhead(options);
   sim_options.co_located_cost = co_located;
-  const double bucket_mb = parse_finite(options.bucket_mb, "--bucket-mb", 0, "a positive number of MiB");
-  if (!(bucket_mb > 0)) throw UserError(fmt::format("--bucket-mb must be a positive number of MiB, got '{}'", options.bucket_mb));
-  sim_options.bucket_bytes = bucket_mb * 1024 * 1024;
   return sim_options;
 }
 
@@ -114,21 +109,21 @@ struct Background {
 };
 
 void run_sweep(const SimOptionsText& options, const Inputs& inputs, const cost::CostModel& cost,
-               const cost::CostModel* co_located, const plan::BurstOptions& burst, sim::BatchNormMode batchnorm,
+               const cost::CostModel* co_located, const planner::BurstOptions& burst, const program::ProgramOptions& program,
                const std::optional<Background>& background) {
   SimSweepReport report;
   report.model = inputs.graph.name();
   report.device_kind = inputs.cluster.device();
   report.global_batch = inputs.global_batch;
-  report.batchnorm = batchnorm;
+  report.program = program;
   if (background) report.background = background->spec;
-  const sim::SimOptions sim_options = base_sim_options(options, batchnorm, co_located);
+  const sim::SimOptions sim_options = base_sim_options(options, program, co_located);
   for (const int count : sweep_counts(inputs.cluster.size())) {
     std::cerr << fmt::format("simulating {} devices\n", count);
     const cost::NetworkModel network(cluster::builtin_cluster(report.device_kind, count));
     const plan::PlanContext context{inputs.graph, cost, network};
     const plan::Plan data_parallel = plan::plan_data_parallel(inputs.graph, count, inputs.global_batch);
-    const plan::Plan burst_plan = plan::plan_burst(context, inputs.global_batch, burst);
+    const plan::Plan burst_plan = planner::plan_burst(context, inputs.global_batch, burst);
     SimSweepPoint point;
     point.devices = count;
     if (background) {
@@ -145,11 +140,11 @@ void run_sweep(const SimOptionsText& options, const Inputs& inputs, const cost::
   }
   if (!options.svg.empty()) {
     std::string title = fmt::format("{}: simulated strong scaling, global batch {} on {}, BatchNorm {}", report.model,
-                                    report.global_batch, report.device_kind, batchnorm_name(batchnorm));
+                                    report.global_batch, report.device_kind, program::batchnorm_mode_name(program));
     if (background) {
       title += fmt::format("; background {}:{} per device", background->spec.model, background->spec.per_device_batch);
     }
-    write_text_file_atomically(options.svg, plan::render_scaling_charts(title, sim_sweep_charts(report)));
+    write_text_file_atomically(options.svg, render_scaling_charts(title, sim_sweep_charts(report)));
   }
   if (options.json) {
     std::cout << sim_sweep_json(report).dump(2) << '\n';
@@ -160,12 +155,12 @@ void run_sweep(const SimOptionsText& options, const Inputs& inputs, const cost::
 }
 
 void run_one(const SimOptionsText& options, const Inputs& inputs, const cost::CostModel& cost,
-             const cost::CostModel* co_located, const std::optional<double>& limit, sim::BatchNormMode batchnorm,
+             const cost::CostModel* co_located, const std::optional<double>& limit, const program::ProgramOptions& program,
              const std::optional<Background>& background) {
   const cost::NetworkModel network(inputs.cluster);
   const plan::PlanContext context{inputs.graph, cost, network};
-  plan::BurstOptions burst = burst_options(limit, false);
-  burst.sync_batchnorm = batchnorm == sim::BatchNormMode::Sync;  // plan for the BatchNorm simulated
+  planner::BurstOptions burst = burst_options(limit, false);
+  burst.program = program;  // plan the step simulated
   const ChosenPlan chosen = choose_plan(inputs, options.strategy, context, burst);
   const plan::Plan& plan = chosen.plan;
   std::string source = "data-parallel plan";
@@ -180,7 +175,7 @@ void run_one(const SimOptionsText& options, const Inputs& inputs, const cost::Co
   }
   if (!chosen.tried.empty()) source = fmt::format("auto: {} (tried {})", source, strategies_text(chosen.tried));
   const int trace_ranks = static_cast<int>(parse_whole(options.trace_ranks, "--trace-ranks", 1, cluster::kMaxDevices));
-  sim::SimOptions sim_options = base_sim_options(options, batchnorm, co_located);
+  sim::SimOptions sim_options = base_sim_options(options, program, co_located);
   sim_options.record_idle_intervals = options.intervals;
   sim_options.record_events = !options.trace.empty();
   std::optional<sim::MultiplexResult> multiplexed;
@@ -197,15 +192,14 @@ void run_one(const SimOptionsText& options, const Inputs& inputs, const cost::Co
     write_text_file_atomically(options.trace, sim::chrome_trace_json(traced, inputs.graph,
                                                                       background ? &background->graph : nullptr, trace_ranks));
   }
-  plan::EvaluateOptions evaluate_options;  // the evaluator's view of the same step program
-  evaluate_options.bucket_bytes = sim_options.bucket_bytes;
-  evaluate_options.sync_batchnorm = batchnorm == sim::BatchNormMode::Sync;
+  timing::EvaluateOptions evaluate_options;  // the evaluator's view of the same step program
+  evaluate_options.program = sim_options.program;
   const SimReport report{inputs.graph.name(),
                          inputs.cluster,
                          plan,
                          source,
-                         batchnorm,
-                         plan::evaluate_plan(plan, context, evaluate_options).iteration_time,
+                         program,
+                         timing::evaluate_plan(plan, context, evaluate_options).iteration_time,
                          foreground,
                          background ? std::optional<BackgroundSpec>(background->spec) : std::nullopt,
                          multiplexed ? &*multiplexed : nullptr,
@@ -224,9 +218,9 @@ void run_one(const SimOptionsText& options, const Inputs& inputs, const cost::Co
 
 void run_sim(const SimOptionsText& options, bool strategy_given) {
   check_combinations(options, strategy_given);
-  std::optional<double> limit = limit_of(plan::BurstOptions{}.amplification);
+  std::optional<double> limit = limit_of(planner::BurstOptions{}.amplification);
   if (!options.amplification.empty()) limit = parse_amplification(options.amplification);
-  const sim::BatchNormMode batchnorm = options.batchnorm == "local" ? sim::BatchNormMode::Local : sim::BatchNormMode::Sync;
+  const program::ProgramOptions program = parse_program_options(options.program);
   std::optional<BackgroundSpec> background_spec;
   if (!options.background.empty()) {
     const ModelAndBatch parsed = parse_background_option(options.background, kDefaultBackgroundBatch);
@@ -242,11 +236,11 @@ void run_sim(const SimOptionsText& options, bool strategy_given) {
   const auto cost = cost::make_cost_model(inputs.device);
   const auto co_located = co_located_cost(options, inputs);
   if (options.sweep) {
-    plan::BurstOptions burst = burst_options(limit, false);
-    burst.sync_batchnorm = batchnorm == sim::BatchNormMode::Sync;
-    run_sweep(options, inputs, *cost, co_located.get(), burst, batchnorm, background);
+    planner::BurstOptions burst = burst_options(limit, false);
+    burst.program = program;
+    run_sweep(options, inputs, *cost, co_located.get(), burst, program, background);
   } else {
-    run_one(options, inputs, *cost, co_located.get(), limit, batchnorm, background);
+    run_one(options, inputs, *cost, co_located.get(), limit, program, background);
   }
 }
 
@@ -279,8 +273,6 @@ void add_sim_commands(CLI::App& app) {
       command->add_option("--shard-overhead-ms", options->shard_overhead_ms,
                           "Added to every forward and backward shard: a runtime's fixed cost per layer call "
                           "(default 0; see docs/simulator.md)"),
-      command->add_option("--bucket-mb", options->bucket_mb,
-                          "Gradient bucket cap in MiB, as burst train --bucket-mb (default 25)"),
       command->add_option("--co-located-profile", options->co_located_profile,
                           "Profile for layers split over devices of one node, which compute them at once "
                           "(burst profile --co-located N)")};
@@ -291,10 +283,7 @@ void add_sim_commands(CLI::App& app) {
                           "placements inside pipeline stages), tensor (Megatron-style tensor splits of attention and "
                           "MLPs, beyond the batch) or auto (the fastest of those that fits)")
           ->check(CLI::IsMember({"burst", "dp", "pipeline", "hybrid", "tensor", "auto"}));
-  command->add_option("--batchnorm", options->batchnorm,
-                      "sync (default: statistics over the layer's ranks, as burst's runtime does) or local (per "
-                      "device, as DDP and DeepPool)")
-      ->check(CLI::IsMember({"sync", "local"}));
+  add_program_options(*command, options->program);
   command->add_option("--background-policy", options->background_policy,
                       "fit (default: a background kernel starts only if it fits in the device's idle gap as the "
                       "foreground alone has it) or greedy (whenever the device is idle)")

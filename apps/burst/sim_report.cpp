@@ -26,7 +26,6 @@ std::string rate(double samples_per_s) { return fmt::format("{:.1f}", samples_pe
 
 }  // namespace
 
-const char* batchnorm_name(sim::BatchNormMode mode) { return mode == sim::BatchNormMode::Sync ? "sync" : "local"; }
 
 const char* policy_name(sim::BackgroundPolicy policy) {
   return policy == sim::BackgroundPolicy::Greedy ? "greedy" : "fit";
@@ -37,7 +36,7 @@ void print_sim_report(const SimReport& report, std::ostream& out) {
   const int devices = report.cluster.size();
   out << fmt::format("simulated {} for {}: global batch {} on {} ({} {} device{}), BatchNorm {}\n",
                      report.plan_source, report.model, report.plan.global_batch, report.cluster.name(), devices,
-                     report.cluster.device(), devices == 1 ? "" : "s", batchnorm_name(report.batchnorm));
+                     report.cluster.device(), devices == 1 ? "" : "s", program::batchnorm_mode_name(report.program));
   if (report.background) out << "background job on every device: " << background_name(*report.background) << '\n';
   out << '\n';
   auto line = [&out](const std::string& label, const std::string& value, const std::string& note) {
@@ -132,7 +131,7 @@ json sim_report_json(const SimReport& report) {
           {"strategy", report.plan.strategy},
           {"plan_source", report.plan_source},
           {"memory", report.memory},
-          {"batchnorm", batchnorm_name(report.batchnorm)},
+          {"batchnorm", program::batchnorm_mode_name(report.program)},
           {"iteration_time_ms", result.iteration_time.ms()},
           {"iteration_time_alone_ms", report.foreground.iteration_time.ms()},
           {"evaluator_iteration_time_ms", report.evaluator_time.ms()},
@@ -148,7 +147,7 @@ json sim_report_json(const SimReport& report) {
 
 void print_sim_sweep(const SimSweepReport& report, std::ostream& out) {
   out << fmt::format("simulated strong scaling of {} at global batch {} on built-in {} clusters, BatchNorm {}\n",
-                     report.model, report.global_batch, report.device_kind, batchnorm_name(report.batchnorm));
+                     report.model, report.global_batch, report.device_kind, program::batchnorm_mode_name(report.program));
   if (report.background) {
     out << "background job on every device: " << background_name(*report.background) << '\n'
         << "Throughput in samples/s; cluster = foreground + background. gain: burst + background over data "
@@ -216,14 +215,14 @@ json sim_sweep_json(const SimSweepReport& report) {
   return {{"model", report.model},
           {"device", report.device_kind},
           {"global_batch", report.global_batch},
-          {"batchnorm", batchnorm_name(report.batchnorm)},
+          {"batchnorm", program::batchnorm_mode_name(report.program)},
           {"background", std::move(background)},
           {"points", std::move(points)}};
 }
 
-std::vector<plan::ScalingChart> sim_sweep_charts(const SimSweepReport& report) {
-  plan::ScalingChart time{"Iteration time (foreground)", "iteration ms", {{"data parallel", {}}, {"burst", {}}}};
-  plan::ScalingChart throughput{"Cluster throughput (foreground + background)", "samples/s",
+std::vector<ScalingChart> sim_sweep_charts(const SimSweepReport& report) {
+  ScalingChart time{"Iteration time (foreground)", "iteration ms", {{"data parallel", {}}, {"burst", {}}}};
+  ScalingChart throughput{"Cluster throughput (foreground + background)", "samples/s",
                                 {{"data parallel", {}}, {"burst", {}}}};
   if (report.background) {
     time.series.push_back({"burst + background", {}});

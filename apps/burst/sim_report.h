@@ -10,7 +10,7 @@
 
 #include "burst/cluster/cluster.h"
 #include "burst/plan/plan.h"
-#include "burst/plan/plan_svg.h"
+#include "plan_svg.h"
 #include "burst/sim/simulator.h"
 
 namespace burst::cli {
@@ -27,7 +27,7 @@ struct SimReport {
   const cluster::Cluster& cluster;
   const plan::Plan& plan;
   std::string plan_source;  // "burst plan (amplification limit 2)", "plan file x.json", ...
-  sim::BatchNormMode batchnorm = sim::BatchNormMode::Sync;
+  program::ProgramOptions program;  // the step simulated
   Seconds evaluator_time;                  // the planner's prediction of the same plan
   const sim::SimResult& foreground;        // the plan alone
   std::optional<BackgroundSpec> background;
@@ -61,7 +61,7 @@ struct SimSweepReport {
   std::string model;
   std::string device_kind;
   int64_t global_batch = 0;
-  sim::BatchNormMode batchnorm = sim::BatchNormMode::Sync;
+  program::ProgramOptions program;  // the step simulated
   std::optional<BackgroundSpec> background;
   std::vector<SimSweepPoint> points;
 };
@@ -69,9 +69,8 @@ struct SimSweepReport {
 void print_sim_sweep(const SimSweepReport& report, std::ostream& out);
 nlohmann::json sim_sweep_json(const SimSweepReport& report);
 // Two charts: iteration time, and cluster throughput (samples/s), against devices.
-std::vector<plan::ScalingChart> sim_sweep_charts(const SimSweepReport& report);
+std::vector<ScalingChart> sim_sweep_charts(const SimSweepReport& report);
 
-const char* batchnorm_name(sim::BatchNormMode mode);
 const char* policy_name(sim::BackgroundPolicy policy);
 
 }  // namespace burst::cli

@@ -27,8 +27,8 @@
 #include "burst/launch/identity.h"
 #include "burst/launch/spawn.h"
 #include "burst/launch/worker_status.h"
-#include "burst/plan/burst_planner.h"
-#include "burst/plan/evaluate.h"
+#include "burst/planner/burst_planner.h"
+#include "burst/timing/evaluate.h"
 #include "burst/plan/plan.h"
 #include "burst/plan/plan_memory.h"
 #include "burst/runtime/background.h"
@@ -38,36 +38,27 @@
 #include "command_inputs.h"
 #include "profile_commands.h"
 #include "torch_plugin.h"
+#include "train_job.h"
 
 namespace burst::cli {
 namespace {
 
 struct TrainArgs {
   runtime::TrainConfig config;
+  ProgramOptionsText program;  // --batchnorm, --bucket-mb: into config.program
+  std::string plan_file;       // --plan FILE
+  int64_t global_batch = 0;    // --global-batch: for the plan made here (a plan file has its own)
+  std::string job_file;        // --job FILE: run this resolved job (what burst's launcher gives its workers)
   int nproc = -1;  // -1: not given
   // --strategy burst: the plan is made here, before any worker starts.
   std::string strategy;        // "dp" or "burst"; empty: dp, or the --plan file
   std::string device;          // cost model: a device kind ...
   std::string profile;         // ... or a measured profile; neither: measure this CPU now
   std::string cluster_file;    // the links between the workers (default: the built-in "cpu" cluster)
-  double amplification = plan::BurstOptions{}.amplification;
+  double amplification = planner::BurstOptions{}.amplification;
   int max_restarts = 0;  // --nproc: restart all workers after a failure, this many times
   std::string background;  // MODEL[:batch], split into config.background_* by apply_background_option()
 };
-
-// What burst's launcher tells its workers it validated (TrainConfig::Checked).
-constexpr const char* kCheckedModelVariable = "BURST_CHECKED_MODEL";
-constexpr const char* kCheckedPlanVariable = "BURST_CHECKED_PLAN";
-
-// Options the launcher consumes; workers get the plan file instead.
-bool launcher_option(const std::string& word) {
-  for (const char* name :
-       {"--nproc", "--strategy", "--device", "--profile", "--amplification", "--max-restarts",
-        "--cluster"}) {
-    if (word == name) return true;
-  }
-  return false;
-}
 
 // --background MODEL[:batch] into the config's background fields.
 void apply_background_option(TrainArgs& args) {
@@ -77,24 +68,13 @@ void apply_background_option(TrainArgs& args) {
   args.config.background_batch = background.batch;
   args.config.background_command = background_command_line;
 }
-
-// Refuses, before any worker starts, what cannot work: a bad model, a plan for another
-// model or another number of workers, bad numbers, data the model cannot take and, with
-// `check_checkpoint`, a checkpoint that cannot resume (a process that trains right after
-// leaves that to the worker, so that it decodes the checkpoint once).
-// Returns the fingerprints of the model and the plan it validated (the workers compare them).
-// The model, loaded on first use: the cheap checks come first.
-using ModelLoader = std::function<const graph::Graph&()>;
-
-runtime::TrainConfig::Checked check(const TrainArgs& args, const ModelLoader& model, int world_size,
-                                    bool check_checkpoint) {
+// Refuses, before any worker starts, what cannot work and needs no model: bad numbers and
+// combinations.
+void check_options(const TrainArgs& args) {
   const runtime::TrainConfig& config = args.config;
   if (config.steps <= 0 && config.epochs <= 0) throw UserError("give --steps S or --epochs E (at least 1)");
   if (config.steps > 0 && config.epochs > 0) throw UserError("give --steps or --epochs, not both");
   if (!(config.learning_rate > 0)) throw UserError(fmt::format("--lr must be > 0, got {}", config.learning_rate));
-  if (!(config.bucket_mb > 0) || !std::isfinite(config.bucket_mb)) {
-    throw UserError(fmt::format("--bucket-mb must be a positive number of MiB, got {}", config.bucket_mb));
-  }
   if (!(config.timeout_s > 0) || config.timeout_s > 86400) {
     throw UserError(fmt::format("--timeout must be between 0 and 86400 seconds, got {}", config.timeout_s));
   }
@@ -102,46 +82,40 @@ runtime::TrainConfig::Checked check(const TrainArgs& args, const ModelLoader& mo
   if (args.max_restarts > 0 && args.nproc == -1) {
     throw UserError("--max-restarts restarts the workers --nproc starts; under torchrun use its --max_restarts");
   }
-  if (!config.background_model.empty()) graph::load_model(config.background_model);  // an unknown model
   if (config.checkpoint_every < 0) {
     throw UserError(fmt::format("--checkpoint-every must be at least 0, got {}", config.checkpoint_every));
   }
   if (config.checkpoint_dir.empty() && (config.checkpoint_every > 0 || config.resume)) {
     throw UserError("--checkpoint-every and --resume need --checkpoint-dir DIR");
   }
-  const graph::Graph& graph = model();
-  if (config.dataset == "fashion-mnist") {
-    // Fashion-MNIST's samples are [1, 28, 28] images of 10 classes (lib/data checks the files).
-    graph::check_fits_samples(graph, {"fashion-mnist", {1, 28, 28}, 10});
+  if (args.strategy == "burst" && !args.plan_file.empty()) throw UserError("give --plan FILE or --strategy burst, not both");
+  if (args.strategy != "burst" && (!args.cluster_file.empty() || !args.device.empty() || !args.profile.empty())) {
+    throw UserError("--cluster, --device and --profile choose the cost model of --strategy burst; give it too");
   }
-  if (config.plan_file.empty()) {
-    if (config.global_batch < 1) {
-      throw UserError(fmt::format("--global-batch must be at least 1, got {}", config.global_batch));
-    }
-    if (check_checkpoint) runtime::checkpoint_to_resume(config, graph, config.global_batch, config.steps);
-    return {checkpoint::model_fingerprint(graph),
-            plan::placement_fingerprint(plan::plan_data_parallel(graph, world_size, config.global_batch))};
+  if (args.nproc != -1 && (args.nproc < 1 || args.nproc > launch::kMaxLocalWorkers)) {
+    throw UserError(fmt::format("--nproc must be between 1 and {}, got {}", launch::kMaxLocalWorkers, args.nproc));
   }
-  const plan::Plan plan = plan::load_plan_file(config.plan_file);
+  if (!config.background_model.empty()) graph::load_model(config.background_model);  // an unknown model
+}
+
+int64_t checked_global_batch(const TrainArgs& args) {
+  if (args.global_batch < 1) throw UserError(fmt::format("--global-batch must be at least 1, got {}", args.global_batch));
+  return args.global_batch;
+}
+
+// --plan FILE, checked against the model and the workers.
+plan::Plan load_checked_plan(const TrainArgs& args, const graph::Graph& graph, int world_size) {
+  plan::Plan plan = plan::load_plan_file(args.plan_file);
   if (plan.devices != world_size) {
-    throw UserError(fmt::format("plan '{}' is for {} devices but {} workers would run it", config.plan_file,
+    throw UserError(fmt::format("plan '{}' is for {} devices but {} workers would run it", args.plan_file,
                                 plan.devices, world_size));
   }
   plan::validate_plan(plan, graph, cluster::builtin_cluster("cpu", world_size));
-  if (config.global_batch != 0 && config.global_batch != plan.global_batch) {
-    throw UserError(fmt::format("--global-batch {} differs from plan '{}' ({})", config.global_batch,
-                                config.plan_file, plan.global_batch));
+  if (args.global_batch != 0 && args.global_batch != plan.global_batch) {
+    throw UserError(fmt::format("--global-batch {} differs from plan '{}' ({})", args.global_batch, args.plan_file,
+                                plan.global_batch));
   }
-  if (check_checkpoint) runtime::checkpoint_to_resume(config, graph, plan.global_batch, config.steps);
-  return {checkpoint::model_fingerprint(graph), plan::placement_fingerprint(plan)};
-}
-
-void run_worker(const runtime::TrainConfig& config, const runtime::WorkerPlace& place) {
-  using Worker = int (*)(const runtime::TrainConfig*, const runtime::WorkerPlace*, std::string*);
-  const auto worker = reinterpret_cast<Worker>(plugin_symbol("burst_train_worker"));
-  std::string message;
-  const int code = worker(&config, &place, &message);
-  if (code != 0) throw_for_exit_code(code, message);
+  return plan;
 }
 
 // A directory removed with everything in it when the scope ends.
@@ -164,25 +138,19 @@ class TemporaryDirectory {
   std::string path_;
 };
 
-// --strategy burst: the cost model (given, or measured on this CPU now), the burst plan for
-// `world_size` workers on this machine (fitting their share of its memory:
-// plan::fit_in_memory), written to `directory`; returns the plan's path.
-std::string make_burst_plan(const TrainArgs& args, const ModelLoader& model, int world_size,
-                            const std::string& directory) {
-  const runtime::TrainConfig& config = args.config;
-  if (!config.plan_file.empty()) throw UserError("give --plan FILE or --strategy burst, not both");
-  if (config.global_batch < 1) {
-    throw UserError(fmt::format("--global-batch must be at least 1, got {}", config.global_batch));
-  }
-  const graph::Graph& graph = model();
+
+// --strategy burst's cost model: --device or --profile, or a profile of this CPU measured
+// now into `directory` at the per-device batches a plan can use (powers of two up to the
+// global batch, and it).
+std::unique_ptr<cost::CostModel> burst_cost_model(const TrainArgs& args, const graph::Graph& graph,
+                                                  int64_t global_batch, const std::string& directory) {
   std::string profile = args.profile;
   if (args.device.empty() && profile.empty()) {
-    // Per-device batches the plan can use: powers of two up to the global batch, and it.
     ProfileCommandArgs measure;
-    measure.model = config.model;
-    for (int64_t batch = 1; batch < config.global_batch; batch *= 2) measure.batch_sizes.push_back(batch);
-    measure.batch_sizes.push_back(config.global_batch);
-    measure.threads = config.threads;
+    measure.model = args.config.model;
+    for (int64_t batch = 1; batch < global_batch; batch *= 2) measure.batch_sizes.push_back(batch);
+    measure.batch_sizes.push_back(global_batch);
+    measure.threads = args.config.threads;
     measure.output = directory + "/profile.json";
     std::cerr << fmt::format("burst train: measuring {} on this CPU for the burst plan (--profile FILE to reuse one)\n",
                              graph.name());
@@ -191,44 +159,86 @@ std::string make_burst_plan(const TrainArgs& args, const ModelLoader& model, int
   }
   const cost::DeviceModel device =
       cost::resolve_device(args.device, profile.empty() ? std::nullopt : std::optional<std::string>(profile));
-  const auto cost_model = cost::make_cost_model(device);
-  cluster::Cluster workers = cluster::builtin_cluster("cpu", world_size);
-  if (!args.cluster_file.empty()) {
-    workers = cluster::load_cluster_file(args.cluster_file);
-    if (workers.size() != world_size) {
-      throw UserError(fmt::format("cluster file '{}' has {} devices but {} workers would run", args.cluster_file,
-                                  workers.size(), world_size));
-    }
+  return cost::make_cost_model(device);
+}
+
+// The links between the workers: --cluster FILE, or the built-in cpu cluster.
+cluster::Cluster worker_cluster(const TrainArgs& args, int world_size) {
+  if (args.cluster_file.empty()) return cluster::builtin_cluster("cpu", world_size);
+  cluster::Cluster workers = cluster::load_cluster_file(args.cluster_file);
+  if (workers.size() != world_size) {
+    throw UserError(fmt::format("cluster file '{}' has {} devices but {} workers would run", args.cluster_file,
+                                workers.size(), world_size));
   }
-  const cost::NetworkModel network(workers);
+  return workers;
+}
+
+// --strategy burst: the burst plan for `world_size` workers on this machine, fitting their
+// share of its memory (plan::fit_in_memory: else data parallelism, else refused), with its
+// prediction against data parallelism on stderr.
+plan::Plan make_burst_plan(const TrainArgs& args, const graph::Graph& graph, int world_size,
+                           const std::string& directory) {
+  const int64_t global_batch = checked_global_batch(args);
+  const auto cost_model = burst_cost_model(args, graph, global_batch, directory);
+  const cost::NetworkModel network(worker_cluster(args, world_size));
   const plan::PlanContext context{graph, *cost_model, network};
-  plan::BurstOptions options;
+  planner::BurstOptions options;
   options.amplification = args.amplification;
-  options.sync_batchnorm = config.batchnorm == "sync";  // plan the step the workers will run
-  const plan::BurstPlanResult burst = plan::plan_burst_with_prediction(context, config.global_batch, options);
-  // The workers share this machine's memory; a burst plan over a worker's share gives way to
-  // data parallelism, and when neither fits the run is refused before any worker starts.
-  const cost::Optimizer optimizer = config.optimizer == "adam" ? cost::Optimizer::Adam
-                                    : config.momentum > 0     ? cost::Optimizer::Momentum
-                                                              : cost::Optimizer::Sgd;
+  options.program = args.config.program;  // plan the step the workers will run
+  const planner::BurstPlanResult burst = planner::plan_burst_with_prediction(context, global_batch, options);
+  const cost::Optimizer optimizer = args.config.optimizer == "adam" ? cost::Optimizer::Adam
+                                    : args.config.momentum > 0     ? cost::Optimizer::Momentum
+                                                                   : cost::Optimizer::Sgd;
   const plan::MemoryCapacity share{"cpu", Bytes(cost::machine_memory().value() / world_size)};
   const plan::FittedPlan result = plan::fit_in_memory(burst.plan, "burst", graph, optimizer, share);
   if (!result.note.empty()) std::cerr << "burst train: " << result.note << '\n';
-  plan::EvaluateOptions evaluation;
-  evaluation.sync_batchnorm = options.sync_batchnorm;
-  evaluation.bucket_bytes = config.bucket_mb * 1024 * 1024;
+  timing::EvaluateOptions evaluation;
+  evaluation.program = options.program;
   const double dp =
-      plan::evaluate_plan(plan::plan_data_parallel(graph, world_size, config.global_batch), context, evaluation)
-          .iteration_time.ms();
+      timing::evaluate_plan(plan::plan_data_parallel(graph, world_size, global_batch), context, evaluation).iteration_time.ms();
   std::vector<int> counts;
   for (const auto& layer : result.plan.layers) counts.push_back(static_cast<int>(layer.shards.size()));
   std::cerr << fmt::format("burst train: {} plan for {} workers predicts {:.3f} ms per iteration (data parallel "
                            "{:.3f} ms); devices per layer: {}\n",
-                           result.plan.strategy == "dp" ? "data-parallel" : "burst", world_size, plan::evaluate_plan(result.plan, context, evaluation).iteration_time.ms(), dp,
+                           result.plan.strategy == "dp" ? "data-parallel" : "burst", world_size,
+                           timing::evaluate_plan(result.plan, context, evaluation).iteration_time.ms(), dp,
                            fmt::join(counts, " "));
-  const std::string path = directory + "/plan.json";
-  plan::save_plan_file(result.plan, path);
-  return path;
+  return result.plan;
+}
+
+// The job every worker runs, resolved once for `world_size` workers: the model checked
+// against the data, the plan (--plan FILE, the burst plan made here, or data parallelism),
+// and with --resume the checkpoint to resume from, checked against this training.
+runtime::TrainJob resolve_job(const TrainArgs& args, int world_size, const std::string& scratch) {
+  const graph::Graph graph = graph::load_model(args.config.model);
+  if (args.config.dataset == "fashion-mnist") {
+    // Fashion-MNIST's samples are [1, 28, 28] images of 10 classes (lib/data checks the files).
+    graph::check_fits_samples(graph, {"fashion-mnist", {1, 28, 28}, 10});
+  }
+  runtime::TrainJob job;
+  job.config = args.config;
+  if (args.strategy == "burst") {
+    job.plan = make_burst_plan(args, graph, world_size, scratch);
+    job.plan_source = "burst";
+  } else if (!args.plan_file.empty()) {
+    job.plan = load_checked_plan(args, graph, world_size);
+    job.plan_source = args.plan_file;
+  } else {
+    job.plan = plan::plan_data_parallel(graph, world_size, checked_global_batch(args));
+    job.plan_source = "dp";
+  }
+  const auto resumed = runtime::checkpoint_to_resume(job.config, graph, job.plan.global_batch, job.config.steps);
+  if (resumed) job.resume_from = *resumed;
+  return job;
+}
+
+// Runs one worker in the plugin.
+void run_worker(const runtime::TrainJob& job, const runtime::WorkerPlace& place) {
+  using Worker = int (*)(const runtime::TrainJob*, const runtime::WorkerPlace*, std::string*);
+  const auto worker = reinterpret_cast<Worker>(plugin_symbol("burst_train_worker"));
+  std::string message;
+  const int code = worker(&job, &place, &message);
+  if (code != 0) throw_for_exit_code(code, message);
 }
 
 // One line about a failed launch: worker `rank` (-1: none failed), with what it said (or, for
@@ -269,20 +279,33 @@ std::optional<int> refused_input(const launch::SpawnResult& result) {
   return std::nullopt;
 }
 
-// Runs the workers; after a failure, with --max-restarts left, runs them all again from the
-// latest checkpoint (or from the start without one), as torchrun's elastic agent does.
-void run_workers(const TrainArgs& args, std::vector<std::string> argv, const std::string& scratch) {
+// After a failed attempt: the job resumes from the latest checkpoint, if there is one.
+bool resume_from_latest(runtime::TrainJob& job) {
+  if (job.config.checkpoint_dir.empty() || !checkpoint::latest_checkpoint(job.config.checkpoint_dir)) return false;
+  job.config.resume = true;
+  const graph::Graph graph = graph::load_model(job.config.model);
+  job.resume_from = *runtime::checkpoint_to_resume(job.config, graph, job.plan.global_batch, job.config.steps);
+  return true;
+}
+
+// --nproc: the job resolved once and written to a job file that every worker reads once
+// (`burst train --job FILE`); after a failure, with --max-restarts left, all workers again
+// from the latest checkpoint (or from the start without one), as torchrun's elastic agent.
+void launch_workers(const TrainArgs& args) {
+  TemporaryDirectory scratch;
+  runtime::TrainJob job = resolve_job(args, args.nproc, scratch.path());
   for (int attempt = 0;; ++attempt) {
-    const std::string status_directory = fmt::format("{}/status-{}", scratch, attempt);
+    const std::string job_file = fmt::format("{}/job-{}.json", scratch.path(), attempt);
+    write_job_file(job, job_file);
+    const std::string status_directory = fmt::format("{}/status-{}", scratch.path(), attempt);
     std::filesystem::create_directories(status_directory);
     launch::SpawnOptions options;
     options.extra_environment[launch::kStatusDirectoryVariable] = status_directory;
-    options.extra_environment[kCheckedModelVariable] = args.config.checked.model;
-    options.extra_environment[kCheckedPlanVariable] = args.config.checked.plan;
     // A fresh store file per attempt: a crashed attempt's keys must not meet the next one.
-    options.extra_environment[launch::kRendezvousFileVariable] = fmt::format("{}/rendezvous-{}", scratch, attempt);
-    // The workers meet through the file; MASTER_PORT (a free one) is set only for torchrun's
-    // conventions.
+    // The workers meet through the file; MASTER_PORT (a free one) is set only for
+    // torchrun's conventions.
+    options.extra_environment[launch::kRendezvousFileVariable] = fmt::format("{}/rendezvous-{}", scratch.path(), attempt);
+    const std::vector<std::string> argv{launch::current_executable(), "train", "--job", job_file};
     const launch::SpawnResult result = launch::spawn_workers(argv, args.nproc, 0, options);
     if (result.succeeded()) return;
     const std::optional<int> refused = refused_input(result);
@@ -290,9 +313,7 @@ void run_workers(const TrainArgs& args, std::vector<std::string> argv, const std
                                               status_directory);
     if (refused) throw UserError(fmt::format("burst train: {}", report));  // a restart cannot help
     if (attempt >= args.max_restarts || result.interrupted_by) throw RunFailure(fmt::format("burst train: {}", report));
-    const bool resumable = !args.config.checkpoint_dir.empty() &&
-                           checkpoint::latest_checkpoint(args.config.checkpoint_dir).has_value();
-    if (resumable && std::find(argv.begin(), argv.end(), "--resume") == argv.end()) argv.push_back("--resume");
+    const bool resumable = resume_from_latest(job);
     std::cerr << fmt::format("burst train: {}; restarting all workers {} (restart {} of {})\n", report,
                              resumable ? "from the latest checkpoint" : "from the start", attempt + 1,
                              args.max_restarts)
@@ -300,88 +321,38 @@ void run_workers(const TrainArgs& args, std::vector<std::string> argv, const std
   }
 }
 
-// This process's own command line (Linux: /proc/self/cmdline, NUL-separated words).
-std::vector<std::string> own_command_line() {
-  std::ifstream file("/proc/self/cmdline", std::ios::binary);
-  std::vector<std::string> words;
-  std::string word;
-  while (std::getline(file, word, '\0')) words.push_back(word);
-  if (words.empty()) throw std::runtime_error("cannot read /proc/self/cmdline");
-  return words;
+// This process's place: from torchrun's, Slurm's or Open MPI's variables, or the only rank
+// (it meets only itself: an in-process store, no port).
+runtime::WorkerPlace place_from_environment() {
+  runtime::WorkerPlace place;
+  const auto identity = launch::detect_identity(launch::process_environment());
+  if (!identity) return place;
+  place.rank = identity->rank;
+  place.world_size = identity->world_size;
+  place.master_address = identity->master_addr;
+  place.master_port = identity->master_port;
+  place.rendezvous_file = identity->rendezvous_file;
+  // torchrun's agent hosts a store at MASTER_PORT and says so; its workers are clients.
+  const auto agent_store = launch::process_environment()("TORCHELASTIC_USE_AGENT_STORE");
+  place.host_store = !(agent_store && *agent_store == "True");
+  return place;
 }
 
-void run_train(TrainArgs& args) {
-  apply_background_option(args);
-  // Loaded once, when the launcher needs it (an ONNX model is parsed here and again by each
-  // worker, which also takes its weights).
-  std::optional<graph::Graph> loaded;
-  const ModelLoader model = [&]() -> const graph::Graph& {
-    if (!loaded) loaded.emplace(graph::load_model(args.config.model));
-    return *loaded;
-  };
-  if (args.strategy != "burst" && (!args.cluster_file.empty() || !args.device.empty() || !args.profile.empty())) {
-    throw UserError("--cluster, --device and --profile choose the cost model of --strategy burst; give it too");
-  }
-  if (args.nproc != -1) {
-    if (args.nproc < 1 || args.nproc > launch::kMaxLocalWorkers) {
-      throw UserError(fmt::format("--nproc must be between 1 and {}, got {}", launch::kMaxLocalWorkers, args.nproc));
-    }
-    TemporaryDirectory scratch;
-    if (args.strategy == "burst") args.config.plan_file = make_burst_plan(args, model, args.nproc, scratch.path());
-    args.config.checked = check(args, model, args.nproc, /*check_checkpoint=*/true);
-    const std::vector<std::string> words = own_command_line();
-    std::vector<std::string> argv{launch::current_executable()};
-    for (size_t i = 1; i < words.size(); ++i) {
-      const std::string& word = words[i];
-      const std::string name = word.substr(0, word.find('='));
-      if (launcher_option(name)) {
-        if (name == word) ++i;  // "--option value": skip the value too
-        continue;
-      }
-      argv.push_back(word);
-    }
-    if (args.strategy == "burst") {
-      argv.push_back("--plan");
-      argv.push_back(args.config.plan_file);
-    }
-    run_workers(args, argv, scratch.path());
-    return;
-  }
-  runtime::WorkerPlace place;
-  if (const auto identity = launch::detect_identity(launch::process_environment())) {
-    place.rank = identity->rank;
-    place.world_size = identity->world_size;
-    place.master_address = identity->master_addr;
-    place.master_port = identity->master_port;
-    place.rendezvous_file = identity->rendezvous_file;
-    // torchrun's agent hosts a store at MASTER_PORT and says so; its workers are clients.
-    const auto agent_store = launch::process_environment()("TORCHELASTIC_USE_AGENT_STORE");
-    place.host_store = !(agent_store && *agent_store == "True");
-  }  // else one process alone: it meets only itself (an in-process store, no port)
-  TemporaryDirectory scratch;
-  if (args.strategy == "burst") {
-    if (place.world_size > 1 && args.device.empty() && args.profile.empty()) {
-      // Every rank plans for itself; measured times differ between processes, and so
-      // would the plans. A given cost model makes them identical.
-      throw UserError("--strategy burst under torchrun, Slurm or mpirun needs --profile FILE or --device KIND, "
-                      "so that every rank makes the same plan (or use --nproc, or burst plan -o FILE and --plan)");
-    }
-    args.config.plan_file = make_burst_plan(args, model, place.world_size, scratch.path());
-  }
-  // Under burst's own launcher (which checked everything once, before any worker started)
-  // the error goes to the launcher's one-line report, not to a line of each worker's own.
+// `burst train --job FILE`: one worker of a resolved job. Under burst's launcher (which
+// checked everything once, before any worker started) an error goes to the launcher's
+// one-line report, not to a line of each worker's own.
+void run_job_file(const TrainArgs& args) {
+  runtime::TrainJob job = read_job_file(args.job_file);
+  if (!job.config.background_model.empty()) job.config.background_command = background_command_line;
+  const runtime::WorkerPlace place = place_from_environment();
   std::optional<launch::WorkerStatus> status = launch::WorkerStatus::from_environment(place.rank);
   if (!status) {
-    check(args, model, place.world_size, /*check_checkpoint=*/false);
-    run_worker(args.config, place);
+    run_worker(job, place);
     return;
   }
-  const auto environment = launch::process_environment();
-  args.config.checked.model = environment(kCheckedModelVariable).value_or("");
-  args.config.checked.plan = environment(kCheckedPlanVariable).value_or("");
   int code = 0;
   try {
-    run_worker(args.config, place);
+    run_worker(job, place);
   } catch (const std::exception& error) {
     code = exit_code_of(error);
     status->failed((code == kExitInternal ? "internal error: " : "") + std::string(error.what()));
@@ -392,81 +363,137 @@ void run_train(TrainArgs& args) {
   }
 }
 
+// Without burst's launcher (one process, or torchrun, Slurm, mpirun): every rank resolves
+// the same job from the same command line (docs/runtime.md, "Job files") and runs it.
+void run_in_place(const TrainArgs& args) {
+  const runtime::WorkerPlace place = place_from_environment();
+  if (args.strategy == "burst" && place.world_size > 1 && args.device.empty() && args.profile.empty()) {
+    // Measured times differ between processes, and so would the plans. A given cost model
+    // makes them identical.
+    throw UserError("--strategy burst under torchrun, Slurm or mpirun needs --profile FILE or --device KIND, "
+                    "so that every rank makes the same plan (or use --nproc, or burst plan -o FILE and --plan)");
+  }
+  TemporaryDirectory scratch;
+  const runtime::TrainJob job = resolve_job(args, place.world_size, scratch.path());
+  run_worker(job, place);
+}
+
+void run_train(TrainArgs& args) {
+  if (!args.job_file.empty()) {
+    run_job_file(args);
+    return;
+  }
+  if (args.config.model.empty()) throw UserError("--model is required (or --job FILE)");
+  apply_background_option(args);
+  args.config.program = parse_program_options(args.program);
+  check_options(args);
+  if (args.nproc != -1) {
+    launch_workers(args);
+  } else {
+    run_in_place(args);
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// Where the plan comes from and how the workers start.
+void add_plan_and_launch_options(CLI::App& command, TrainArgs& args) {
+  command.add_option("--plan", args.plan_file, "Plan file (burst plan -o FILE); default: data parallel");
+  command.add_option("--strategy", args.strategy,
+                     "dp (default) or burst: plan here (cost model from --device/--profile, else measured now)")
+      ->check(CLI::IsMember({"dp", "burst"}));
+  command.add_option("--device", args.device, "Cost model for --strategy burst: a device kind");
+  command.add_option("--profile", args.profile, "Cost model for --strategy burst: a profile (burst profile -o FILE)");
+  command.add_option("--cluster", args.cluster_file,
+                     "Links for --strategy burst: a cluster file, e.g. measured by bench/measure_cpu_links.py "
+                     "(default: the built-in cpu cluster)");
+  command.add_option("--amplification", args.amplification, "Amplification limit for --strategy burst")
+      ->capture_default_str();
+  command.add_option("--global-batch", args.global_batch, "Samples per step (taken from --plan when given)");
+  command.add_option("--nproc", args.nproc, "Spawn this many local workers (like torchrun --nproc-per-node)");
+  command.add_option("--max-restarts", args.max_restarts,
+                     "With --nproc: after a worker fails, restart all workers from the latest checkpoint, "
+                     "at most this many times")
+      ->capture_default_str();
+  command.add_option("--timeout", args.config.timeout_s,
+                     "Seconds a worker waits for another before giving up with an error (a dead or hung worker)")
+      ->capture_default_str();
+  command.add_option("--job", args.job_file,
+                     "Run one worker of a resolved job file (what --nproc hands its workers; docs/runtime.md)")
+      ->type_name("FILE");
+}
+
+// The training itself: data, optimizer, numerics, the step's options.
+void add_training_options(CLI::App& command, TrainArgs& args) {
+  runtime::TrainConfig& c = args.config;
+  command.add_option("--steps", c.steps, "Training steps");
+  command.add_option("--epochs", c.epochs, "Training epochs (steps = epochs x samples / global batch)");
+  command.add_option("--dataset", c.dataset, "synthetic or fashion-mnist")
+      ->check(CLI::IsMember({"synthetic", "fashion-mnist"}))
+      ->capture_default_str();
+  command.add_option("--synthetic-samples", c.synthetic_samples,
+                     "Samples in the synthetic dataset (docs/runtime.md; equal to --global-batch, step 1 "
+                     "sees every sample)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))
+      ->capture_default_str();
+  command.add_option("--optimizer", c.optimizer, "sgd or adam")->check(CLI::IsMember({"sgd", "adam"}))->capture_default_str();
+  command.add_option("--lr", c.learning_rate, "Learning rate")->capture_default_str();
+  command.add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str();
+  command.add_option("--weight-decay", c.weight_decay, "Weight decay")->capture_default_str();
+  command.add_option("--seed", c.seed, "Seed of the initial weights and the data order")->capture_default_str();
+  command.add_option("--init", c.init,
+                     "Initial weights: file (an ONNX model's initializers; the default for .onnx models) or "
+                     "seed (torch.nn's initialisation from --seed; the default otherwise)")
+      ->check(CLI::IsMember({"file", "seed"}));
+  command.add_option("--threads", c.threads, "Intra-op threads per worker")->capture_default_str();
+  add_program_options(command, args.program);
+  command.add_option("--dtype", c.dtype,
+                     "float32, or float64: parameters, activations, gradients and collectives in double "
+                     "(the float32 initial weights, widened), for debugging numerics")
+      ->check(CLI::IsMember({"float32", "float64"}))
+      ->capture_default_str();
+}
+
+// What the run writes and what runs beside it.
+void add_output_options(CLI::App& command, TrainArgs& args) {
+  runtime::TrainConfig& c = args.config;
+  command.add_option("--save-params", c.save_params, "Rank 0 writes every parameter here (torch.load reads it)");
+  command.add_option("--trace", c.trace_file, "Write a Chrome trace (Perfetto) of steps 1-20 of all ranks")->type_name("FILE");
+  command.add_option("--log-every", c.log_every, "Steps between log lines")->capture_default_str();
+  command.add_option("--checkpoint-dir", c.checkpoint_dir,
+                     "Write checkpoints here (step-N.ckpt; after the last step, and every --checkpoint-every steps)")
+      ->type_name("DIR");
+  command.add_option("--checkpoint-every", c.checkpoint_every, "Steps between checkpoints (0: only after the last)")
+      ->capture_default_str();
+  command.add_flag("--resume", c.resume,
+                   "Continue from the latest checkpoint in --checkpoint-dir (any plan or worker count)");
+  command.add_option("--background", args.background,
+                     "A background job beside every worker: MODEL[:per-device-batch] (default batch 32), trained "
+                     "at the lowest CPU priority in the time the foreground leaves idle");
+}
+
 }  // namespace
 
 void add_train_commands(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
-  runtime::TrainConfig& c = args->config;
   CLI::App* command = app.add_subcommand("train", "Train a model with a plan across worker processes");
-  command->add_option("--model", c.model, "Zoo model (NAME[:key=value,...]) or model file")->required();
-  command->add_option("--plan", c.plan_file, "Plan file (burst plan -o FILE); default: data parallel");
-  command->add_option("--strategy", args->strategy,
-                      "dp (default) or burst: plan here (cost model from --device/--profile, else measured now)")
-      ->check(CLI::IsMember({"dp", "burst"}));
-  command->add_option("--device", args->device, "Cost model for --strategy burst: a device kind");
-  command->add_option("--profile", args->profile, "Cost model for --strategy burst: a profile (burst profile -o FILE)");
-  command->add_option("--cluster", args->cluster_file,
-                      "Links for --strategy burst: a cluster file, e.g. measured by bench/measure_cpu_links.py "
-                      "(default: the built-in cpu cluster)");
-  command->add_option("--amplification", args->amplification, "Amplification limit for --strategy burst")
-      ->capture_default_str();
-  command->add_option("--global-batch", c.global_batch, "Samples per step (taken from --plan when given)");
-  command->add_option("--steps", c.steps, "Training steps");
-  command->add_option("--epochs", c.epochs, "Training epochs (steps = epochs x samples / global batch)");
-  command->add_option("--dataset", c.dataset, "synthetic or fashion-mnist")
-      ->check(CLI::IsMember({"synthetic", "fashion-mnist"}))
-      ->capture_default_str();
-  command->add_option("--synthetic-samples", c.synthetic_samples,
-                      "Samples in the synthetic dataset (docs/runtime.md; equal to --global-batch, step 1 "
-                      "sees every sample)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))
-      ->capture_default_str();
-  command->add_option("--optimizer", c.optimizer, "sgd or adam")->check(CLI::IsMember({"sgd", "adam"}))->capture_default_str();
-  command->add_option("--lr", c.learning_rate, "Learning rate")->capture_default_str();
-  command->add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str();
-  command->add_option("--weight-decay", c.weight_decay, "Weight decay")->capture_default_str();
-  command->add_option("--seed", c.seed, "Seed of the initial weights and the data order")->capture_default_str();
-  command->add_option("--init", c.init,
-                      "Initial weights: file (an ONNX model's initializers; the default for .onnx models) or "
-                      "seed (torch.nn's initialisation from --seed; the default otherwise)")
-      ->check(CLI::IsMember({"file", "seed"}));
-  command->add_option("--save-params", c.save_params, "Rank 0 writes every parameter here (torch.load reads it)");
-  command->add_option("--trace", c.trace_file, "Write a Chrome trace (Perfetto) of steps 1-20 of all ranks")->type_name("FILE");
-  command->add_option("--log-every", c.log_every, "Steps between log lines")->capture_default_str();
-  command->add_option("--checkpoint-dir", c.checkpoint_dir,
-                      "Write checkpoints here (step-N.ckpt; after the last step, and every --checkpoint-every steps)")
-      ->type_name("DIR");
-  command->add_option("--checkpoint-every", c.checkpoint_every, "Steps between checkpoints (0: only after the last)")
-      ->capture_default_str();
-  command->add_option("--background", args->background,
-                      "A background job beside every worker: MODEL[:per-device-batch] (default batch 32), trained "
-                      "at the lowest CPU priority in the time the foreground leaves idle");
-  command->add_option("--timeout", c.timeout_s,
-                      "Seconds a worker waits for another before giving up with an error (a dead or hung worker)")
-      ->capture_default_str();
-  command->add_option("--max-restarts", args->max_restarts,
-                      "With --nproc: after a worker fails, restart all workers from the latest checkpoint, "
-                      "at most this many times")
-      ->capture_default_str();
-  command->add_flag("--resume", c.resume,
-                    "Continue from the latest checkpoint in --checkpoint-dir (any plan or worker count)");
-  command->add_option("--threads", c.threads, "Intra-op threads per worker")->capture_default_str();
-  command->add_option("--bucket-mb", c.bucket_mb,
-                      "Gradient bucket cap in MiB: a bucket's all-reduce starts when it holds this much "
-                      "(as DDP's bucket_cap_mb) or its group's last layer is done")
-      ->capture_default_str();
-  command->add_option("--batchnorm", c.batchnorm,
-                      "sync: BatchNorm statistics over all the layer's ranks (the one-device result); "
-                      "local: each rank's own samples (what DDP and DeepPool do)")
-      ->check(CLI::IsMember({"sync", "local"}))
-      ->capture_default_str();
-  command->add_option("--dtype", c.dtype,
-                      "float32, or float64: parameters, activations, gradients and collectives in double "
-                      "(the float32 initial weights, widened), for debugging numerics")
-      ->check(CLI::IsMember({"float32", "float64"}))
-      ->capture_default_str();
-  command->add_option("--nproc", args->nproc, "Spawn this many local workers (like torchrun --nproc-per-node)");
-  command->callback([args] { run_train(*args); });
+  command->add_option("--model", args->config.model, "Zoo model (NAME[:key=value,...]) or model file (required)");
+  add_plan_and_launch_options(*command, *args);
+  add_training_options(*command, *args);
+  add_output_options(*command, *args);
+  command->callback([args, command] {
+    if (!args->job_file.empty()) {
+      for (const CLI::Option* option : command->get_options()) {
+        if (option->count() > 0 && option->get_name() != "--job" && option->get_name() != "--help") {
+          throw UserError(fmt::format("--job FILE runs the job the file holds: {} does not go with it",
+                                      option->get_name()));
+        }
+      }
+    }
+    run_train(*args);
+  });
 }
 
 }  // namespace burst::cli

@@ -8,9 +8,9 @@
 #include "train_commands.h"
 
 extern "C" __attribute__((visibility("default"))) int burst_train_worker(
-    const burst::runtime::TrainConfig* config, const burst::runtime::WorkerPlace* place, std::string* message) {
+    const burst::runtime::TrainJob* job, const burst::runtime::WorkerPlace* place, std::string* message) {
   try {
-    burst::runtime::run_training_worker(*config, *place);
+    burst::runtime::run_training_worker(*job, *place);
     return 0;
   } catch (const std::exception& error) {
     *message = "rank " + std::to_string(place->rank) + ": " + error.what();

@@ -257,6 +257,13 @@ std::vector<cost::Shard> even_split(const std::vector<int>& ranks, int64_t batch
   return shards;
 }
 
+Plan plan_single_device(const graph::Graph& graph, int devices, int64_t global_batch) {
+  Plan plan = plan_data_parallel(graph, 1, global_batch);
+  plan.strategy = "single";
+  plan.devices = devices;
+  return plan;
+}
+
 Plan plan_data_parallel(const graph::Graph& graph, int devices, int64_t global_batch) {
   if (devices < 1) throw UserError(fmt::format("devices must be at least 1, got {}", devices));
   if (global_batch < 1) {

@@ -7,7 +7,7 @@
 #include "burst/plan/plan_memory.h"
 #include "burst/util/error.h"
 #include "hand_plan.h"
-#include "planner_test_support.h"
+#include "test_world.h"
 
 namespace burst::plan {
 namespace {

@@ -33,8 +33,9 @@ std::vector<int> sorted_ranks(const std::vector<cost::Shard>& shards) {
 // subsequence of the ops it takes part in, so building costs O(ops), not ranks x layers.
 class ProgramBuilder {
  public:
-  ProgramBuilder(const graph::Graph& graph, const plan::Plan& plan, const ProgramOptions& options)
-      : graph_(graph), plan_(plan), options_(options), layer_count_(static_cast<graph::LayerId>(graph.size())) {
+  ProgramBuilder(const graph::Graph& graph, const plan::Plan& plan, const ProgramOptions& options,
+                 const BuildScope& scope)
+      : graph_(graph), plan_(plan), options_(options), scope_(scope), layer_count_(static_cast<graph::LayerId>(graph.size())) {
     BURST_ASSERT(plan.layers.size() == graph.size(), "build_step_program needs a validated plan");
     program_.ranks = plan.devices;
     program_.global_batch = plan.global_batch;
@@ -271,7 +272,7 @@ class ProgramBuilder {
     }
   }
 
-  // Who stands for whom (ProgramOptions::one_rank_per_class). A rank's class is its list
+  // Who stands for whom (BuildScope::one_rank_per_class). A rank's class is its list
   // of (segment, shard size, part); a rank that sends or receives a message is a class of
   // its own. Segments, and so groups, buckets and updates, follow from that list; the
   // pieces of a rank without messages are copies, whichever its samples.
@@ -294,7 +295,7 @@ class ProgramBuilder {
     for (size_t rank = 0; rank < ranks; ++rank) {
       if (shards_of[rank].empty()) continue;
       auto representative = static_cast<int32_t>(rank);
-      if (options_.one_rank_per_class && !exchanges[rank]) {
+      if (scope_.one_rank_per_class && !exchanges[rank]) {
         representative = classes.emplace(std::move(shards_of[rank]), representative).first->second;
       }
       program_.representative[rank] = representative;
@@ -494,7 +495,7 @@ class ProgramBuilder {
       for (const int rank : tied_group_[static_cast<size_t>(id)]) updates[static_cast<size_t>(rank)] = 1;
     }
     for (int rank = 0; rank < program_.ranks; ++rank) {
-      if (options_.one_rank_per_class && !built(rank)) continue;  // stands for none, or stood for
+      if (scope_.one_rank_per_class && !built(rank)) continue;  // stands for none, or stood for
       std::vector<Op>& ops = program_.ops[static_cast<size_t>(rank)];
       const std::vector<Op>& deferred = deferred_[static_cast<size_t>(rank)];
       ops.insert(ops.end(), deferred.begin(), deferred.end());
@@ -509,7 +510,7 @@ class ProgramBuilder {
       }
       ops.insert(ops.end(), waits.begin(), waits.end());
       if (updates[static_cast<size_t>(rank)]) ops.push_back(Op{OpKind::Update});
-      if (options_.reduce_loss) ops.push_back(Op{OpKind::ReduceLoss});
+      if (scope_.reduce_loss) ops.push_back(Op{OpKind::ReduceLoss});
       if (sends) ops.push_back(Op{OpKind::WaitSends});
     }
   }
@@ -517,6 +518,7 @@ class ProgramBuilder {
   const graph::Graph& graph_;
   const plan::Plan& plan_;
   const ProgramOptions& options_;
+  const BuildScope& scope_;
   const graph::LayerId layer_count_;
   StepProgram program_;
   // By layer, by part: its gradient group (-1: one sample group, or nothing to sync); a
@@ -542,13 +544,10 @@ class ProgramBuilder {
 
 }  // namespace
 
-StepProgram build_step_program(const graph::Graph& graph, const plan::Plan& plan, const ProgramOptions& options) {
-  for (const double bytes : {options.bucket_bytes, options.first_bucket_bytes}) {
-    if (!(bytes > 0) || !std::isfinite(bytes)) {
-      throw UserError(fmt::format("bucket size must be a positive number of bytes, got {}", bytes));
-    }
-  }
-  return ProgramBuilder(graph, plan, options).build();
+StepProgram build_step_program(const graph::Graph& graph, const plan::Plan& plan, const ProgramOptions& options,
+                               const BuildScope& scope) {
+  check_program_options(options);
+  return ProgramBuilder(graph, plan, options, scope).build();
 }
 
 }  // namespace burst::program

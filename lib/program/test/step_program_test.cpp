@@ -103,9 +103,9 @@ TEST(StepProgram, DataParallelIsOneSegmentAndOneBucket) {
   EXPECT_EQ(bucket_layers(split, 0), (std::vector<graph::LayerId>{3}));
   EXPECT_EQ(bucket_layers(split, 1), (std::vector<graph::LayerId>{1}));
   // Without the loss reduction the program ends at the update.
-  ProgramOptions quiet;
+  BuildScope quiet;
   quiet.reduce_loss = false;
-  EXPECT_EQ(build_step_program(graph, plan, quiet).ops[0].back().kind, OpKind::Update);
+  EXPECT_EQ(build_step_program(graph, plan, {}, quiet).ops[0].back().kind, OpKind::Update);
 }
 
 // Two branches at the same time on disjoint ranks: input on r0..r3 (one sample each, batch
@@ -252,7 +252,7 @@ TEST(StepProgram, ATiedWeightIsSummedOverTheEmbeddingsAndTheHeadsRanks) {
   }
 }
 
-// One program per class (ProgramOptions::one_rank_per_class). Data parallelism of three
+// One program per class (BuildScope::one_rank_per_class). Data parallelism of three
 // linear layers at batch 7 on 5 ranks: r0 and r1 hold 2 samples, r2-r4 one; no messages.
 // Two classes, r0 for r1 and r2 for r3 and r4: their ops as in the full build, the others
 // empty. On 8 ranks at batch 2, r2-r7 hold no shard (-1). The plan above, where fc2 gathers
@@ -261,23 +261,23 @@ TEST(StepProgram, OneRankPerClassBuildsOneProgramPerClass) {
   graph::GraphBuilder b("three");
   b.linear("fc3", b.linear("fc2", b.linear("fc1", b.input("input", {4}), 4), 4), 4);
   const graph::Graph graph = std::move(b).build();
-  ProgramOptions per_class;
+  BuildScope per_class;
   per_class.one_rank_per_class = true;
   const plan::Plan uneven = plan::plan_data_parallel(graph, 5, 7);
   const StepProgram every = build_step_program(graph, uneven);
-  const StepProgram classes = build_step_program(graph, uneven, per_class);
+  const StepProgram classes = build_step_program(graph, uneven, {}, per_class);
   EXPECT_EQ(every.representative, (std::vector<int32_t>{0, 1, 2, 3, 4}));
   EXPECT_EQ(classes.representative, (std::vector<int32_t>{0, 0, 2, 2, 2}));
   for (const int rank : {0, 2}) EXPECT_EQ(kinds(classes, rank), kinds(every, rank)) << rank;
   for (const int rank : {1, 3, 4}) EXPECT_TRUE(classes.ops[static_cast<size_t>(rank)].empty()) << rank;
   EXPECT_EQ(classes.buckets.size(), every.buckets.size());
 
-  const StepProgram idle = build_step_program(graph, plan::plan_data_parallel(graph, 8, 2), per_class);
+  const StepProgram idle = build_step_program(graph, plan::plan_data_parallel(graph, 8, 2), {}, per_class);
   EXPECT_EQ(idle.representative, (std::vector<int32_t>{0, 0, -1, -1, -1, -1, -1, -1}));
 
   const auto all = plan::even_split({0, 1, 2, 3}, 8);
   const plan::Plan gather = hand_plan(graph, 4, 8, {all, all, {shard(2, 0, 8)}, all});
-  EXPECT_EQ(build_step_program(graph, gather, per_class).representative, (std::vector<int32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(build_step_program(graph, gather, {}, per_class).representative, (std::vector<int32_t>{0, 1, 2, 3}));
 }
 
 // A concat of 100 inputs (beyond the old 64-inputs-per-layer tag scheme): relu i on rank

@@ -10,7 +10,7 @@
 #include "burst/program/step_program.h"
 #include "burst/util/error.h"
 #include "hand_plan.h"
-#include "planner_test_support.h"
+#include "test_world.h"
 
 namespace burst::program {
 namespace {

@@ -15,9 +15,11 @@
 #include <torch/torch.h>
 
 #include "burst/graph/model_json.h"
-#include "burst/layers/layer_module.h"
+#include "burst/plan/plan.h"
+#include "burst/runtime/plan_executor.h"
 #include "burst/util/error.h"
 #include "burst/util/memory_reuse.h"
+#include "solo_communicator.h"
 
 namespace burst::runtime {
 namespace {
@@ -40,68 +42,56 @@ uint64_t now_ns() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
 }
 
-// The model's layers, built in graph order, with random inputs and labels of `batch`.
-struct Trainer {
-  const graph::Graph& graph;
-  std::vector<std::unique_ptr<layers::LayerModule>> modules;
-  std::unique_ptr<torch::optim::SGD> optimizer;
-
-  uint64_t seed;
-
-  Trainer(const graph::Graph& g, uint64_t run_seed, double learning_rate) : graph(g), seed(run_seed) {
-    for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
-      if (graph.layer(id).op() == graph::OpKind::Input && graph.info(id).output_dtype != graph::DType::Float32) {
-        throw UserError(fmt::format("background jobs feed random float inputs; '{}' of {} takes integers",
-                                    graph.layer(id).name, graph.name()));
-      }
-      if (graph.layer(id).op() == graph::OpKind::SoftmaxCrossEntropy &&
-          graph.info(graph.inputs(id)[0]).output_shape.size() != 1) {
-        throw UserError(fmt::format("background jobs train classifiers; loss '{}' of {} takes sequence logits",
-                                    graph.layer(id).name, graph.name()));
-      }
+// Refuses what random data cannot feed: integer inputs and sequence losses.
+void check_background_model(const graph::Graph& graph) {
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
+    if (graph.layer(id).op() == graph::OpKind::Input && graph.info(id).output_dtype != graph::DType::Float32) {
+      throw UserError(fmt::format("background jobs feed random float inputs; '{}' of {} takes integers",
+                                  graph.layer(id).name, graph.name()));
     }
-    std::vector<torch::Tensor> parameters;
-    for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
-      torch::manual_seed(seed + static_cast<uint64_t>(id));
-      modules.push_back(layers::make_layer_module(graph, id));
-      for (const torch::Tensor& p : modules.back()->parameters()) parameters.push_back(p);
+    if (graph.layer(id).op() == graph::OpKind::SoftmaxCrossEntropy &&
+        graph.info(graph.inputs(id)[0]).output_shape.size() != 1) {
+      throw UserError(fmt::format("background jobs train classifiers; loss '{}' of {} takes sequence logits",
+                                  graph.layer(id).name, graph.name()));
     }
-    if (!parameters.empty()) optimizer = std::make_unique<torch::optim::SGD>(parameters, torch::optim::SGDOptions(learning_rate));
+  }
+}
+
+// The job's step: the step program of a one-rank data-parallel plan at its batch, run by
+// the foreground's executor (the same builder, the same interpreter), on random inputs and
+// labels, with plain SGD.
+class BackgroundTrainer {
+ public:
+  BackgroundTrainer(const graph::Graph& graph, int64_t batch, uint64_t seed, double learning_rate)
+      : graph_((check_background_model(graph), graph)),
+        executor_(graph, plan::plan_data_parallel(graph, 1, batch), solo_, options(seed, learning_rate)) {}
+
+  // One step; the loss when `report_loss`.
+  double step(int64_t step_index, bool report_loss) {
+    BatchSource source;
+    source.features = [&](graph::LayerId id, int64_t begin, int64_t end) {
+      std::vector<int64_t> shape{end - begin};
+      for (const int64_t d : graph_.info(id).output_shape) shape.push_back(d);
+      return torch::randn(shape);
+    };
+    source.labels = [&](graph::LayerId id, int64_t begin, int64_t end) {
+      const int64_t classes = graph_.info(graph_.inputs(id)[0]).output_shape.back();
+      return torch::randint(0, classes, {end - begin}, torch::kInt64);
+    };
+    return executor_.step(source, step_index, report_loss).loss;
   }
 
-  // One step: forward through every layer (autograd across them), the losses, backward,
-  // update. Dropout draws by (seed, step, layer, sample) as the foreground's. Returns the loss.
-  double step(int64_t batch, int64_t step_index) {
-    // Gradients are dropped, not zeroed (as in the foreground's executor): backward then
-    // hands its result to .grad instead of adding it to zeros. Plain SGD skips a parameter
-    // without one, the same update as a zero gradient.
-    if (optimizer) {
-      for (auto& group : optimizer->param_groups()) {
-        for (torch::Tensor& p : group.params()) p.mutable_grad() = torch::Tensor();
-      }
-    }
-    std::vector<torch::Tensor> outputs(graph.size());
-    torch::Tensor loss = torch::zeros({});
-    for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
-      const graph::OpKind op = graph.layer(id).op();
-      std::vector<torch::Tensor> args;
-      if (op == graph::OpKind::Input) {
-        std::vector<int64_t> shape{batch};
-        for (const int64_t d : graph.info(id).output_shape) shape.push_back(d);
-        args.push_back(torch::randn(shape));
-      }
-      for (const graph::LayerId producer : graph.inputs(id)) args.push_back(outputs[static_cast<size_t>(producer)]);
-      if (op == graph::OpKind::SoftmaxCrossEntropy) {
-        const int64_t classes = graph.info(graph.inputs(id)[0]).output_shape.back();
-        args.push_back(torch::randint(0, classes, {batch}, torch::kInt64));
-      }
-      outputs[static_cast<size_t>(id)] = modules[static_cast<size_t>(id)]->forward(args, layers::RandomKey{seed, step_index, 0});
-      if (op == graph::OpKind::SoftmaxCrossEntropy) loss = loss + outputs[static_cast<size_t>(id)].sum() / batch;
-    }
-    if (loss.requires_grad()) loss.backward();
-    if (optimizer) optimizer->step();
-    return loss.item<double>();
+ private:
+  static ExecutorOptions options(uint64_t seed, double learning_rate) {
+    ExecutorOptions options;
+    options.seed = seed;
+    options.optimizer = OptimizerOptions{"sgd", learning_rate, 0.0, 0.0};
+    return options;
   }
+
+  const graph::Graph& graph_;
+  detail::SoloCommunicator solo_;
+  PlanExecutor executor_;
 };
 
 }  // namespace
@@ -139,7 +129,8 @@ void run_background_job(const BackgroundJobConfig& config) {
   torch::set_num_threads(1);
   util::keep_freed_memory_for_reuse();
   const graph::Graph graph = graph::load_model(config.model);
-  Trainer trainer(graph, config.seed, config.learning_rate);
+  torch::manual_seed(config.seed);  // the random batches
+  BackgroundTrainer trainer(graph, config.batch, config.seed, config.learning_rate);
   BackgroundProgress* progress = nullptr;
   if (!config.progress_file.empty()) {
     progress = map_progress(config.progress_file, false);
@@ -149,7 +140,7 @@ void run_background_job(const BackgroundJobConfig& config) {
   double loss = 0;
   for (int64_t step = 0; config.steps == 0 || step < config.steps; ++step) {
     const uint64_t begin = now_ns();
-    loss = trainer.step(config.batch, step);
+    loss = trainer.step(step, /*report_loss=*/step + 1 == config.steps);
     if (progress != nullptr) {
       const uint64_t slot = progress->steps.load(std::memory_order_relaxed) % BackgroundProgress::kRing;
       progress->begin_ns[slot] = begin;

@@ -163,12 +163,10 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
     throw UserError(fmt::format("the runtime computes in float32 or float64, not {}", c10::toString(options.dtype)));
   }
   s.dtype = options.dtype;
-  program::ProgramOptions program_options;
-  program_options.bucket_bytes = options.bucket_bytes;
-  program_options.sync_batchnorm = options.sync_batchnorm;
-  s.reporting = program::build_step_program(graph, s.plan, program_options);
-  program_options.reduce_loss = false;
-  s.quiet = program::build_step_program(graph, s.plan, program_options);
+  s.reporting = program::build_step_program(graph, s.plan, options.program);
+  program::BuildScope quiet;
+  quiet.reduce_loss = false;
+  s.quiet = program::build_step_program(graph, s.plan, options.program, quiet);
 
   s.modules.resize(graph.size());
   s.ranges.resize(graph.size());
@@ -177,7 +175,7 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
   s.output_held.resize(graph.size());
   s.inputs_held.resize(graph.size());
   s.tensor_groups.resize(graph.size());
-  build_modules(s, options.seed, options.sync_batchnorm, options.initial_weights);
+  build_modules(s, options.seed, options.program.sync_batchnorm, options.initial_weights);
   communicator.prepare_groups(s.reporting.groups);  // the same list, in the same order, on every rank
   std::vector<torch::Tensor> parameters;
   for (const auto& module : s.modules) {

@@ -251,7 +251,7 @@ TEST_F(PlanExecutorTest, IssuesMessagesAndAllReducesInProgramOrder) {
   const program::StepProgram program = program::build_step_program(graph, burst, options);
   InProcessWorld world(3, std::chrono::seconds(10));
   ExecutorOptions executor_options = sgd_options();
-  executor_options.bucket_bytes = 64;
+  executor_options.program.bucket_bytes = 64;
   train(graph, burst, 1, world, executor_options, true, /*gather=*/false);
   for (int r = 0; r < 3; ++r) {
     std::vector<std::string> messages, reductions;

@@ -9,7 +9,7 @@
 #include "burst/graph/builder.h"
 #include "burst/graph/zoo.h"
 #include "burst/plan/plan.h"
-#include "burst/plan/tensor_planner.h"
+#include "burst/planner/tensor_planner.h"
 #include "burst/program/step_program.h"
 #include "hand_plan.h"
 #include "in_process_communicator.h"
@@ -57,7 +57,7 @@ std::function<BatchSource(int64_t)> random_batches(const graph::Graph& graph) {
 
 ExecutorOptions sgd_options() { return testing::sgd_with_momentum(5, 0.05); }
 
-// Megatron's splits (plan::megatron_splits) in groups of `parts` consecutive ranks of
+// Megatron's splits (planner::megatron_splits) in groups of `parts` consecutive ranks of
 // `devices`, from layer `first_split` on; the layers before it, and those the splits keep
 // as samples (tied embedding and head, the loss), data parallel on every rank. The shards
 // are of one of `micro_batches` micro-batches.
@@ -69,7 +69,7 @@ plan::Plan tensor_plan(const graph::Graph& graph, int devices, int32_t parts, co
   plan.global_batch = kBatch;
   plan.pipeline.micro_batches = micro_batches;
   plan.strategy = "hand";
-  const std::vector<SplitKind> kinds = plan::megatron_splits(graph, parts);
+  const std::vector<SplitKind> kinds = planner::megatron_splits(graph, parts);
   bool splitting = first_split.empty();
   for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
     splitting = splitting || graph.layer(id).name == first_split;
@@ -158,7 +158,7 @@ TEST_F(TensorParallelRuntime, Gpt2PipelineOfTwoTensorSplitStagesEqualsOneRank) {
   // stage's rank 0 makes its block's all-reduces for both micro-batches.
   const graph::Graph& graph = tiny_gpt2();
   const graph::LayerId second = *graph.find("transformer.h.1.ln_1");
-  const std::vector<SplitKind> kinds = plan::megatron_splits(graph, 2);
+  const std::vector<SplitKind> kinds = planner::megatron_splits(graph, 2);
   plan::Plan plan = plan::plan_data_parallel(graph, 4, kBatch / 2);
   plan.global_batch = kBatch;
   plan.strategy = "hand";

@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 
+#include "burst/timing/step_tasks.h"
+#include "burst/timing/task_timer.h"
 #include "burst/util/error.h"
-#include "event_loop.h"
 
 namespace burst::sim {
 
@@ -35,33 +38,33 @@ SimOptions options_with_background(const BackgroundJob& job) {
 namespace {
 
 // What a trace calls a task.
-EventKind event_kind(plan::TaskWork work) {
+EventKind event_kind(timing::TaskWork work) {
   switch (work) {
-    case plan::TaskWork::Forward: return EventKind::Forward;
-    case plan::TaskWork::Backward: return EventKind::Backward;
-    case plan::TaskWork::Update: return EventKind::Update;
-    case plan::TaskWork::Message: return EventKind::Message;
-    case plan::TaskWork::Allreduce: return EventKind::Allreduce;
-    case plan::TaskWork::BatchNormSync: return EventKind::BatchNormSync;
-    case plan::TaskWork::TensorAllReduce: return EventKind::TensorAllReduce;
-    case plan::TaskWork::StepEnd: break;
+    case timing::TaskWork::Forward: return EventKind::Forward;
+    case timing::TaskWork::Backward: return EventKind::Backward;
+    case timing::TaskWork::Update: return EventKind::Update;
+    case timing::TaskWork::Message: return EventKind::Message;
+    case timing::TaskWork::Allreduce: return EventKind::Allreduce;
+    case timing::TaskWork::BatchNormSync: return EventKind::BatchNormSync;
+    case timing::TaskWork::TensorAllReduce: return EventKind::TensorAllReduce;
+    case timing::TaskWork::StepEnd: break;
   }
   BURST_ASSERT(false, "a step's end has no event");
   return EventKind::Forward;
 }
 
-// The step program's tasks (built with the options' buckets and BatchNorm mode, lowered by
-// lib/plan: the schedule the evaluator times too).
-detail::StepTasks step_tasks(const plan::Plan& plan, const plan::PlanContext& context, const SimOptions& options) {
-  plan::TimingOptions timing;
-  timing.program.bucket_bytes = options.bucket_bytes;
-  timing.program.sync_batchnorm = options.batchnorm == BatchNormMode::Sync;
+// The step program's tasks (built with the options' program, lowered by lib/timing: the
+// schedule the evaluator times too).
+timing::StepTasks step_tasks(const plan::Plan& plan, const plan::PlanContext& context, const SimOptions& options) {
+  timing::TimingOptions timing;
+  timing.program = options.program;
   timing.shard_overhead = options.shard_overhead;
   timing.co_located_cost = options.co_located_cost;
-  return plan::plan_step_tasks(plan, context, timing);
+  return timing::plan_step_tasks(plan, context, timing);
 }
 
 void check_options(const SimOptions& options) {
+  program::check_program_options(options.program);
   if (options.iterations < 1) {
     throw UserError(fmt::format("the simulation needs at least 1 step, got {}", options.iterations));
   }
@@ -81,38 +84,80 @@ void check_options(const SimOptions& options) {
   }
 }
 
-// The background job's kernels: its forward in graph order, then its backward in reverse,
-// then its update (one kernel, layer -1).
-detail::BackgroundKernels background_kernels(const BackgroundJob& job, const cost::CostModel& cost) {
+// A background job as kernels: their durations in execution order, repeated forever, and
+// the layer each one belongs to (-1: the update).
+struct BackgroundKernels {
+  std::vector<double> duration_s;
+  std::vector<int32_t> layer;
+  double step_s = 0;  // one step: the sum of the kernels
+};
+
+// The job's kernels: the compute tasks of its own step program, that of a one-rank
+// data-parallel plan at its per-device batch, built and lowered as the foreground's (a
+// layer's forward, a layer's backward and the update each run as one kernel).
+BackgroundKernels background_kernels(const BackgroundJob& job, const plan::PlanContext& context,
+                                     const program::ProgramOptions& program) {
   const graph::Graph& graph = *job.graph;
-  const auto layer_count = static_cast<graph::LayerId>(graph.size());
-  std::vector<cost::LayerTime> times;
-  for (graph::LayerId id = 0; id < layer_count; ++id) {
-    times.push_back(cost.require(graph, id, job.per_device_batch).time);
+  const plan::Plan one_rank = plan::plan_data_parallel(graph, 1, job.per_device_batch);
+  timing::TimingOptions timing;
+  timing.program = program;  // no shard overhead: it times the foreground's runtime
+  const timing::StepTasks step =
+      timing::plan_step_tasks(one_rank, plan::PlanContext{graph, context.cost, context.network}, timing);
+  BackgroundKernels kernels;
+  for (const timing::Task& task : step.tasks) {  // one rank's tasks lie in its program order
+    if (task.kind != timing::TaskKind::Compute) continue;
+    kernels.duration_s.push_back(task.duration_s);
+    kernels.layer.push_back(task.layer);
+    kernels.step_s += task.duration_s;
   }
-  detail::BackgroundKernels kernels;
-  for (graph::LayerId id = 0; id < layer_count; ++id) {
-    kernels.duration_s.push_back(times[static_cast<size_t>(id)].forward.s());
-    kernels.layer.push_back(id);
-  }
-  for (graph::LayerId id = layer_count - 1; id >= 0; --id) {
-    kernels.duration_s.push_back(times[static_cast<size_t>(id)].backward.s());
-    kernels.layer.push_back(id);
-  }
-  Seconds update(0);
-  for (graph::LayerId id = 0; id < layer_count; ++id) update += cost.update_or_zero(graph, id);
-  if (update.s() > 0) {
-    kernels.duration_s.push_back(update.s());
-    kernels.layer.push_back(-1);
-  }
-  double total = 0;
-  for (const double duration : kernels.duration_s) total += duration;
-  if (!(total > 0)) {
+  if (!(kernels.step_s > 0)) {
     throw UserError(fmt::format("background model '{}' takes no time at batch {} by the cost model",
                                 graph.name(), job.per_device_batch));
   }
   return kernels;
 }
+
+struct KernelRun {
+  double start_s = 0;
+  double end_s = 0;
+  int32_t kernel = 0;  // index into BackgroundKernels
+};
+
+// Whether [offset, offset + duration) lies within one of `gaps` (a little slack for rounding).
+bool fits(const std::vector<Interval>& gaps, double offset, double duration) {
+  constexpr double kSlack = 1e-12;
+  for (const Interval& gap : gaps) {
+    if (gap.start_s <= offset + kSlack && offset + duration <= gap.end_s + kSlack) return true;
+    if (gap.start_s > offset) break;
+  }
+  return false;
+}
+
+// The background job on the task timer's idle-work hook: each idle device runs its copy's
+// next kernel, where (BackgroundPolicy::FitIdleGaps) it fits in the foreground's gaps.
+class BackgroundFiller final : public timing::IdleWork {
+ public:
+  BackgroundFiller(const BackgroundKernels& kernels, std::vector<std::vector<Interval>> fit_in, int devices)
+      : kernels_(kernels), fit_in_(std::move(fit_in)), next_(static_cast<size_t>(devices), 0),
+        runs_(static_cast<size_t>(devices)) {}
+
+  std::optional<double> start_idle_work(int rank, double now, double step_start) override {
+    size_t& next = next_[static_cast<size_t>(rank)];
+    const double duration = kernels_.duration_s[next];
+    if (!fit_in_.empty() && !fits(fit_in_[static_cast<size_t>(rank)], now - step_start, duration)) return std::nullopt;
+    runs_[static_cast<size_t>(rank)].push_back(KernelRun{now, now + duration, static_cast<int32_t>(next)});
+    next = (next + 1) % kernels_.duration_s.size();
+    return duration;
+  }
+  // Per rank, the kernels it ran.
+  const std::vector<std::vector<KernelRun>>& runs() const { return runs_; }
+
+ private:
+  const BackgroundKernels& kernels_;
+  std::vector<std::vector<Interval>> fit_in_;  // per rank, sorted; empty: any idle moment
+  std::vector<size_t> next_;
+  std::vector<std::vector<KernelRun>> runs_;
+};
 
 double overlap(double start, double end, double window_start, double window_end) {
   return std::max(0.0, std::min(end, window_end) - std::max(start, window_start));
@@ -146,91 +191,101 @@ std::vector<Interval> gaps(const std::vector<Interval>& busy, double from, doubl
   return result;
 }
 
-// One simulation of `step` (the plan's tasks, built once) with `kernels` (null: no
-// background job), and every figure of SimResult from its timeline.
-SimResult run_steps(const detail::StepTasks& step, const plan::Plan& plan, const plan::PlanContext& context,
-                    const SimOptions& options, const detail::BackgroundKernels* kernels) {
-  const int devices = context.network.cluster().size();
-  const detail::LoopResult loop =
-      detail::run_event_loop(step, devices, options.iterations, kernels, options.collectives_hold_ports);
+// The measured steps: [start, end) and the first measured step's end.
+struct Window {
+  double start = 0, end = 0, first_step_end = 0;
+  double length() const { return end - start; }
+};
 
-  SimResult result;
-  result.devices = devices;
-  result.global_batch = plan.global_batch;
-  result.measured_iterations = options.iterations - options.warmup_iterations;
-  result.step_end_s = loop.step_end_s;
-  const double window_start =
-      options.warmup_iterations > 0 ? loop.step_end_s[static_cast<size_t>(options.warmup_iterations - 1)] : 0.0;
-  const double window_end = loop.step_end_s.back();
-  const double window = window_end - window_start;
-  const double steps = result.measured_iterations;
-  result.iteration_time = Seconds(window / steps);
-  const double first_step_end = loop.step_end_s[static_cast<size_t>(options.warmup_iterations)];
+Window measured_window(const timing::TaskTimes& times, const SimOptions& options) {
+  Window window;
+  const auto warmup = static_cast<size_t>(options.warmup_iterations);
+  window.start = warmup > 0 ? times.step_end_s[warmup - 1] : 0.0;
+  window.end = times.step_end_s.back();
+  window.first_step_end = times.step_end_s[warmup];
+  return window;
+}
 
-  // Per rank: foreground compute, port-busy intervals, compute intervals of the first measured step.
+// What the foreground's tasks hold per rank over the measured steps.
+struct ForegroundUse {
+  std::vector<double> compute;                // seconds
+  std::vector<std::vector<Interval>> ports;   // send or receive port (or collective) busy
+  std::vector<std::vector<Interval>> busy;    // compute, first measured step only
+};
+
+ForegroundUse foreground_use(const timing::StepTasks& step, const timing::TaskTimes& times, const SimOptions& options,
+                             int devices) {
+  ForegroundUse use{std::vector<double>(static_cast<size_t>(devices), 0.0),
+                    std::vector<std::vector<Interval>>(static_cast<size_t>(devices)),
+                    std::vector<std::vector<Interval>>(static_cast<size_t>(devices))};
   const auto task_count = static_cast<int64_t>(step.tasks.size());
-  std::vector<double> foreground(static_cast<size_t>(devices), 0.0);
-  std::vector<std::vector<Interval>> ports(static_cast<size_t>(devices));
-  std::vector<std::vector<Interval>> busy(static_cast<size_t>(devices));  // first measured step
   for (int s = options.warmup_iterations; s < options.iterations; ++s) {
     for (int64_t t = 0; t < task_count; ++t) {
-      const detail::Task& task = step.tasks[static_cast<size_t>(t)];
-      const auto instance = static_cast<size_t>(s * task_count + t);
-      const Interval interval{loop.start_s[instance], loop.end_s[instance]};
-      switch (task.kind) {
-        case detail::TaskKind::Compute:
-          foreground[static_cast<size_t>(task.rank)] += task.duration_s;
-          if (s == options.warmup_iterations) busy[static_cast<size_t>(task.rank)].push_back(interval);
-          break;
-        case detail::TaskKind::Message:
-          ports[static_cast<size_t>(task.rank)].push_back(interval);
-          ports[static_cast<size_t>(task.peer)].push_back(interval);
-          break;
-        case detail::TaskKind::Collective:
-          for (const int rank : step.groups[static_cast<size_t>(task.group)]) {
-            ports[static_cast<size_t>(rank)].push_back(interval);
-          }
-          break;
-        case detail::TaskKind::StepEnd:
-          break;
+      const timing::Task& task = step.tasks[static_cast<size_t>(t)];
+      const double start = times.start_s[static_cast<size_t>(s * task_count + t)];
+      const Interval interval{start, start + task.duration_s};
+      if (task.kind == timing::TaskKind::Compute) {
+        use.compute[static_cast<size_t>(task.rank)] += task.duration_s;
+        if (s == options.warmup_iterations) use.busy[static_cast<size_t>(task.rank)].push_back(interval);
+      } else if (task.kind == timing::TaskKind::Message) {
+        use.ports[static_cast<size_t>(task.rank)].push_back(interval);
+        use.ports[static_cast<size_t>(task.peer)].push_back(interval);
+      } else if (task.kind == timing::TaskKind::Collective) {
+        for (const int rank : step.groups[static_cast<size_t>(task.group)]) {
+          use.ports[static_cast<size_t>(rank)].push_back(interval);
+        }
       }
     }
   }
+  return use;
+}
 
-  double background_step = 0;
-  if (kernels) {
-    for (const double duration : kernels->duration_s) background_step += duration;
-    result.background_step_alone = Seconds(background_step);
-    result.background_alone_samples_per_s =
-        static_cast<double>(options.background->per_device_batch) / background_step;
+// Background seconds of `rank` in the window; its kernels' intervals in the first measured
+// step join `busy`. A rank without foreground compute runs the job all the time.
+double background_time(const timing::StepTasks& step, const BackgroundFiller* filler, int rank, const Window& window,
+                       std::vector<Interval>& busy) {
+  if (filler == nullptr) return 0;
+  if (step.first_compute[static_cast<size_t>(rank)] < 0) {
+    busy.push_back({window.start, window.first_step_end});
+    return window.length();
   }
-  result.usage.resize(static_cast<size_t>(devices));
+  double background = 0;
+  for (const KernelRun& run : filler->runs()[static_cast<size_t>(rank)]) {
+    background += overlap(run.start_s, run.end_s, window.start, window.end);
+    if (run.end_s > window.start && run.start_s < window.first_step_end) busy.push_back({run.start_s, run.end_s});
+  }
+  return background;
+}
+
+// Each device's usage; returns (foreground, background) seconds summed over the devices.
+std::pair<double, double> fill_usage(const timing::StepTasks& step, ForegroundUse& use, const BackgroundFiller* filler,
+                                     const Window& window, const SimOptions& options, SimResult& result) {
   double foreground_total = 0, background_total = 0;
-  for (int rank = 0; rank < devices; ++rank) {
+  result.usage.resize(static_cast<size_t>(result.devices));
+  for (int rank = 0; rank < result.devices; ++rank) {
     const auto r = static_cast<size_t>(rank);
     DeviceUsage& usage = result.usage[r];
-    double background = 0;
-    if (kernels && loop.background_only[r]) {
-      background = window;
-      busy[r].push_back({window_start, first_step_end});
-    } else {
-      for (const detail::KernelRun& run : loop.background[r]) {
-        background += overlap(run.start_s, run.end_s, window_start, window_end);
-        if (run.end_s > window_start && run.start_s < first_step_end) busy[r].push_back({run.start_s, run.end_s});
-      }
-    }
-    usage.foreground = Seconds(foreground[r]);
+    const double background = background_time(step, filler, rank, window, use.busy[r]);
+    usage.foreground = Seconds(use.compute[r]);
     usage.background = Seconds(background);
-    usage.communication = Seconds(union_length(ports[r], window_start, window_end));
-    usage.idle = Seconds(std::max(0.0, window - foreground[r] - background));
+    usage.communication = Seconds(union_length(use.ports[r], window.start, window.end));
+    usage.idle = Seconds(std::max(0.0, window.length() - use.compute[r] - background));
     if (options.record_idle_intervals) {
-      std::sort(busy[r].begin(), busy[r].end(), [](const Interval& a, const Interval& b) { return a.start_s < b.start_s; });
-      usage.idle_intervals = gaps(busy[r], window_start, first_step_end);
+      std::sort(use.busy[r].begin(), use.busy[r].end(),
+                [](const Interval& a, const Interval& b) { return a.start_s < b.start_s; });
+      usage.idle_intervals = gaps(use.busy[r], window.start, window.first_step_end);
     }
-    foreground_total += foreground[r];
+    foreground_total += use.compute[r];
     background_total += background;
   }
+  return {foreground_total, background_total};
+}
 
+// Throughputs and fractions from the totals (seconds summed over the devices).
+void fill_rates(const plan::Plan& plan, const plan::PlanContext& context, const SimOptions& options,
+                const BackgroundKernels* kernels, double foreground_total, double background_total,
+                const Window& window, SimResult& result) {
+  const double steps = result.measured_iterations;
   result.foreground_compute = Seconds(foreground_total / steps);
   result.background_compute = Seconds(background_total / steps);
   for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(context.graph.size()); ++id) {
@@ -238,47 +293,80 @@ SimResult run_steps(const detail::StepTasks& step, const plan::Plan& plan, const
                                  context.cost.update_or_zero(context.graph, id);
   }
   const double iteration = result.iteration_time.s();
-  const double capacity = devices * iteration;
+  const double capacity = result.devices * iteration;
   result.foreground_samples_per_s = iteration > 0 ? static_cast<double>(plan.global_batch) / iteration : 0;
-  if (kernels && window > 0) {
-    result.background_samples_per_s = background_total / background_step *
-                                      static_cast<double>(options.background->per_device_batch) / window;
+  if (kernels) {
+    const auto batch = static_cast<double>(options.background->per_device_batch);
+    result.background_step_alone = Seconds(kernels->step_s);
+    result.background_alone_samples_per_s = batch / kernels->step_s;
+    if (window.length() > 0) result.background_samples_per_s = background_total / kernels->step_s * batch / window.length();
   }
   result.cluster_throughput = result.foreground_samples_per_s + result.background_samples_per_s;
   if (capacity > 0) {
     result.useful_fraction = (result.one_device_compute.s() + result.background_compute.s()) / capacity;
     result.busy_fraction = (result.foreground_compute.s() + result.background_compute.s()) / capacity;
   }
+}
 
-  if (options.record_events) {
-    for (int s = 0; s < options.iterations; ++s) {
-      for (int64_t t = 0; t < task_count; ++t) {
-        const detail::Task& task = step.tasks[static_cast<size_t>(t)];
-        if (task.kind == detail::TaskKind::StepEnd) continue;
-        const auto instance = static_cast<size_t>(s * task_count + t);
-        SimEvent event{loop.start_s[instance], loop.end_s[instance], event_kind(task.work), task.rank, task.peer,
-                       task.layer, s, task.bytes};
-        if (task.kind != detail::TaskKind::Collective) {
-          result.events.push_back(event);
-          continue;
-        }
-        const std::vector<int>& group = step.groups[static_cast<size_t>(task.group)];
-        event.peer = static_cast<int>(group.size());
-        for (const int rank : group) {
-          event.rank = rank;
-          result.events.push_back(event);
-        }
+// Every timed task of every step as events (a collective once per member), then the
+// background kernels; sorted by start.
+void record_events(const timing::StepTasks& step, const timing::TaskTimes& times, const SimOptions& options,
+                   const BackgroundKernels* kernels, const BackgroundFiller* filler, SimResult& result) {
+  const auto task_count = static_cast<int64_t>(step.tasks.size());
+  for (int s = 0; s < options.iterations; ++s) {
+    for (int64_t t = 0; t < task_count; ++t) {
+      const timing::Task& task = step.tasks[static_cast<size_t>(t)];
+      if (task.kind == timing::TaskKind::StepEnd) continue;
+      const double start = times.start_s[static_cast<size_t>(s * task_count + t)];
+      SimEvent event{start, start + task.duration_s, event_kind(task.work), task.rank, task.peer, task.layer, s, task.bytes};
+      if (task.kind != timing::TaskKind::Collective) {
+        result.events.push_back(event);
+        continue;
+      }
+      const std::vector<int>& group = step.groups[static_cast<size_t>(task.group)];
+      event.peer = static_cast<int>(group.size());
+      for (const int rank : group) {
+        event.rank = rank;
+        result.events.push_back(event);
       }
     }
-    for (int rank = 0; rank < devices; ++rank) {
-      for (const detail::KernelRun& run : loop.background[static_cast<size_t>(rank)]) {
-        result.events.push_back(SimEvent{run.start_s, run.end_s, EventKind::Background, rank, -1,
-                                         kernels->layer[static_cast<size_t>(run.kernel)], 0, 0});
-      }
-    }
-    std::stable_sort(result.events.begin(), result.events.end(),
-                     [](const SimEvent& a, const SimEvent& b) { return a.start_s < b.start_s; });
   }
+  for (int rank = 0; filler != nullptr && rank < result.devices; ++rank) {
+    for (const KernelRun& run : filler->runs()[static_cast<size_t>(rank)]) {
+      result.events.push_back(SimEvent{run.start_s, run.end_s, EventKind::Background, rank, -1,
+                                       kernels->layer[static_cast<size_t>(run.kernel)], 0, 0});
+    }
+  }
+  std::stable_sort(result.events.begin(), result.events.end(),
+                   [](const SimEvent& a, const SimEvent& b) { return a.start_s < b.start_s; });
+}
+
+// One simulation of `step` (the plan's tasks, built once) on the task timer, with the
+// background job's `kernels` fitted into `fit_in` (null: no background job), and every
+// figure of SimResult from its timeline.
+SimResult run_steps(const timing::StepTasks& step, const plan::Plan& plan, const plan::PlanContext& context,
+                    const SimOptions& options, const BackgroundKernels* kernels,
+                    std::vector<std::vector<Interval>> fit_in = {}) {
+  SimResult result;
+  result.devices = context.network.cluster().size();
+  result.global_batch = plan.global_batch;
+  result.measured_iterations = options.iterations - options.warmup_iterations;
+  std::optional<BackgroundFiller> filler;
+  if (kernels) filler.emplace(*kernels, std::move(fit_in), result.devices);
+  timing::TimerOptions timer;
+  timer.steps = options.iterations;
+  timer.collectives_hold_ports = options.collectives_hold_ports;
+  timer.idle_work = filler ? &*filler : nullptr;
+  const timing::TaskTimes times = timing::time_tasks(step, timer);
+
+  result.step_end_s = times.step_end_s;
+  const Window window = measured_window(times, options);
+  result.iteration_time = Seconds(window.length() / result.measured_iterations);
+  ForegroundUse use = foreground_use(step, times, options, result.devices);
+  const BackgroundFiller* ran = filler ? &*filler : nullptr;
+  const auto [foreground_total, background_total] = fill_usage(step, use, ran, window, options, result);
+  fill_rates(plan, context, options, kernels, foreground_total, background_total, window, result);
+  if (options.record_events) record_events(step, times, options, kernels, ran, result);
   return result;
 }
 
@@ -294,9 +382,10 @@ std::vector<std::vector<Interval>> idle_gaps(const SimResult& alone) {
 
 SimResult simulate(const plan::Plan& plan, const plan::PlanContext& context, const SimOptions& options) {
   check_options(options);
-  const detail::StepTasks step = step_tasks(plan, context, options);
+  const timing::StepTasks step = step_tasks(plan, context, options);
   if (!options.background) return run_steps(step, plan, context, options, nullptr);
-  detail::BackgroundKernels kernels = background_kernels(*options.background, context.cost);
+  const BackgroundKernels kernels = background_kernels(*options.background, context, options.program);
+  std::vector<std::vector<Interval>> fit_in;
   if (options.background->policy == BackgroundPolicy::FitIdleGaps) {
     SimOptions alone = options;
     alone.background.reset();
@@ -304,9 +393,9 @@ SimResult simulate(const plan::Plan& plan, const plan::PlanContext& context, con
     alone.warmup_iterations = 0;
     alone.record_events = false;
     alone.record_idle_intervals = true;
-    kernels.fit_in = idle_gaps(run_steps(step, plan, context, alone, nullptr));
+    fit_in = idle_gaps(run_steps(step, plan, context, alone, nullptr));
   }
-  return run_steps(step, plan, context, options, &kernels);
+  return run_steps(step, plan, context, options, &kernels, std::move(fit_in));
 }
 
 MultiplexResult simulate_multiplexed(const plan::Plan& plan, const plan::PlanContext& context,
@@ -324,17 +413,18 @@ MultiplexResult simulate_multiplexed(const plan::Plan& plan, const plan::PlanCon
   check_options(with);
   // One task graph and one run of the foreground alone serve both simulations (the alone
   // run's idle gaps are the ones FitIdleGaps fits kernels into).
-  const detail::StepTasks step = step_tasks(plan, context, alone);
+  const timing::StepTasks step = step_tasks(plan, context, alone);
   const bool fit = job.policy == BackgroundPolicy::FitIdleGaps;
   SimOptions alone_run = alone;
   alone_run.record_idle_intervals = alone.record_idle_intervals || fit;
   result.alone = run_steps(step, plan, context, alone_run, nullptr);
-  detail::BackgroundKernels kernels = background_kernels(job, context.cost);
-  if (fit) kernels.fit_in = idle_gaps(result.alone);
+  const BackgroundKernels kernels = background_kernels(job, context, alone.program);
+  std::vector<std::vector<Interval>> fit_in;
+  if (fit) fit_in = idle_gaps(result.alone);
   if (!alone.record_idle_intervals) {
     for (DeviceUsage& usage : result.alone.usage) usage.idle_intervals.clear();
   }
-  result.with_background = run_steps(step, plan, context, with, &kernels);
+  result.with_background = run_steps(step, plan, context, with, &kernels, std::move(fit_in));
   const double alone_time = result.alone.iteration_time.s();
   result.foreground_slowdown = alone_time > 0 ? result.with_background.iteration_time.s() / alone_time : 1.0;
   // Device-seconds idle per second of the foreground alone.

@@ -7,9 +7,10 @@
 #include "burst/plan/plan_memory.h"
 #include "burst/program/step_program.h"
 #include "burst/sim/simulator.h"
+#include "burst/timing/evaluate.h"
 #include "burst/util/error.h"
 #include "hand_plan.h"
-#include "planner_test_support.h"
+#include "test_world.h"
 
 namespace burst::sim {
 namespace {
@@ -50,9 +51,9 @@ plan::Plan chain_pipeline(const World& world, int stages, int64_t micro_batches,
 // The evaluator's and the simulator's step time of `plan`, which must be equal; in ms.
 double step_ms(const plan::Plan& plan, const World& world) {
   plan::validate_plan(plan, world.graph, world.network.cluster());
-  plan::EvaluateOptions every_rank;
+  timing::EvaluateOptions every_rank;
   every_rank.time_each_rank = true;
-  const double evaluated = plan::evaluate_plan(plan, world.context(), every_rank).iteration_time.ms();
+  const double evaluated = timing::evaluate_plan(plan, world.context(), every_rank).iteration_time.ms();
   const double simulated = simulate(plan, world.context(), SimOptions{}).iteration_time.ms();
   EXPECT_NEAR(evaluated, simulated, 1e-9);
   return simulated;

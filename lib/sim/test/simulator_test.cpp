@@ -3,17 +3,18 @@
 // hold its messages on the same ports in the same order, so they agree (without background
 // jobs and collectives_hold_ports, which only the simulator has).
 #include "burst/sim/simulator.h"
+#include "burst/timing/evaluate.h"
 
 #include <gtest/gtest.h>
 
 #include "burst/cost/device_models.h"
 #include "burst/graph/builder.h"
 #include "burst/graph/model_json.h"
-#include "burst/plan/burst_planner.h"
+#include "burst/planner/burst_planner.h"
 #include "burst/sim/chrome_trace.h"
 #include "burst/util/error.h"
 #include "hand_plan.h"
-#include "planner_test_support.h"
+#include "test_world.h"
 
 namespace burst::sim {
 namespace {
@@ -45,17 +46,16 @@ SimOptions recording() {
 }
 
 // The evaluator's options for what `options` simulates (the same buckets and BatchNorm mode).
-plan::EvaluateOptions evaluating(const SimOptions& options) {
-  plan::EvaluateOptions evaluate;
-  evaluate.bucket_bytes = options.bucket_bytes;
-  evaluate.sync_batchnorm = options.batchnorm == BatchNormMode::Sync;
+timing::EvaluateOptions evaluating(const SimOptions& options) {
+  timing::EvaluateOptions evaluate;
+  evaluate.program = options.program;
   return evaluate;
 }
 
 // A cap below 4800 B (but above 80 B) closes a bucket at every layer of the worlds below
 // whose gradients are 4800 B and 80 B: per-layer all-reduces.
 SimOptions per_layer_buckets(SimOptions options = recording()) {
-  options.bucket_bytes = 4096;
+  options.program.bucket_bytes = 4096;
   return options;
 }
 
@@ -132,7 +132,7 @@ TEST(Simulator, TransfersContendForOnePort) {
     EXPECT_NEAR(find_event(result, EventKind::Forward, 1, 2).start_s, 2e-3, kTolerance);
     EXPECT_NEAR(result.iteration_time.ms(), 4.0, 1e-9);
     EXPECT_NEAR(result.usage[0].communication.ms(), 2.0, 1e-9);
-    EXPECT_NEAR(plan::evaluate_plan(plan, one_sender.context()).iteration_time.ms(), 4.0, 1e-9);
+    EXPECT_NEAR(timing::evaluate_plan(plan, one_sender.context()).iteration_time.ms(), 4.0, 1e-9);
   }
   {
     const World one_receiver = world();
@@ -142,7 +142,7 @@ TEST(Simulator, TransfersContendForOnePort) {
     EXPECT_NEAR(find_event(result, EventKind::Message, 1, 2).start_s, 1e-3, kTolerance);
     EXPECT_NEAR(find_event(result, EventKind::Forward, 1, 0).start_s, 2e-3, kTolerance);
     EXPECT_NEAR(result.iteration_time.ms(), 4.0, 1e-9);
-    EXPECT_NEAR(plan::evaluate_plan(plan, one_receiver.context()).iteration_time.ms(), 4.0, 1e-9);
+    EXPECT_NEAR(timing::evaluate_plan(plan, one_receiver.context()).iteration_time.ms(), 4.0, 1e-9);
   }
 }
 
@@ -297,7 +297,7 @@ TEST(Simulator, SplitBatchNormTakesItsSplitTime) {
   SimOptions sync;
   EXPECT_NEAR(simulate(plan, world.context(), sync).iteration_time.ms(), 7.0, 1e-3);
   SimOptions local;
-  local.batchnorm = BatchNormMode::Local;
+  local.program.sync_batchnorm = false;
   EXPECT_NEAR(simulate(plan, world.context(), local).iteration_time.ms(), 2.0, 1e-3);
   // On one rank the layer is not split: one device's time.
   EXPECT_NEAR(simulate(plan::plan_data_parallel(world.graph, 1, 2), world.context(), sync).iteration_time.ms(), 2.0,
@@ -442,7 +442,7 @@ TEST(Simulator, IsDeterministic) {
   const auto cost = cost::make_cost_model(device);
   const cost::NetworkModel network(cluster::builtin_cluster("a100", 16));
   const plan::PlanContext context{graph, *cost, network};
-  const plan::Plan plan = plan::plan_burst(context, 64);
+  const plan::Plan plan = planner::plan_burst(context, 64);
   const graph::Graph background = graph::load_model("resnet50");
   SimOptions options = options_with_background(BackgroundJob{&background, 8});
   options.record_events = true;
@@ -471,10 +471,10 @@ TEST(Simulator, EvaluatorAndSimulatorAgree) {
     SCOPED_TRACE(name);
     const double simulated = simulate(plan, world.context(), options).iteration_time.s();
     EXPECT_NEAR(simulated, expected_ms * 1e-3, 1e-12);
-    EXPECT_NEAR(plan::evaluate_plan(plan, world.context(), evaluating(options)).iteration_time.s(), simulated, 1e-9);
+    EXPECT_NEAR(timing::evaluate_plan(plan, world.context(), evaluating(options)).iteration_time.s(), simulated, 1e-9);
   };
   SimOptions local;
-  local.batchnorm = BatchNormMode::Local;
+  local.program.sync_batchnorm = false;
   const World chain3 = chain3_world();
   agree("three-layer chain", chain3, chain3_plan(chain3), {}, 12.0);
   const World chain3_updates = chain3_world({{"a", Seconds::from_ms(1)}, {"b", Seconds::from_ms(2)}});
@@ -519,12 +519,12 @@ TEST(Simulator, EvaluatorHoldsThePortsTheSimulatorDoes) {
     const graph::Graph graph = graph::load_model(c.model);
     const cost::NetworkModel network(cluster::builtin_cluster("a100", c.devices));
     const plan::PlanContext context{graph, *cost, network};
-    const plan::Plan plan = plan::plan_burst(context, c.batch);
-    for (const BatchNormMode mode : {BatchNormMode::Sync, BatchNormMode::Local}) {
+    const plan::Plan plan = planner::plan_burst(context, c.batch);
+    for (const bool sync : {true, false}) {
       SimOptions options;
-      options.batchnorm = mode;
+      options.program.sync_batchnorm = sync;
       const double simulated = simulate(plan, context, options).iteration_time.s();
-      const double evaluated = plan::evaluate_plan(plan, context, evaluating(options)).iteration_time.s();
+      const double evaluated = timing::evaluate_plan(plan, context, evaluating(options)).iteration_time.s();
       EXPECT_NEAR(simulated, evaluated, 1e-9 * evaluated) << c.model << " on " << c.devices;
     }
   }
@@ -541,11 +541,11 @@ TEST(Simulator, DataParallelMatchesTheEvaluator) {
       const cost::NetworkModel network(cluster::builtin_cluster("a100", devices));
       const plan::PlanContext context{graph, *cost, network};
       const plan::Plan plan = plan::plan_data_parallel(graph, devices, 64);
-      for (const BatchNormMode mode : {BatchNormMode::Sync, BatchNormMode::Local}) {
+      for (const bool sync : {true, false}) {
         SimOptions options;
-        options.batchnorm = mode;
+        options.program.sync_batchnorm = sync;
         const double simulated = simulate(plan, context, options).iteration_time.s();
-        const double evaluated = plan::evaluate_plan(plan, context, evaluating(options)).iteration_time.s();
+        const double evaluated = timing::evaluate_plan(plan, context, evaluating(options)).iteration_time.s();
         EXPECT_NEAR(simulated, evaluated, 1e-9 * evaluated) << name << " on " << devices;
       }
     }
@@ -567,7 +567,7 @@ TEST(Simulator, RefusesBadOptions) {
   options.background = BackgroundJob{&world.graph, 0};
   EXPECT_THROW(simulate(plan, world.context(), options), UserError);
   options.background.reset();
-  options.bucket_bytes = 0;
+  options.program.bucket_bytes = 0;
   EXPECT_THROW(simulate(plan, world.context(), options), UserError);
 }
 

@@ -165,6 +165,10 @@ void save_plan_file(const Plan& plan, const std::string& path);
 // split as evenly as possible (the first B mod N ranks get one sample more).
 Plan plan_data_parallel(const graph::Graph& graph, int devices, int64_t global_batch);
 
+// The plan that puts every layer on rank 0 of `devices` with the whole batch (the
+// one-device baseline).
+Plan plan_single_device(const graph::Graph& graph, int devices, int64_t global_batch);
+
 // The even split of [0, batch) over `ranks` (in order), as data parallelism uses it.
 std::vector<cost::Shard> even_split(const std::vector<int>& ranks, int64_t batch);
 

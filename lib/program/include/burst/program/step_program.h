@@ -22,7 +22,7 @@
 //    SEND_B           the gradients of the segment's inputs for the producers' other ranks
 //  then WAIT_ALLREDUCE for each of its buckets, UPDATE (the optimizer step of its layers),
 //  REDUCE_LOSS (a world all-reduce of the loss sum, only in programs built with
-//  reduce_loss) and WAIT_SENDS (the sends posted this step).
+//  BuildScope::reduce_loss) and WAIT_SENDS (the sends posted this step).
 //
 // With micro-batches and stages (plan::Pipeline, docs/pipelines.md), each rank runs its
 // stage's forward and backward of every micro-batch (the ops above, restricted to the
@@ -51,6 +51,7 @@
 #include "burst/cost/reshard.h"
 #include "burst/graph/graph.h"
 #include "burst/plan/plan.h"
+#include "burst/program/program_options.h"
 
 namespace burst::program {
 
@@ -120,19 +121,15 @@ struct Op {
   int64_t bytes = 0;          // TP_ALLREDUCE: the fp32 sums (the group's samples x features)
 };
 
-struct ProgramOptions {
-  double bucket_bytes = 25.0 * 1024 * 1024;  // DDP's bucket_cap_mb default, in bytes
-  // A group's first bucket in backward order (DDP's _DEFAULT_FIRST_BUCKET_BYTES): small, so
-  // the first all-reduce overlaps most of backward. Capped at bucket_bytes.
-  double first_bucket_bytes = 1024.0 * 1024;
-  bool sync_batchnorm = true;  // false: BatchNorm normalises with each rank's own samples
+// How much of a step's program to build (what the step does is ProgramOptions').
+struct BuildScope {
   bool reduce_loss = true;     // end with a world all-reduce of the loss
   // Build the ops of one rank per class of ranks whose programs are the same but for their
   // samples and copies: ranks that exchange no messages and hold shards of the same sizes
   // in the same segments (so the same groups, buckets and update). The others' op lists
   // stay empty, and StepProgram::representative says which rank stands for them (the
-  // lowest of the class). For timing (lib/plan's evaluator: data parallelism on 4096 ranks
-  // is one rank's ops); the runtime and check_step_program need every rank's ops.
+  // lowest of the class). For timing (lib/timing's evaluator: data parallelism on 4096
+  // ranks is one rank's ops); the runtime and check_step_program need every rank's ops.
   bool one_rank_per_class = false;
 };
 
@@ -151,7 +148,7 @@ struct StepProgram {
   std::vector<std::vector<int>> groups;
   std::vector<std::vector<Op>> ops;         // by rank
   // By rank: the rank whose ops stand for its own (itself, without
-  // ProgramOptions::one_rank_per_class); -1 for a rank that holds no shard.
+  // BuildScope::one_rank_per_class); -1 for a rank that holds no shard.
   std::vector<int32_t> representative;
 };
 
@@ -159,7 +156,7 @@ struct StepProgram {
 // throws UserError for options out of range (bucket_bytes not a positive finite number)
 // or more messages than tags (kTagLimit).
 StepProgram build_step_program(const graph::Graph& graph, const plan::Plan& plan,
-                               const ProgramOptions& options = {});
+                               const ProgramOptions& options = {}, const BuildScope& scope = {});
 
 // Checks what every rank relies on, throwing UserError naming the first violation: every
 // (consumer, input, rank) range is assembled from pieces covering it exactly once; message

@@ -27,6 +27,7 @@
 #include "burst/graph/graph.h"
 #include "burst/graph/onnx_import.h"
 #include "burst/plan/plan.h"
+#include "burst/program/program_options.h"
 #include "burst/runtime/communicator.h"
 
 namespace burst::runtime {
@@ -45,8 +46,7 @@ struct OptimizerOptions {
 struct ExecutorOptions {
   uint64_t seed = 0;
   OptimizerOptions optimizer;
-  double bucket_bytes = 25.0 * 1024 * 1024;  // gradient bucket cap (DDP's bucket_cap_mb)
-  bool sync_batchnorm = true;  // false: each rank normalises with its own samples (DDP's way)
+  program::ProgramOptions program;  // the step run: buckets, BatchNorm mode
   // Of parameters, activations, gradients and messages: torch::kFloat32 or torch::kFloat64
   // (layers are initialised in float32 and widened, so both start from the same weights).
   torch::Dtype dtype = torch::kFloat32;

@@ -1,7 +1,8 @@
 #pragma once
-// Which checkpoint `burst train --resume` continues from, checked against the run before
-// any step: the launcher calls it before spawning workers (so a bad checkpoint is refused
-// before anything starts) and every worker again. Header-only and libtorch-free.
+// Which checkpoint `burst train --resume` continues from, checked against the run once,
+// when the job is resolved (before any worker starts: a bad checkpoint is refused before
+// anything runs); the job names it to the workers (TrainJob::resume_from). Header-only and
+// libtorch-free.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -35,11 +36,11 @@ inline nlohmann::json training_identity(const TrainConfig& config, int64_t globa
   return identity;
 }
 
-// The latest checkpoint in config.checkpoint_dir, read and checked (format, checksums,
-// model, training identity, and step <= `steps` when steps > 0); nullopt without --resume.
-// UserError with the reason otherwise.
-inline std::optional<checkpoint::Checkpoint> checkpoint_to_resume(const TrainConfig& config, const graph::Graph& graph,
-                                                                  int64_t global_batch, int64_t steps) {
+// The path of the latest checkpoint in config.checkpoint_dir, read and checked (format,
+// checksums, model, training identity, and step <= `steps` when steps > 0); nullopt
+// without --resume. UserError with the reason otherwise.
+inline std::optional<std::string> checkpoint_to_resume(const TrainConfig& config, const graph::Graph& graph,
+                                                       int64_t global_batch, int64_t steps) {
   if (!config.resume) return std::nullopt;
   const std::optional<std::string> path = checkpoint::latest_checkpoint(config.checkpoint_dir);
   if (!path) throw UserError(fmt::format("--resume: no checkpoint in '{}'", config.checkpoint_dir));
@@ -54,7 +55,7 @@ inline std::optional<checkpoint::Checkpoint> checkpoint_to_resume(const TrainCon
   if (steps > 0 && found.step > steps) {
     throw UserError(fmt::format("checkpoint '{}' is at step {}, past this run's {} steps", *path, found.step, steps));
   }
-  return found;
+  return path;
 }
 
 }  // namespace burst::runtime

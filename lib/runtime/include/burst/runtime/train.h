@@ -1,12 +1,15 @@
 #pragma once
-// One worker of `burst train`: loads the model, plan and data, connects to the other ranks
-// and trains. Includes no libtorch (the plugin boundary passes these plain structs).
+// One worker of `burst train`: runs a job (the plan and the run's configuration, resolved
+// once: docs/runtime.md, "Job files"), loading the model and data, connecting to the other
+// ranks and training. Includes no libtorch (the plugin boundary passes these plain structs).
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "burst/plan/plan.h"
+#include "burst/program/program_options.h"
 #include "burst/runtime/background.h"
 
 namespace burst::runtime {
@@ -16,9 +19,6 @@ struct TrainConfig {
   // Initial weights: "file" (an ONNX model's initializers), "seed" (torch.nn's
   // initialisation from --seed, per layer); empty: "file" for an ONNX model, else "seed".
   std::string init;
-  std::string plan_file;         // a plan file, or empty for `strategy`
-  std::string strategy = "dp";   // "dp" (or "burst", made by the caller into plan_file)
-  int64_t global_batch = 0;
   int64_t steps = 0;             // > 0: this many steps
   int64_t epochs = 0;            // > 0: this many epochs (steps = epochs x steps per epoch)
   std::string dataset = "synthetic";  // "synthetic" or "fashion-mnist"
@@ -34,7 +34,8 @@ struct TrainConfig {
   int log_every = 1;             // steps between log lines (rank 0)
   // Checkpoints (docs/runtime.md, "Checkpoints"): rank 0 writes DIR/step-N.ckpt every
   // `checkpoint_every` steps (0: only after the last step) when `checkpoint_dir` is set;
-  // `resume` starts from the latest one there, under any plan or world size.
+  // `resume` starts from the latest one there, under any plan or world size (which one,
+  // TrainJob::resume_from says).
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
   bool resume = false;
@@ -49,19 +50,24 @@ struct TrainConfig {
   // program that owns the command-line options, so the runtime knows none of their names.
   std::function<std::vector<std::string>(const BackgroundJobConfig& job)> background_command;
   int threads = 1;               // intra-op threads per worker
-  double bucket_mb = 25;         // gradient bucket cap in MiB (DDP's bucket_cap_mb)
-  std::string batchnorm = "sync";  // "sync": statistics over the layer's ranks; "local": each rank's own
+  program::ProgramOptions program;  // the step run: buckets, BatchNorm mode
   // "float32", or "float64": parameters, activations, gradients and collectives in double
   // (initial weights the float32 ones, widened), for debugging numerics and for tests
   // whose tolerance must not depend on the CPU's kernels.
   std::string dtype = "float32";
-  // Set by burst's own launcher, which validated the model and the plan before any worker
-  // started: the workers compare fingerprints (checkpoint::model_fingerprint,
-  // plan::placement_fingerprint) instead of validating again. Empty: validate here.
-  struct Checked {
-    std::string model;
-    std::string plan;
-  } checked;
+};
+
+// What every worker of one run runs, resolved once: by burst's launcher, which writes it to
+// a job file each worker reads once, or (torchrun, Slurm, mpirun) by every rank alike from
+// the same command line. The model and plan were checked against each other when it was
+// resolved.
+struct TrainJob {
+  TrainConfig config;
+  plan::Plan plan;          // the global batch lives here
+  std::string plan_source;  // what the log line names: "data parallel", a plan file, "burst (planned here)"
+  // The checkpoint the run resumes from, checked against this training when the job was
+  // resolved; empty: it starts at step 0.
+  std::string resume_from;
 };
 
 struct WorkerPlace {
@@ -74,7 +80,8 @@ struct WorkerPlace {
 };
 
 // Trains; rank 0 prints one line per logged step and a summary (test accuracy for
-// Fashion-MNIST). Throws UserError for bad input (model/plan/data mismatch).
-void run_training_worker(const TrainConfig& config, const WorkerPlace& place);
+// Fashion-MNIST). Throws UserError for bad input (model/plan/data mismatch), RunFailure
+// when a peer fails.
+void run_training_worker(const TrainJob& job, const WorkerPlace& place);
 
 }  // namespace burst::runtime

@@ -2,9 +2,10 @@
 // The cluster simulator: a discrete-event simulation of training iterations of a plan on a
 // cluster, with an optional background job on every device (docs/simulator.md).
 //
-// What it models, and how it differs from the planner's evaluator (plan/evaluate.h): both
+// What it models, and how it differs from the planner's evaluator (timing/evaluate.h): both
 // time the same tasks, the step program the runtime runs (lib/program) lowered by
-// plan/step_timing.h, so they share one schedule:
+// timing/step_tasks.h, with the same task timer (timing/task_timer.h); the simulator adds
+// its background job and collectives that hold ports on that timer's hooks:
 //  - every rank runs its own program, as the runtime does: the forward of its layers in
 //    graph order, then their backward in reverse graph order. A shard starts when the
 //    rank's previous shard is done and its inputs have arrived *at that rank* (no layer-wide
@@ -13,7 +14,7 @@
 //  - every non-local piece of a re-shard is its own message, from the producer's rank once
 //    that rank's shard is done, to the consumer's rank; backward, the gradient goes back
 //    the same way (not into Input layers: the data needs no gradient);
-//  - network ports (plan::MessagePorts, the evaluator's too): each device has one send port
+//  - network ports (timing::MessagePorts): each device has one send port
 //    and one receive port (full duplex, the cluster model's per-device bandwidth). A message
 //    holds its sender's send port and its receiver's receive port for latency + bytes /
 //    bandwidth; ports serve messages one at a time in the order they became ready
@@ -24,10 +25,10 @@
 //    pessimistic bound, where a message waits for a whole all-reduce rather than sharing
 //    the link with it (only the simulator has it). Without a background job, and
 //    collectives on their own channel, the simulator's step is the evaluator's;
-//  - gradients are all-reduced in buckets (SimOptions::bucket_bytes, as DDP): a bucket's
+//  - gradients are all-reduced in buckets (ProgramOptions::bucket_bytes, as DDP): a bucket's
 //    all-reduce starts when all its ranks have finished the backward of the layer that
 //    closes it, and overlaps the rest of backward;
-//  - BatchNorm on several ranks, with BatchNormMode::Sync (what burst's runtime does): the
+//  - BatchNorm on several ranks, with ProgramOptions::sync_batchnorm (burst's runtime): the
 //    split implementation's times, and after each forward and each backward shard a
 //    blocking all-reduce of the statistics (2 x channels float64 values) among the layer's
 //    ranks before those ranks go on;
@@ -38,8 +39,9 @@
 //    (the runtime's loss all-reduce, on logged steps only, is not charged). Data loading is
 //    not modelled.
 //  - background job (optional): every device trains its own copy of a model at its own
-//    per-device batch, one kernel (a layer's forward or backward, or its whole update) at a
-//    time, whenever the
+//    per-device batch, one kernel at a time: the compute tasks, in program order, of the
+//    step program of a one-rank data-parallel plan of the job (each layer's forward, each
+//    layer's backward, the update), the same builder and lowering as the foreground's, whenever the
 //    device has no foreground compute to run (and, by default, the kernel fits in the idle
 //    gap the foreground leaves there: BackgroundPolicy). The foreground preempts at kernel
 //    granularity: a foreground shard that becomes ready while a background kernel runs
@@ -52,16 +54,11 @@
 #include <vector>
 
 #include "burst/graph/graph.h"
-#include "burst/plan/evaluate.h"
+#include "burst/timing/evaluate.h"
 #include "burst/plan/plan.h"
 #include "burst/util/units.h"
 
 namespace burst::sim {
-
-enum class BatchNormMode {
-  Sync,   // statistics all-reduced among the layer's ranks (burst's runtime; exact)
-  Local,  // each rank normalises with its own samples' statistics (DDP, DeepPool)
-};
 
 // When an idle device may start a background kernel.
 enum class BackgroundPolicy {
@@ -84,10 +81,7 @@ struct BackgroundJob {
 };
 
 struct SimOptions {
-  BatchNormMode batchnorm = BatchNormMode::Sync;
-  // Gradient buckets close at this many bytes (or with their group's last layer), as
-  // DDP's bucket_cap_mb: 25 MiB by default. A positive finite number.
-  double bucket_bytes = 25.0 * 1024 * 1024;
+  program::ProgramOptions program;  // the step simulated: buckets, BatchNorm mode
   bool collectives_hold_ports = false;
   // Added to every foreground forward and backward shard: a runtime's fixed cost per layer
   // call beyond the operation a profile times (autograd bookkeeping, slicing, gradient

@@ -1,0 +1,31 @@
+#include "burst/program/program_options.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "burst/util/error.h"
+
+namespace burst::program {
+
+void check_program_options(const ProgramOptions& options) {
+  if (!(options.bucket_bytes > 0) || !std::isfinite(options.bucket_bytes)) {
+    throw UserError(fmt::format("the gradient bucket size must be a positive number of MiB, got {} MiB",
+                                options.bucket_bytes / kBytesPerMiB));
+  }
+  if (!(options.first_bucket_bytes > 0) || !std::isfinite(options.first_bucket_bytes)) {
+    throw UserError(fmt::format("the first gradient bucket's size must be a positive number of bytes, got {}",
+                                options.first_bucket_bytes));
+  }
+}
+
+const char* batchnorm_mode_name(const ProgramOptions& options) { return options.sync_batchnorm ? "sync" : "local"; }
+
+void set_batchnorm_mode(ProgramOptions& options, const std::string& mode) {
+  if (mode != "sync" && mode != "local") {
+    throw UserError(fmt::format("the BatchNorm mode must be sync or local, got '{}'", mode));
+  }
+  options.sync_batchnorm = mode == "sync";
+}
+
+}  // namespace burst::program

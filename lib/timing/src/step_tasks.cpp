@@ -1,0 +1,459 @@
+#include "burst/timing/step_tasks.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include "burst/util/error.h"
+
+namespace burst::timing {
+namespace {
+
+using program::OpKind;
+
+// Forward and backward times of a layer's shards, asked of the cost models once per
+// (layer, shard size): a layer's shards come in very few sizes, while a data-parallel step
+// on 1024 ranks asks for each size 1024 times.
+class ShardTimes {
+ public:
+  ShardTimes(const program::StepProgram& program, const PlanContext& context, const TimingOptions& options)
+      : program_(program), context_(context), options_(options), times_(context.graph.size()),
+        shares_a_node_(context.graph.size(), -1) {}
+
+  const cost::LayerTime& at(graph::LayerId id, int64_t batch) {
+    auto& known = times_[static_cast<size_t>(id)];
+    for (const auto& [size, time] : known) {
+      if (size == batch) return time;
+    }
+    known.emplace_back(batch, resolve(id, batch));
+    return known.back().second;
+  }
+
+  // One rank's optimizer step of layer `id` (all the node's ranks of a co-located layer
+  // update it at once: the co-located model's update where it has one).
+  // A part of a tensor split that divides the weights updates its share of them (an update
+  // reads and writes each parameter once: its time goes with the parameters).
+  Seconds update(graph::LayerId id) {
+    return whole_update(id) * part_share(id);
+  }
+
+ private:
+  Seconds whole_update(graph::LayerId id) {
+    if (co_located(id) != nullptr) {
+      if (const auto time = options_.co_located_cost->update(context_.graph, id)) return *time;
+    }
+    return context_.cost.update_or_zero(context_.graph, id);
+  }
+  // part_params / params of a divided tensor split's part, 1 otherwise.
+  double part_share(graph::LayerId id) const {
+    const cost::TensorSplit& split = program_.splits[static_cast<size_t>(id)];
+    const int64_t params = context_.graph.info(id).params;
+    if (!split.splits() || !cost::divides_weights(split.kind) || params == 0) return 1.0;
+    return static_cast<double>(cost::part_params(context_.graph, id, split)) / static_cast<double>(params);
+  }
+
+  const std::vector<cost::Shard>& shards(graph::LayerId id) const {
+    return program_.segments[static_cast<size_t>(program_.segment_of[static_cast<size_t>(id)])].shards;
+  }
+
+  // A BatchNorm on several ranks with synchronised statistics runs the runtime's split
+  // implementation: its split time where a model has one. See lower_step_program.
+  cost::LayerTime resolve(graph::LayerId id, int64_t batch) {
+    const graph::Graph& graph = context_.graph;
+    const cost::TensorSplit& tensor = program_.splits[static_cast<size_t>(id)];
+    if (tensor.splits()) {
+      const cost::CostModel* co_located = this->co_located(id);
+      if (co_located != nullptr) {
+        if (auto estimate = co_located->estimate_tensor(graph, id, batch, tensor)) return estimate->time;
+      }
+      return context_.cost.require_tensor(graph, id, batch, tensor).time;
+    }
+    const bool split_batchnorm = options_.program.sync_batchnorm && shards(id).size() >= 2 &&
+                                 graph.layer(id).op() == graph::OpKind::BatchNorm2d;
+    const cost::CostModel* co_located = this->co_located(id);
+    if (split_batchnorm) {
+      if (co_located != nullptr) {
+        if (auto split = co_located->estimate_split(graph, id, batch)) return split->time;
+      }
+      if (auto split = context_.cost.estimate_split(graph, id, batch)) return split->time;
+    }
+    if (co_located != nullptr) {
+      if (auto estimate = co_located->estimate(graph, id, batch)) return estimate->time;
+    }
+    return context_.cost.require(graph, id, batch).time;
+  }
+
+  // The co-located model when two of layer `id`'s ranks share a node (known once per layer).
+  const cost::CostModel* co_located(graph::LayerId id) {
+    if (options_.co_located_cost == nullptr) return nullptr;
+    int8_t& known = shares_a_node_[static_cast<size_t>(id)];
+    if (known < 0) {
+      const cluster::Cluster& cluster = context_.network.cluster();
+      std::vector<bool> seen(static_cast<size_t>(cluster.nodes()), false);
+      known = 0;
+      for (const cost::Shard& shard : shards(id)) {
+        const auto node = static_cast<size_t>(cluster.node_of(shard.rank));
+        if (seen[node]) known = 1;
+        seen[node] = true;
+      }
+    }
+    return known == 1 ? options_.co_located_cost : nullptr;
+  }
+
+  const program::StepProgram& program_;
+  const PlanContext& context_;
+  const TimingOptions& options_;
+  std::vector<std::vector<std::pair<int64_t, cost::LayerTime>>> times_;  // by layer: (shard size, time)
+  std::vector<int8_t> shares_a_node_;  // by layer: -1 not yet known, else 0 or 1
+};
+
+// What lowering one rank's list carries from op to op.
+struct RankCursor {
+  size_t shard = 0;              // where the rank's latest segment is in its shard index
+  int32_t last_compute = -1;     // the rank's latest compute task
+  int32_t last_collective = -1;  // the rank's latest collective (they run in program order)
+  std::vector<int32_t> waits;    // what the rank's next compute task waits for
+};
+
+// Lowers the ranks' programs side by side (lower_ranks). Messages and collectives are shared
+// between ranks: whichever rank meets one first creates it, the others add their
+// dependencies.
+class Lowering {
+ public:
+  Lowering(const program::StepProgram& program, const PlanContext& context, const TimingOptions& options)
+      : program_(program), context_(context), options_(options), times_(program, context, options),
+        devices_(context.network.cluster().size()),
+        message_task_(program.pieces.size(), -1),
+        bucket_task_(program.buckets.size(), -1),
+        batchnorm_task_(2 * context.graph.size(), -1),
+        shards_by_rank_(static_cast<size_t>(devices_)) {
+    BURST_ASSERT(program.segment_of.size() == context.graph.size(), "a step program of another graph");
+    step_.groups = program.groups;
+    step_.first_compute.assign(static_cast<size_t>(devices_), -1);
+  }
+
+  StepTasks run() && {
+    index_shards();
+    choose_representatives();
+    reserve();
+    lower_ranks(rank_updates());
+    add_step_end();
+    link();
+    return std::move(step_);
+  }
+
+ private:
+  // Every op makes at most one task and, joining a collective, two edges; the step's end
+  // adds one edge per rank, message and collective. Reserved once: the lists of a
+  // data-parallel step on thousands of ranks hold millions of entries.
+  void reserve() {
+    size_t ops = 0;
+    for (size_t rank = 0; rank < program_.ops.size(); ++rank) {
+      if (lowered(static_cast<int>(rank))) ops += program_.ops[rank].size();
+    }
+    step_.tasks.reserve(ops + 1);
+    edges_.reserve(2 * ops + program_.ops.size());
+  }
+
+  // Per rank, (segment, shard size) of every segment it computes in, ascending segments.
+  void index_shards() {
+    for (size_t s = 0; s < program_.segments.size(); ++s) {
+      for (const cost::Shard& shard : program_.segments[s].shards) {
+        shards_by_rank_[static_cast<size_t>(shard.rank)].emplace_back(static_cast<int32_t>(s), shard.samples.size());
+      }
+    }
+  }
+
+  // Who stands for whom: the program's (ProgramOptions::one_rank_per_class), and how many
+  // ranks each representative stands for.
+  void choose_representatives() {
+    BURST_ASSERT(program_.representative.size() == program_.ops.size(), "a step program without representatives");
+    step_.representative.assign(static_cast<size_t>(devices_), -1);
+    step_.class_size.assign(static_cast<size_t>(devices_), 0);
+    for (size_t rank = 0; rank < program_.representative.size(); ++rank) {
+      const int32_t representative = program_.representative[rank];
+      if (representative < 0) continue;
+      BURST_ASSERT(static_cast<int>(rank) < devices_, "a step program with ranks outside the cluster");
+      step_.representative[rank] = representative;
+      ++step_.class_size[static_cast<size_t>(representative)];
+    }
+  }
+  bool lowered(int rank) const { return step_.representative[static_cast<size_t>(rank)] == rank; }
+
+  // The rank's shard size in `segment`. Its F ops visit its segments in ascending order and
+  // its B ops in descending order, so the cursor moves by a step or two, not a search.
+  int64_t shard_size(int rank, int32_t segment, RankCursor& cursor) const {
+    const auto& shards = shards_by_rank_[static_cast<size_t>(rank)];
+    size_t& at = cursor.shard;
+    while (at + 1 < shards.size() && shards[at].first < segment) ++at;
+    while (at > 0 && shards[at].first > segment) --at;
+    BURST_ASSERT(at < shards.size() && shards[at].first == segment, "a rank computes outside its segments");
+    return shards[at].second;
+  }
+
+  // Each rank's optimizer step: the updates of the layers with parameters it holds (the
+  // program has an UPDATE only on ranks that hold some).
+  std::vector<Seconds> rank_updates() {
+    std::vector<Seconds> updates(static_cast<size_t>(devices_), Seconds(0));
+    for (const program::Segment& segment : program_.segments) {
+      for (const graph::LayerId id : segment.layers) {
+        if (context_.graph.info(id).params == 0) continue;
+        const Seconds update = times_.update(id);
+        for (const cost::Shard& shard : segment.shards) updates[static_cast<size_t>(shard.rank)] += update;
+      }
+    }
+    return updates;
+  }
+
+  // The ranks' op lists side by side, a few ops of each rank in turn: tasks that run at
+  // about the same time (every rank's shard of a data-parallel layer) sit close together,
+  // which the simulator's event loop and the evaluator's pass read in about that order,
+  // while each rank's list is still read a cache line or more at a time.
+  void lower_ranks(const std::vector<Seconds>& updates) {
+    constexpr size_t kOpsPerTurn = 8;
+    std::vector<int> active;
+    for (size_t rank = 0; rank < program_.ops.size(); ++rank) {
+      if (!program_.ops[rank].empty() && lowered(static_cast<int>(rank))) active.push_back(static_cast<int>(rank));
+    }
+    std::vector<RankCursor> cursors(program_.ops.size());
+    for (size_t begin = 0; !active.empty(); begin += kOpsPerTurn) {
+      size_t kept = 0;
+      for (const int rank : active) {
+        const std::vector<program::Op>& ops = program_.ops[static_cast<size_t>(rank)];
+        RankCursor& cursor = cursors[static_cast<size_t>(rank)];
+        const size_t end = std::min(ops.size(), begin + kOpsPerTurn);
+        for (size_t position = begin; position < end; ++position) {
+          lower_op(rank, ops[position], updates[static_cast<size_t>(rank)], cursor);
+        }
+        if (end < ops.size()) {
+          active[kept++] = rank;
+        } else if (cursor.last_compute >= 0) {
+          // What is still waited for is a message or a collective: the step's end waits for those.
+          last_computes_.push_back(cursor.last_compute);
+        }
+      }
+      active.resize(kept);
+    }
+  }
+
+  void lower_op(int rank, const program::Op& op, Seconds update, RankCursor& cursor) {
+    switch (op.kind) {
+      case OpKind::Forward:
+      case OpKind::Backward: {
+        const cost::LayerTime& time = times_.at(op.layer, shard_size(rank, op.segment, cursor));
+        const bool forward = op.kind == OpKind::Forward;
+        const Seconds duration = (forward ? time.forward : time.backward) + options_.shard_overhead;
+        add_compute(rank, op.layer, duration, forward ? TaskWork::Forward : TaskWork::Backward, cursor);
+        break;
+      }
+      case OpKind::SendActivation:
+      case OpKind::SendGradient:
+        if (cursor.last_compute >= 0) depend(cursor.last_compute, message(op.piece));
+        break;
+      case OpKind::RecvActivation:
+      case OpKind::RecvGradient:
+        if (!program_.pieces[static_cast<size_t>(op.piece)].local()) cursor.waits.push_back(message(op.piece));
+        break;
+      case OpKind::SyncBatchNorm:
+        cursor.waits.push_back(join_collective(batchnorm_sync(op), cursor));
+        break;
+      case OpKind::TensorAllReduce:
+        cursor.waits.push_back(join_collective(tensor_allreduce(op), cursor));
+        break;
+      case OpKind::AllReduce:
+        join_collective(bucket_allreduce(op), cursor);
+        break;
+      case OpKind::WaitAllReduce:
+        cursor.waits.push_back(bucket_task_[static_cast<size_t>(op.bucket)]);
+        break;
+      case OpKind::Update:
+        if (update.s() > 0) add_compute(rank, -1, update, TaskWork::Update, cursor);  // no shard overhead
+        break;
+      case OpKind::ReduceLoss:  // not timed (logged steps only)
+      case OpKind::WaitSends:   // the step's end waits for every message
+        break;
+    }
+  }
+
+  int32_t add(const Task& task) {
+    step_.tasks.push_back(task);
+    return static_cast<int32_t>(step_.tasks.size() - 1);
+  }
+  void depend(int32_t before, int32_t after) { edges_.emplace_back(before, after); }
+
+  // A compute task on `rank`, after the rank's previous one and what it waits for.
+  void add_compute(int rank, graph::LayerId layer, Seconds duration, TaskWork work, RankCursor& cursor) {
+    Task task;
+    task.duration_s = duration.s();
+    task.kind = TaskKind::Compute;
+    task.work = work;
+    task.layer = layer;
+    task.rank = rank;
+    const int32_t index = add(task);
+    if (cursor.last_compute >= 0) {
+      depend(cursor.last_compute, index);
+    } else {
+      step_.first_compute[static_cast<size_t>(rank)] = index;
+    }
+    for (const int32_t wait : cursor.waits) depend(wait, index);
+    cursor.waits.clear();
+    cursor.last_compute = index;
+  }
+
+  // The message task of a piece, created by whichever of its two ranks comes first.
+  int32_t message(int32_t piece_index) {
+    int32_t& index = message_task_[static_cast<size_t>(piece_index)];
+    if (index >= 0) return index;
+    const program::Piece& piece = program_.pieces[static_cast<size_t>(piece_index)];
+    Task task;
+    task.kind = TaskKind::Message;
+    task.work = TaskWork::Message;
+    task.layer = piece.consumer;
+    task.rank = piece.sender;
+    task.peer = piece.receiver;
+    task.item = piece_index;
+    task.bytes = static_cast<double>(piece.bytes);
+    task.duration_s = context_.network.point_to_point(piece.sender, piece.receiver, Bytes(task.bytes)).s();
+    index = add(task);
+    messages_.push_back(index);
+    return index;
+  }
+
+  // A collective's task, once per step whichever member meets it first.
+  int32_t collective(int32_t group, double bytes, TaskWork work, graph::LayerId layer) {
+    auto cached = collective_time_.find({group, bytes});
+    if (cached == collective_time_.end()) {
+      const Seconds time = context_.network.allreduce(step_.groups[static_cast<size_t>(group)], Bytes(bytes));
+      cached = collective_time_.emplace(std::make_pair(group, bytes), time.s()).first;
+    }
+    Task task;
+    task.kind = TaskKind::Collective;
+    task.work = work;
+    task.layer = layer;
+    task.group = group;
+    task.bytes = bytes;
+    task.duration_s = cached->second;
+    const int32_t index = add(task);
+    collectives_.push_back(index);
+    return index;
+  }
+  // The statistics all-reduce of a synced BatchNorm: 2 x channels float64 sums.
+  int32_t batchnorm_sync(const program::Op& op) {
+    int32_t& index = batchnorm_task_[2 * static_cast<size_t>(op.layer) + (op.backward ? 1 : 0)];
+    if (index < 0) {
+      const double channels = static_cast<double>(context_.graph.info(op.layer).output_shape.at(0));
+      index = collective(op.group, 2 * channels * 8, TaskWork::BatchNormSync, op.layer);
+    }
+    return index;
+  }
+  // A split layer's all-reduce over one tensor group (of one micro-batch, one direction).
+  int32_t tensor_allreduce(const program::Op& op) {
+    const auto key = std::make_tuple(op.layer, op.backward, op.micro, op.group);
+    const auto found = tensor_task_.find(key);
+    if (found != tensor_task_.end()) return found->second;
+    const int32_t index = collective(op.group, static_cast<double>(op.bytes), TaskWork::TensorAllReduce, op.layer);
+    tensor_task_.emplace(key, index);
+    return index;
+  }
+  int32_t bucket_allreduce(const program::Op& op) {
+    int32_t& index = bucket_task_[static_cast<size_t>(op.bucket)];
+    if (index < 0) {
+      const program::Bucket& bucket = program_.buckets[static_cast<size_t>(op.bucket)];
+      index = collective(bucket.group, static_cast<double>(bucket.bytes), TaskWork::Allreduce, bucket.closed_by);
+      step_.tasks[static_cast<size_t>(index)].item = op.bucket;
+    }
+    return index;
+  }
+  // A member joins: the collective waits for its latest compute and its previous collective.
+  // Members mostly share the previous one and join one after another: that edge is added
+  // once for them, not once per rank.
+  int32_t join_collective(int32_t index, RankCursor& cursor) {
+    if (cursor.last_compute >= 0) depend(cursor.last_compute, index);
+    const std::pair<int32_t, int32_t> chain{cursor.last_collective, index};
+    if (cursor.last_collective >= 0 && chain != last_chain_) {
+      depend(cursor.last_collective, index);
+      last_chain_ = chain;
+    }
+    cursor.last_collective = index;
+    return index;
+  }
+
+  // The step ends when every rank's compute, every message and every collective is done.
+  void add_step_end() {
+    Task task;
+    task.kind = TaskKind::StepEnd;
+    task.work = TaskWork::StepEnd;
+    step_.step_end = add(task);
+    for (const std::vector<int32_t>* before : {&last_computes_, &messages_, &collectives_}) {
+      for (const int32_t index : *before) depend(index, step_.step_end);
+    }
+  }
+
+  // Edges into the compressed successor lists (in the order they were added: a task
+  // releases its successors in program order), and dependency counts.
+  void link() {
+    const size_t count = step_.tasks.size();
+    step_.successor_begin.assign(count + 1, 0);
+    step_.dependency_count.assign(count, 0);
+    for (const auto& [before, after] : edges_) {
+      ++step_.successor_begin[static_cast<size_t>(before) + 1];
+      ++step_.dependency_count[static_cast<size_t>(after)];
+    }
+    for (size_t i = 0; i < count; ++i) step_.successor_begin[i + 1] += step_.successor_begin[i];
+    step_.successors.resize(edges_.size());
+    // Fill each list from its start, the start itself as the cursor (it ends at the list's
+    // end, the next list's start), then move the starts back one place.
+    for (const auto& [before, after] : edges_) {
+      step_.successors[static_cast<size_t>(step_.successor_begin[static_cast<size_t>(before)]++)] = after;
+    }
+    for (size_t i = count; i > 0; --i) step_.successor_begin[i] = step_.successor_begin[i - 1];
+    step_.successor_begin[0] = 0;
+  }
+
+  const program::StepProgram& program_;
+  const PlanContext& context_;
+  const TimingOptions& options_;
+  ShardTimes times_;
+  int devices_;
+  std::vector<int32_t> message_task_;     // by piece
+  std::vector<int32_t> bucket_task_;      // by bucket
+  std::vector<int32_t> batchnorm_task_;   // by layer x 2 + (backward)
+  std::map<std::tuple<graph::LayerId, bool, int32_t, int32_t>, int32_t> tensor_task_;  // (layer, backward, micro, group)
+  std::vector<std::vector<std::pair<int32_t, int64_t>>> shards_by_rank_;
+  std::vector<int32_t> last_computes_;
+  std::vector<int32_t> messages_;
+  std::vector<int32_t> collectives_;
+  std::vector<std::pair<int32_t, int32_t>> edges_;
+  std::pair<int32_t, int32_t> last_chain_{-1, -1};  // the latest collective -> collective edge
+  std::map<std::pair<int32_t, double>, double> collective_time_;  // (group, bytes) -> seconds
+  StepTasks step_;
+};
+
+}  // namespace
+
+bool ports_may_contend(const program::StepProgram& program) {
+  std::vector<char> sends(static_cast<size_t>(program.ranks), 0), receives(static_cast<size_t>(program.ranks), 0);
+  for (const program::Piece& piece : program.pieces) {
+    if (piece.local()) continue;
+    char& send = sends[static_cast<size_t>(piece.sender)];
+    char& receive = receives[static_cast<size_t>(piece.receiver)];
+    if (send || receive) return true;
+    send = receive = 1;
+  }
+  return false;
+}
+
+StepTasks lower_step_program(const program::StepProgram& program, const PlanContext& context,
+                             const TimingOptions& options) {
+  return Lowering(program, context, options).run();
+}
+
+StepTasks plan_step_tasks(const plan::Plan& plan, const PlanContext& context, const TimingOptions& options,
+                          program::BuildScope scope) {
+  scope.reduce_loss = false;  // not timed
+  const program::StepProgram program = build_step_program(context.graph, plan, options.program, scope);
+  return lower_step_program(program, context, options);
+}
+
+}  // namespace burst::timing
