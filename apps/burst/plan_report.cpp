@@ -172,15 +172,8 @@ std::string mfu_text(const PlanReport& report) {
                      100 * mfu(report), report.cluster.size(), report.peak_flops / 1e12);
 }
 
-}  // namespace
-
-void print_plan_report(const PlanReport& report, std::ostream& out) {
-  const timing::PlanEvaluation& evaluation = report.evaluation;
-  const auto [largest, largest_limited] = max_amplifications(report);
-  const int devices = report.cluster.size();
-  out << fmt::format("{} for {}: global batch {} on {} ({} {} device{})\n", strategy_text(report),
-                     report.graph.name(), report.plan.global_batch, report.cluster.name(), devices,
-                     report.cluster.device(), devices == 1 ? "" : "s");
+// The per-layer table, with the lines that say what its columns are.
+void print_layer_table(const PlanReport& report, std::ostream& out) {
   out << "Times in ms. per-dev: the largest shard; transfer: the slowest input message into the "
          "layer; sync: the all-reduce of its gradient bucket;\n"
          "ampl: devices x (fwd + bwd) / one device's time at the whole batch (*: exempt from the "
@@ -201,7 +194,7 @@ void print_plan_report(const PlanReport& report, std::ostream& out) {
                    {"fwd end", Align::Right},
                    {"bwd end", Align::Right}});
   for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(report.graph.size()); ++id) {
-    const timing::LayerTiming& layer = evaluation.layers[static_cast<size_t>(id)];
+    const timing::LayerTiming& layer = report.evaluation.layers[static_cast<size_t>(id)];
     table.add_row({std::to_string(id), report.graph.layer(id).name,
                    graph::op_name(report.graph.layer(id).op()), devices_text(report.plan, id, layer.devices),
                    std::to_string(layer.per_device_batch), fmt::format("{:.4f}", layer.forward.ms()),
@@ -212,9 +205,15 @@ void print_plan_report(const PlanReport& report, std::ostream& out) {
                    fmt::format("{:.3f}", layer.backward_end_s * 1e3)});
   }
   table.print(out);
+}
 
+// The summary's lines as (label, value); "-": the line does not apply to this plan.
+std::vector<std::pair<std::string, std::string>> summary_lines(const PlanReport& report) {
+  const timing::PlanEvaluation& evaluation = report.evaluation;
+  const auto [largest, largest_limited] = max_amplifications(report);
+  const int devices = report.cluster.size();
   const Seconds iteration = evaluation.iteration_time;
-  const std::pair<std::string, std::string> summary[] = {
+  return {
       {"predicted iteration time", fmt::format("{:.3f} ms", iteration.ms())},
       {"  the planner's own estimate",
        report.planner_prediction ? fmt::format("{:.3f} ms", report.planner_prediction->ms()) : "-"},
@@ -232,21 +231,29 @@ void print_plan_report(const PlanReport& report, std::ostream& out) {
       {"largest amplification",
        report.amplification_exempt_below
            ? fmt::format("{:.2f} of the layers under the limit, {:.2f} of all (* exempt: one-device time under {:.3f} ms)",
-                         largest_limited, largest,
-                         report.amplification_exempt_below->ms())
+                         largest_limited, largest, report.amplification_exempt_below->ms())
            : "-"},
       {"idle device-seconds per iteration",
        fmt::format("{:.6f} s ({:.1f}% of {} devices x {:.3f} ms): free for a background job",
                    evaluation.idle_device_seconds.s(),
-                   100 * ratio(evaluation.idle_device_seconds, iteration * devices), devices,
-                   iteration.ms())},
-      {"devices used",
-       fmt::format("{} of {} (the most any layer runs on)", devices_used(report.plan), devices)},
+                   100 * ratio(evaluation.idle_device_seconds, iteration * devices), devices, iteration.ms())},
+      {"devices used", fmt::format("{} of {} (the most any layer runs on)", devices_used(report.plan), devices)},
       {"pipeline", pipeline_text(report.plan)},
       {"strategies tried", report.tried != nullptr && !report.tried->empty() ? strategies_text(*report.tried) : "-"},
       {"peak memory per device", report.memory_line.empty() ? "-" : report.memory_line},
       {"  note", report.memory_note.empty() ? "-" : report.memory_note},
   };
+}
+
+}  // namespace
+
+void print_plan_report(const PlanReport& report, std::ostream& out) {
+  const int devices = report.cluster.size();
+  out << fmt::format("{} for {}: global batch {} on {} ({} {} device{})\n", strategy_text(report),
+                     report.graph.name(), report.plan.global_batch, report.cluster.name(), devices,
+                     report.cluster.device(), devices == 1 ? "" : "s");
+  print_layer_table(report, out);
+  const std::vector<std::pair<std::string, std::string>> summary = summary_lines(report);
   size_t label_width = 0;
   for (const auto& [label, value] : summary) label_width = std::max(label_width, label.size());
   out << '\n';

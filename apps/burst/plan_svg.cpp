@@ -185,11 +185,8 @@ std::string rank_label(const TimelineRow& row) {
   return fmt::format("ranks {}-{} (shows {})", row.first_rank, row.last_rank, row.shown_rank);
 }
 
-// (b) The Gantt chart of one iteration; returns the y below it.
-double draw_timelines(SvgWriter& svg, const Plan& plan, const PlanEvaluation& evaluation,
-                      const std::vector<std::vector<Activity>>& timelines, double top) {
-  svg.text(kLeft, top, "One iteration per rank (time in ms)", "start", "heading");
-  // Legend: the four activity kinds and idle time.
+// The Gantt chart's legend: the four activity kinds and idle time.
+void draw_timeline_legend(SvgWriter& svg, double top) {
   double legend_x = kLeft;
   const double legend_y = top + 12;
   for (const KindStyle& style : kKinds) {
@@ -199,37 +196,60 @@ double draw_timelines(SvgWriter& svg, const Plan& plan, const PlanEvaluation& ev
   }
   svg.rect(legend_x, legend_y, 14, 10, "idle");
   svg.text(legend_x + 18, legend_y + 9, "idle (free for a background job)", "start", "small");
+}
 
-  const std::vector<TimelineRow> rows = timeline_rows(timelines);
-  const double row_height = rows.size() <= 8 ? 30 : rows.size() <= 24 ? 20 : 12;
-  const double lane_area = row_height - 3;  // 3 units between rows
-  double span = evaluation.iteration_time.s();
+// Where the Gantt chart's rows and its time axis lie.
+struct GanttFrame {
+  std::vector<TimelineRow> rows;
+  double row_height = 0;
+  double lane_area = 0;  // a row's height less the 3 units between rows
+  double rows_top = 0;
+  double rows_bottom = 0;
+  double span = 0;  // seconds the axis covers
+  double x_of(double seconds) const { return kLeft + seconds / span * kPlotWidth; }
+};
+
+GanttFrame gantt_frame(const PlanEvaluation& evaluation, const std::vector<std::vector<Activity>>& timelines,
+                       double top) {
+  GanttFrame frame;
+  frame.rows = timeline_rows(timelines);
+  frame.row_height = frame.rows.size() <= 8 ? 30 : frame.rows.size() <= 24 ? 20 : 12;
+  frame.lane_area = frame.row_height - 3;
+  frame.span = evaluation.iteration_time.s();
   for (const auto& timeline : timelines) {
-    for (const Activity& activity : timeline) span = std::max(span, activity.end_s);
+    for (const Activity& activity : timeline) frame.span = std::max(frame.span, activity.end_s);
   }
-  if (!(span > 0)) span = 1e-9;  // an empty model: nothing to draw, keep the axis finite
-  auto x_of = [&](double seconds) { return kLeft + seconds / span * kPlotWidth; };
+  if (!(frame.span > 0)) frame.span = 1e-9;  // an empty model: nothing to draw, keep the axis finite
+  frame.rows_top = top + 32;
+  frame.rows_bottom = frame.rows_top + static_cast<double>(frame.rows.size()) * frame.row_height;
+  return frame;
+}
 
-  const double rows_top = top + 32;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const double y = rows_top + static_cast<double>(i) * row_height;
-    svg.rect(kLeft, y, kPlotWidth, lane_area, "idle");
-    svg.text(kLeft - 6, y + lane_area / 2 + 4, rank_label(rows[i]), "end",
-             row_height < 16 ? "small" : "label");
+// Each row's idle background and label, and the time axis below them.
+void draw_rows_and_axis(SvgWriter& svg, const GanttFrame& frame) {
+  for (size_t i = 0; i < frame.rows.size(); ++i) {
+    const double y = frame.rows_top + static_cast<double>(i) * frame.row_height;
+    svg.rect(kLeft, y, kPlotWidth, frame.lane_area, "idle");
+    svg.text(kLeft - 6, y + frame.lane_area / 2 + 4, rank_label(frame.rows[i]), "end",
+             frame.row_height < 16 ? "small" : "label");
   }
-  const double rows_bottom = rows_top + static_cast<double>(rows.size()) * row_height;
-  const double step_ms = nice_step(span * 1e3, 10, 0);
-  for (double tick = 0; tick <= span * 1e3 * (1 + 1e-9); tick += step_ms) {
-    svg.line(x_of(tick / 1e3), rows_top, x_of(tick / 1e3), rows_bottom, "grid");
-    svg.line(x_of(tick / 1e3), rows_bottom, x_of(tick / 1e3), rows_bottom + 4, "axis");
-    svg.text(x_of(tick / 1e3), rows_bottom + 16, fmt::format("{:g}", tick), "middle");
+  const double step_ms = nice_step(frame.span * 1e3, 10, 0);
+  for (double tick = 0; tick <= frame.span * 1e3 * (1 + 1e-9); tick += step_ms) {
+    const double x = frame.x_of(tick / 1e3);
+    svg.line(x, frame.rows_top, x, frame.rows_bottom, "grid");
+    svg.line(x, frame.rows_bottom, x, frame.rows_bottom + 4, "axis");
+    svg.text(x, frame.rows_bottom + 16, fmt::format("{:g}", tick), "middle");
   }
-  svg.line(kLeft, rows_bottom, kLeft + kPlotWidth, rows_bottom, "axis");
+  svg.line(kLeft, frame.rows_bottom, kLeft + kPlotWidth, frame.rows_bottom, "axis");
+}
 
-  // Lanes within a row: compute on the top half, transfers and all-reduces a quarter each.
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const double y = rows_top + static_cast<double>(i) * row_height;
-    for (const Activity& activity : timelines[static_cast<size_t>(rows[i].shown_rank)]) {
+// Lanes within a row: compute on the top half, transfers and all-reduces a quarter each.
+void draw_activities(SvgWriter& svg, const Plan& plan, const std::vector<std::vector<Activity>>& timelines,
+                     const GanttFrame& frame) {
+  const double lane_area = frame.lane_area;
+  for (size_t i = 0; i < frame.rows.size(); ++i) {
+    const double y = frame.rows_top + static_cast<double>(i) * frame.row_height;
+    for (const Activity& activity : timelines[static_cast<size_t>(frame.rows[i].shown_rank)]) {
       double lane_top = y, lane_height = lane_area / 2;
       if (activity.kind == ActivityKind::Transfer) {
         lane_top = y + lane_area / 2;
@@ -243,16 +263,19 @@ double draw_timelines(SvgWriter& svg, const Plan& plan, const PlanEvaluation& ev
               ? plan.layers[static_cast<size_t>(activity.layer)].layer
               : std::string();
       const KindStyle& style = style_of(activity.kind);
-      svg.rect(x_of(activity.start_s), lane_top, x_of(activity.end_s) - x_of(activity.start_s), lane_height,
-               style.css_class,
+      svg.rect(frame.x_of(activity.start_s), lane_top, frame.x_of(activity.end_s) - frame.x_of(activity.start_s),
+               lane_height, style.css_class,
                fmt::format("{} {}: {:.3f}-{:.3f} ms", layer, activity_kind_name(activity.kind),
                            activity.start_s * 1e3, activity.end_s * 1e3));
     }
   }
+}
 
-  double y = rows_bottom + 36;
+// The notes under the chart; returns the y below them.
+double draw_timeline_notes(SvgWriter& svg, const GanttFrame& frame, size_t ranks) {
+  double y = frame.rows_bottom + 36;
   const bool squeezed =
-      std::any_of(rows.begin(), rows.end(), [](const TimelineRow& row) { return !row.identical; });
+      std::any_of(frame.rows.begin(), frame.rows.end(), [](const TimelineRow& row) { return !row.identical; });
   svg.text(
       kLeft, y,
       "Each row: compute (forward, backward) on top; below it the input transfers into the rank's layers "
@@ -263,15 +286,26 @@ double draw_timelines(SvgWriter& svg, const Plan& plan, const PlanEvaluation& ev
     svg.text(kLeft, y,
              fmt::format("{} ranks have more than {} distinct timelines: each row stands for a group of "
                          "consecutive ranks and shows its first rank's timeline.",
-                         timelines.size(), kMaxTimelineRows),
+                         ranks, kMaxTimelineRows),
              "start", "small");
   } else {
     svg.text(kLeft, y,
-             fmt::format("{} ranks in {} rows: ranks with identical timelines share a row.", timelines.size(),
-                         rows.size()),
+             fmt::format("{} ranks in {} rows: ranks with identical timelines share a row.", ranks,
+                         frame.rows.size()),
              "start", "small");
   }
   return y + 16;
+}
+
+// (b) The Gantt chart of one iteration; returns the y below it.
+double draw_timelines(SvgWriter& svg, const Plan& plan, const PlanEvaluation& evaluation,
+                      const std::vector<std::vector<Activity>>& timelines, double top) {
+  svg.text(kLeft, top, "One iteration per rank (time in ms)", "start", "heading");
+  draw_timeline_legend(svg, top);
+  const GanttFrame frame = gantt_frame(evaluation, timelines, top);
+  draw_rows_and_axis(svg, frame);
+  draw_activities(svg, plan, timelines, frame);
+  return draw_timeline_notes(svg, frame, timelines.size());
 }
 
 }  // namespace
@@ -324,45 +358,35 @@ std::string render_plan_svg(const Plan& plan, const PlanEvaluation& evaluation, 
 
 namespace {
 
-// One chart of render_scaling_charts, drawn from `top`; returns the y below it.
-double draw_scaling_chart(SvgWriter& svg, const ScalingChart& chart, double top) {
-  constexpr double kHeight = 300;
-  svg.text(kLeft, top, chart.heading, "start", "heading");
-  constexpr size_t kLegendPerRow = 4;
-  const size_t legend_rows = (chart.series.size() + kLegendPerRow - 1) / kLegendPerRow;
-  const double legend_y = top + 20, plot_top = top + 24 + 16.0 * static_cast<double>(std::max<size_t>(legend_rows, 1));
-  const double bottom = plot_top + kHeight;
+// A scaling chart's axes: devices on a log scale, values from 0 to y_max.
+struct ScalingAxes {
   int most_devices = 1;
-  double most = 0;
-  bool any = false;
-  for (size_t s = 0; s < chart.series.size(); ++s) {
-    const ScalingSeries& series = chart.series[s];
-    const double x = kLeft + 260.0 * static_cast<double>(s % kLegendPerRow);
-    const double y = legend_y + 16.0 * static_cast<double>(s / kLegendPerRow);
-    svg.line(x, y - 4, x + 24, y - 4, fmt::format("series{}", s % kSeriesStyles).c_str());
-    svg.text(x + 30, y, series.name, "start", "small");
-    for (const auto& [devices, value] : series.points) {
-      most_devices = std::max(most_devices, devices);
-      most = std::max(most, value);
-      any = true;
-    }
-  }
-  if (!any) {
-    svg.text(kLeft, plot_top + 14, "(no device counts)", "start", "label");
-    return plot_top + 30;
-  }
-  const double y_step = nice_step(most, 6, 0);
-  const double y_max = std::max(std::ceil(most / y_step) * y_step, y_step);
-  auto x_of = [&](int devices) {
+  double y_max = 0, y_step = 0;
+  double plot_top = 0, bottom = 0;
+  static constexpr double kHeight = 300;
+  double x_of(int devices) const {
     if (most_devices == 1) return kLeft + kPlotWidth / 2;
     return kLeft + std::log2(static_cast<double>(devices)) / std::log2(static_cast<double>(most_devices)) * kPlotWidth;
-  };
-  auto y_of = [&](double value) { return bottom - value / y_max * kHeight; };
-  for (double tick = 0; tick <= y_max * (1 + 1e-9); tick += y_step) {
-    svg.line(kLeft, y_of(tick), kLeft + kPlotWidth, y_of(tick), "gridline");
-    svg.text(kLeft - 6, y_of(tick) + 4, fmt::format("{:g}", tick), "end");
   }
-  // x ticks at the powers of two and the largest count among the points.
+  double y_of(double value) const { return bottom - value / y_max * kHeight; }
+};
+
+// The legend, a series a line segment, four to a row, from `legend_y`.
+void draw_scaling_legend(SvgWriter& svg, const ScalingChart& chart, double legend_y, size_t per_row) {
+  for (size_t s = 0; s < chart.series.size(); ++s) {
+    const double x = kLeft + 260.0 * static_cast<double>(s % per_row);
+    const double y = legend_y + 16.0 * static_cast<double>(s / per_row);
+    svg.line(x, y - 4, x + 24, y - 4, fmt::format("series{}", s % kSeriesStyles).c_str());
+    svg.text(x + 30, y, chart.series[s].name, "start", "small");
+  }
+}
+
+// Value grid lines, device ticks at the powers of two and the largest count, axes, labels.
+void draw_scaling_axes(SvgWriter& svg, const ScalingChart& chart, const ScalingAxes& axes) {
+  for (double tick = 0; tick <= axes.y_max * (1 + 1e-9); tick += axes.y_step) {
+    svg.line(kLeft, axes.y_of(tick), kLeft + kPlotWidth, axes.y_of(tick), "gridline");
+    svg.text(kLeft - 6, axes.y_of(tick) + 4, fmt::format("{:g}", tick), "end");
+  }
   std::vector<int> ticks;
   for (const ScalingSeries& series : chart.series) {
     for (const auto& point : series.points) ticks.push_back(point.first);
@@ -371,29 +395,61 @@ double draw_scaling_chart(SvgWriter& svg, const ScalingChart& chart, double top)
   ticks.erase(std::unique(ticks.begin(), ticks.end()), ticks.end());
   for (const int devices : ticks) {
     const bool power_of_two = (devices & (devices - 1)) == 0;
-    if (!power_of_two && devices != most_devices) continue;
-    svg.line(x_of(devices), bottom, x_of(devices), bottom + 4, "axis");
-    svg.text(x_of(devices), bottom + 16, std::to_string(devices), "middle");
+    if (!power_of_two && devices != axes.most_devices) continue;
+    svg.line(axes.x_of(devices), axes.bottom, axes.x_of(devices), axes.bottom + 4, "axis");
+    svg.text(axes.x_of(devices), axes.bottom + 16, std::to_string(devices), "middle");
   }
-  svg.line(kLeft, bottom, kLeft + kPlotWidth, bottom, "axis");
-  svg.line(kLeft, plot_top, kLeft, bottom, "axis");
-  svg.text(kLeft + kPlotWidth / 2, bottom + 34, "devices (log scale)", "middle", "small");
-  svg.text(kLeft - 50, plot_top + kHeight / 2, chart.y_label, "end", "small");
+  svg.line(kLeft, axes.bottom, kLeft + kPlotWidth, axes.bottom, "axis");
+  svg.line(kLeft, axes.plot_top, kLeft, axes.bottom, "axis");
+  svg.text(kLeft + kPlotWidth / 2, axes.bottom + 34, "devices (log scale)", "middle", "small");
+  svg.text(kLeft - 50, axes.plot_top + ScalingAxes::kHeight / 2, chart.y_label, "end", "small");
+}
+
+// Each series as a line through its points, each point with its value as a tooltip.
+void draw_scaling_series(SvgWriter& svg, const ScalingChart& chart, const ScalingAxes& axes) {
   for (size_t s = 0; s < chart.series.size(); ++s) {
     const ScalingSeries& series = chart.series[s];
     const size_t style = s % kSeriesStyles;
     std::string coordinates;
     for (const auto& [devices, value] : series.points) {
-      coordinates += fmt::format("{:.2f},{:.2f} ", x_of(devices), y_of(value));
+      coordinates += fmt::format("{:.2f},{:.2f} ", axes.x_of(devices), axes.y_of(value));
     }
     svg.raw(fmt::format("<polyline class=\"series{}\" points=\"{}\"/>\n", style, coordinates));
     for (const auto& [devices, value] : series.points) {
       svg.raw(fmt::format("<circle class=\"series{}-point\" cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"3\"><title>{}</title></circle>\n",
-                          style, x_of(devices), y_of(value),
+                          style, axes.x_of(devices), axes.y_of(value),
                           svg_escape(fmt::format("{} devices, {}: {:.4g} {}", devices, series.name, value, chart.y_label))));
     }
   }
-  return bottom + 60;
+}
+
+// One chart of render_scaling_charts, drawn from `top`; returns the y below it.
+double draw_scaling_chart(SvgWriter& svg, const ScalingChart& chart, double top) {
+  svg.text(kLeft, top, chart.heading, "start", "heading");
+  constexpr size_t kLegendPerRow = 4;
+  const size_t legend_rows = (chart.series.size() + kLegendPerRow - 1) / kLegendPerRow;
+  draw_scaling_legend(svg, chart, top + 20, kLegendPerRow);
+  ScalingAxes axes;
+  axes.plot_top = top + 24 + 16.0 * static_cast<double>(std::max<size_t>(legend_rows, 1));
+  axes.bottom = axes.plot_top + ScalingAxes::kHeight;
+  double most = 0;
+  bool any = false;
+  for (const ScalingSeries& series : chart.series) {
+    for (const auto& [devices, value] : series.points) {
+      axes.most_devices = std::max(axes.most_devices, devices);
+      most = std::max(most, value);
+      any = true;
+    }
+  }
+  if (!any) {
+    svg.text(kLeft, axes.plot_top + 14, "(no device counts)", "start", "label");
+    return axes.plot_top + 30;
+  }
+  axes.y_step = nice_step(most, 6, 0);
+  axes.y_max = std::max(std::ceil(most / axes.y_step) * axes.y_step, axes.y_step);
+  draw_scaling_axes(svg, chart, axes);
+  draw_scaling_series(svg, chart, axes);
+  return axes.bottom + 60;
 }
 
 }  // namespace

@@ -154,14 +154,8 @@ void run_sweep(const SimOptionsText& options, const Inputs& inputs, const cost::
   if (!options.svg.empty()) std::cout << "\nwrote the scaling curves to " << options.svg << '\n';
 }
 
-void run_one(const SimOptionsText& options, const Inputs& inputs, const cost::CostModel& cost,
-             const cost::CostModel* co_located, const std::optional<double>& limit, const program::ProgramOptions& program,
-             const std::optional<Background>& background) {
-  const cost::NetworkModel network(inputs.cluster);
-  const plan::PlanContext context{inputs.graph, cost, network};
-  planner::BurstOptions burst = burst_options(limit, false);
-  burst.program = program;  // plan the step simulated
-  const ChosenPlan chosen = choose_plan(inputs, options.strategy, context, burst);
+// Where the simulated plan came from, as the report's first lines say it.
+std::string plan_source(const SimOptionsText& options, const Inputs& inputs, const ChosenPlan& chosen) {
   const plan::Plan& plan = chosen.plan;
   std::string source = "data-parallel plan";
   if (inputs.loaded) {
@@ -174,6 +168,19 @@ void run_one(const SimOptionsText& options, const Inputs& inputs, const cost::Co
     source = fmt::format("{} plan ({})", plan.strategy, pipeline_text(plan));
   }
   if (!chosen.tried.empty()) source = fmt::format("auto: {} (tried {})", source, strategies_text(chosen.tried));
+  return source;
+}
+
+void run_one(const SimOptionsText& options, const Inputs& inputs, const cost::CostModel& cost,
+             const cost::CostModel* co_located, const std::optional<double>& limit, const program::ProgramOptions& program,
+             const std::optional<Background>& background) {
+  const cost::NetworkModel network(inputs.cluster);
+  const plan::PlanContext context{inputs.graph, cost, network};
+  planner::BurstOptions burst = burst_options(limit, false);
+  burst.program = program;  // plan the step simulated
+  const ChosenPlan chosen = choose_plan(inputs, options.strategy, context, burst);
+  const plan::Plan& plan = chosen.plan;
+  const std::string source = plan_source(options, inputs, chosen);
   const int trace_ranks = static_cast<int>(parse_whole(options.trace_ranks, "--trace-ranks", 1, cluster::kMaxDevices));
   sim::SimOptions sim_options = base_sim_options(options, program, co_located);
   sim_options.record_idle_intervals = options.intervals;

@@ -31,34 +31,10 @@ const char* policy_name(sim::BackgroundPolicy policy) {
   return policy == sim::BackgroundPolicy::Greedy ? "greedy" : "fit";
 }
 
-void print_sim_report(const SimReport& report, std::ostream& out) {
-  const sim::SimResult& result = headline(report);
-  const int devices = report.cluster.size();
-  out << fmt::format("simulated {} for {}: global batch {} on {} ({} {} device{}), BatchNorm {}\n",
-                     report.plan_source, report.model, report.plan.global_batch, report.cluster.name(), devices,
-                     report.cluster.device(), devices == 1 ? "" : "s", program::batchnorm_mode_name(report.program));
-  if (report.background) out << "background job on every device: " << background_name(*report.background) << '\n';
-  out << '\n';
-  auto line = [&out](const std::string& label, const std::string& value, const std::string& note) {
-    out << fmt::format("{:<20}{:>20}  {}\n", label, value, note);
-  };
-  line("iteration time", fmt::format("{:.3f} ms", result.iteration_time.ms()),
-       fmt::format("(planner's evaluator: {:.3f} ms)", report.evaluator_time.ms()));
-  if (report.multiplexed) {
-    line("  alone", fmt::format("{:.3f} ms", report.foreground.iteration_time.ms()),
-         fmt::format("(slowdown with the background job: {:.3f}x)", report.multiplexed->foreground_slowdown));
-  }
-  line("foreground", rate(result.foreground_samples_per_s) + " samples/s", "");
-  if (report.multiplexed) {
-    line("background", rate(result.background_samples_per_s) + " samples/s",
-         fmt::format("({:.1f} alone on one device; {:.0f}% of what the foreground's idle time allows)",
-                     result.background_alone_samples_per_s, 100 * report.multiplexed->idle_time_efficiency));
-  }
-  line("cluster throughput", rate(result.cluster_throughput) + " samples/s", "");
-  line("useful fraction", fmt::format("{:.3f}", result.useful_fraction),
-       fmt::format("(busy {:.3f}; useful: device time on work one device would also do)", result.busy_fraction));
-  if (!report.memory.empty()) out << "peak memory per device: " << report.memory << '\n';
+namespace {
 
+// Per device, ms per step: the first kShownRanks ranks, and the mean of all beyond them.
+void print_device_table(const sim::SimResult& result, int devices, std::ostream& out) {
   out << "\nPer device, ms per step (communication runs beside compute):\n";
   TextTable table({{"rank", Align::Right},
                    {"foreground", Align::Right},
@@ -92,6 +68,38 @@ void print_sim_report(const SimReport& report, std::ostream& out) {
     row(fmt::format("mean of {}", devices), mean);
   }
   table.print(out);
+}
+
+}  // namespace
+
+void print_sim_report(const SimReport& report, std::ostream& out) {
+  const sim::SimResult& result = headline(report);
+  const int devices = report.cluster.size();
+  out << fmt::format("simulated {} for {}: global batch {} on {} ({} {} device{}), BatchNorm {}\n",
+                     report.plan_source, report.model, report.plan.global_batch, report.cluster.name(), devices,
+                     report.cluster.device(), devices == 1 ? "" : "s", program::batchnorm_mode_name(report.program));
+  if (report.background) out << "background job on every device: " << background_name(*report.background) << '\n';
+  out << '\n';
+  auto line = [&out](const std::string& label, const std::string& value, const std::string& note) {
+    out << fmt::format("{:<20}{:>20}  {}\n", label, value, note);
+  };
+  line("iteration time", fmt::format("{:.3f} ms", result.iteration_time.ms()),
+       fmt::format("(planner's evaluator: {:.3f} ms)", report.evaluator_time.ms()));
+  if (report.multiplexed) {
+    line("  alone", fmt::format("{:.3f} ms", report.foreground.iteration_time.ms()),
+         fmt::format("(slowdown with the background job: {:.3f}x)", report.multiplexed->foreground_slowdown));
+  }
+  line("foreground", rate(result.foreground_samples_per_s) + " samples/s", "");
+  if (report.multiplexed) {
+    line("background", rate(result.background_samples_per_s) + " samples/s",
+         fmt::format("({:.1f} alone on one device; {:.0f}% of what the foreground's idle time allows)",
+                     result.background_alone_samples_per_s, 100 * report.multiplexed->idle_time_efficiency));
+  }
+  line("cluster throughput", rate(result.cluster_throughput) + " samples/s", "");
+  line("useful fraction", fmt::format("{:.3f}", result.useful_fraction),
+       fmt::format("(busy {:.3f}; useful: device time on work one device would also do)", result.busy_fraction));
+  if (!report.memory.empty()) out << "peak memory per device: " << report.memory << '\n';
+  print_device_table(result, devices, out);
 }
 
 json sim_report_json(const SimReport& report) {

@@ -21,12 +21,8 @@ nlohmann::json slice(const SimEvent& event, int rank, Lane lane, std::string nam
           {"ts", event.start_s * 1e6}, {"dur", (event.end_s - event.start_s) * 1e6}, {"args", std::move(args)}};
 }
 
-}  // namespace
-
-std::string chrome_trace_json(const SimResult& result, const graph::Graph& foreground,
-                              const graph::Graph* background, int max_ranks) {
-  const int shown = std::min(result.devices, std::max(0, max_ranks));
-  nlohmann::json events = nlohmann::json::array();
+// Names of the shown ranks' processes and lanes.
+void add_metadata(nlohmann::json& events, int shown) {
   for (int rank = 0; rank < shown; ++rank) {
     events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", rank}, {"args", {{"name", fmt::format("rank {}", rank)}}}});
     events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", rank}, {"args", {{"sort_index", rank}}}});
@@ -35,48 +31,63 @@ std::string chrome_trace_json(const SimResult& result, const graph::Graph& foreg
                         {"args", {{"name", kLaneNames[lane]}}}});
     }
   }
-  for (const SimEvent& event : result.events) {
-    const std::string layer = layer_name(&foreground, event.layer);
-    switch (event.kind) {
-      case EventKind::Forward:
-      case EventKind::Backward:
-        if (event.rank < shown) {
-          events.push_back(slice(event, event.rank, kCompute, fmt::format("{} {}", layer, event_kind_name(event.kind)), {}));
-        }
-        break;
-      case EventKind::Update:
-        if (event.rank < shown) events.push_back(slice(event, event.rank, kCompute, "optimizer step", {}));
-        break;
-      case EventKind::Background:
-        if (event.rank < shown) {
-          const std::string name = event.layer < 0 ? std::string("update") : layer_name(background, event.layer);
-          events.push_back(slice(event, event.rank, kBackground, fmt::format("background {}", name), {}));
-        }
-        break;
-      case EventKind::Message:
-        if (event.rank < shown) {
-          events.push_back(slice(event, event.rank, kSend, fmt::format("send {} data to r{}", layer, event.peer),
-                                 {{"peer", event.peer}, {"bytes", event.bytes}}));
-        }
-        if (event.peer < shown) {
-          events.push_back(slice(event, event.peer, kReceive, fmt::format("recv {} data from r{}", layer, event.rank),
-                                 {{"peer", event.rank}, {"bytes", event.bytes}}));
-        }
-        break;
-      case EventKind::Allreduce:
-      case EventKind::BatchNormSync:
-      case EventKind::TensorAllReduce:
-        if (event.rank < shown) {
-          events.push_back(slice(event, event.rank, kCollective,
-                                 fmt::format("{} {}", layer,
-                                             event.kind == EventKind::Allreduce       ? "gradient all-reduce"
-                                             : event.kind == EventKind::BatchNormSync ? "BatchNorm statistics"
-                                                                                      : "tensor-parallel all-reduce"),
-                                 {{"ranks", event.peer}, {"bytes", event.bytes}}));
-        }
-        break;
-    }
+}
+
+const char* collective_name(EventKind kind) {
+  return kind == EventKind::Allreduce       ? "gradient all-reduce"
+         : kind == EventKind::BatchNormSync ? "BatchNorm statistics"
+                                            : "tensor-parallel all-reduce";
+}
+
+// `event`'s slices on the shown ranks' lanes (a message on its sender's and its receiver's).
+void add_slices(nlohmann::json& events, const SimEvent& event, const graph::Graph& foreground,
+                const graph::Graph* background, int shown) {
+  const std::string layer = layer_name(&foreground, event.layer);
+  switch (event.kind) {
+    case EventKind::Forward:
+    case EventKind::Backward:
+      if (event.rank < shown) {
+        events.push_back(slice(event, event.rank, kCompute, fmt::format("{} {}", layer, event_kind_name(event.kind)), {}));
+      }
+      break;
+    case EventKind::Update:
+      if (event.rank < shown) events.push_back(slice(event, event.rank, kCompute, "optimizer step", {}));
+      break;
+    case EventKind::Background:
+      if (event.rank < shown) {
+        const std::string name = event.layer < 0 ? std::string("update") : layer_name(background, event.layer);
+        events.push_back(slice(event, event.rank, kBackground, fmt::format("background {}", name), {}));
+      }
+      break;
+    case EventKind::Message:
+      if (event.rank < shown) {
+        events.push_back(slice(event, event.rank, kSend, fmt::format("send {} data to r{}", layer, event.peer),
+                               {{"peer", event.peer}, {"bytes", event.bytes}}));
+      }
+      if (event.peer < shown) {
+        events.push_back(slice(event, event.peer, kReceive, fmt::format("recv {} data from r{}", layer, event.rank),
+                               {{"peer", event.rank}, {"bytes", event.bytes}}));
+      }
+      break;
+    case EventKind::Allreduce:
+    case EventKind::BatchNormSync:
+    case EventKind::TensorAllReduce:
+      if (event.rank < shown) {
+        events.push_back(slice(event, event.rank, kCollective, fmt::format("{} {}", layer, collective_name(event.kind)),
+                               {{"ranks", event.peer}, {"bytes", event.bytes}}));
+      }
+      break;
   }
+}
+
+}  // namespace
+
+std::string chrome_trace_json(const SimResult& result, const graph::Graph& foreground,
+                              const graph::Graph* background, int max_ranks) {
+  const int shown = std::min(result.devices, std::max(0, max_ranks));
+  nlohmann::json events = nlohmann::json::array();
+  add_metadata(events, shown);
+  for (const SimEvent& event : result.events) add_slices(events, event, foreground, background, shown);
   const nlohmann::json document = {
       {"traceEvents", std::move(events)},
       {"displayTimeUnit", "ms"},
