@@ -6,14 +6,14 @@
 
 #include <fmt/format.h>
 
-#include "burst/cost/deeppool_import.h"
+#include "burst/deeppool/deeppool_import.h"
 #include "burst/cost/profile.h"
 
 namespace burst::cli {
 
 void add_import_commands(CLI::App& app) {
   struct Options {
-    std::string data = cost::deeppool::default_data_dir();
+    std::string data = deeppool::default_data_dir();
     std::string output;
   };
   auto options = std::make_shared<Options>();
@@ -25,9 +25,9 @@ void add_import_commands(CLI::App& app) {
       ->capture_default_str();
   deeppool->add_option("-o,--output", options->output, "Profile file to write")->required();
   deeppool->callback([options] {
-    const cost::deeppool::ImportResult result = cost::deeppool::import_deeppool(options->data);
+    const deeppool::ImportResult result = deeppool::import_deeppool(options->data);
     cost::save_profile_file(result.profile, options->output);
-    cost::deeppool::print_match_report(result, std::cout);
+    deeppool::print_match_report(result, std::cout);
     std::cerr << fmt::format("wrote {} ({} entries)\n", options->output,
                              result.profile.entries.size());
   });

@@ -1,4 +1,4 @@
-#include "burst/cost/deeppool_import.h"
+#include "burst/deeppool/deeppool_import.h"
 
 #include <algorithm>
 #include <cctype>
@@ -16,7 +16,7 @@
 #include "burst/util/json_io.h"
 #include "burst/util/table.h"
 
-namespace burst::cost::deeppool {
+namespace burst::deeppool {
 
 using graph::Graph;
 using graph::LayerId;
@@ -737,7 +737,7 @@ class Importer {
           sources_[std::get<0>(id)].matched.insert({std::get<1>(id), std::get<2>(id)});
         }
         const LayerWork& work = work_.at(signature);
-        ProfileEntry entry;
+        cost::ProfileEntry entry;
         entry.signature = signature;
         entry.op = work.op;
         entry.batch = batch;
@@ -996,4 +996,4 @@ void print_match_report(const ImportResult& result, std::ostream& out) {
   }
 }
 
-}  // namespace burst::cost::deeppool
+}  // namespace burst::deeppool

@@ -20,7 +20,7 @@
 #include "burst/graph/graph.h"
 #include "burst/util/units.h"
 
-namespace burst::cost::deeppool {
+namespace burst::deeppool {
 
 // ---- Parsing -------------------------------------------------------------------------
 
@@ -113,7 +113,7 @@ struct SourceSummary {
 };
 
 struct ImportResult {
-  Profile profile;
+  cost::Profile profile;
   std::vector<Provenance> provenance;  // parallel to profile.entries
   std::vector<ModelCoverage> models;
   std::vector<SourceSummary> sources;
@@ -133,4 +133,4 @@ ImportResult import_deeppool(const std::string& data_dir,
 // at which batches (measured or derived) and which did not, with their signatures.
 void print_match_report(const ImportResult& result, std::ostream& out);
 
-}  // namespace burst::cost::deeppool
+}  // namespace burst::deeppool

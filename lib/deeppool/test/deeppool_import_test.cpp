@@ -1,4 +1,4 @@
-#include "burst/cost/deeppool_import.h"
+#include "burst/deeppool/deeppool_import.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +13,7 @@
 #include "burst/graph/model_json.h"
 #include "burst/util/error.h"
 
-namespace burst::cost::deeppool {
+namespace burst::deeppool {
 namespace {
 
 // The repository copy of the DeepPool data (set by lib/cost/import.cmake).
@@ -22,7 +22,7 @@ const std::string kDataDir = BURST_DEEPPOOL_DATA_DIR;
 std::string data_path(const std::string& file) { return kDataDir + "/" + file; }
 
 // The entry of `signature` at `batch`, or nullptr.
-const ProfileEntry* entry_of(const Profile& profile, const std::string& signature, int64_t batch) {
+const cost::ProfileEntry* entry_of(const cost::Profile& profile, const std::string& signature, int64_t batch) {
   const auto* by_batch = profile.find(signature);
   if (by_batch == nullptr) return nullptr;
   const auto found = by_batch->find(batch);
@@ -195,7 +195,7 @@ TEST(DeepPoolImportTest, MalformedRowsNameFileAndLine) {
 TEST(DeepPoolImportTest, Vgg16FirstConvAtBatch64ByHand) {
   const ImportResult& result = full_import();
   const LayerCoverage& conv = layer_of(result, "vgg16", "features.0");
-  const ProfileEntry* entry = entry_of(result.profile, conv.signature, 64);
+  const cost::ProfileEntry* entry = entry_of(result.profile, conv.signature, 64);
   ASSERT_NE(entry, nullptr);
   EXPECT_EQ(entry->op, "conv2d");
   EXPECT_NEAR(entry->forward.ms(), 2.157, 1e-9);
@@ -213,7 +213,7 @@ TEST(DeepPoolImportTest, Vgg16FirstConvAtBatch64ByHand) {
   //               with conv 5.457 : relu 1.205 -> relu 14.104 * 1.205 / 6.662 = 2.551102
   // and the entry is their mean.
   const LayerCoverage& relu = layer_of(result, "vgg16", "features.1");
-  const ProfileEntry* relu_entry = entry_of(result.profile, relu.signature, 64);
+  const cost::ProfileEntry* relu_entry = entry_of(result.profile, relu.signature, 64);
   ASSERT_NE(relu_entry, nullptr);
   EXPECT_NEAR(relu_entry->forward.ms(), 1.205, 1e-9);
   const double first = 3.731 - 3.731 * 2.157 / 3.362;
@@ -228,7 +228,7 @@ TEST(DeepPoolImportTest, Vgg16FirstConvAtBatch64ByHand) {
 TEST(DeepPoolImportTest, Resnet34FcFromTheV1TableByHand) {
   const ImportResult& result = full_import();
   const LayerCoverage& fc = layer_of(result, "resnet:depth=34", "fc");
-  const ProfileEntry* entry = entry_of(result.profile, fc.signature, 128);
+  const cost::ProfileEntry* entry = entry_of(result.profile, fc.signature, 128);
   ASSERT_NE(entry, nullptr);
   EXPECT_NEAR(entry->forward.ms(), 0.010, 1e-9);
   EXPECT_NEAR(entry->backward.ms(), 0.020, 1e-9);
@@ -242,7 +242,7 @@ TEST(DeepPoolImportTest, Resnet34FcFromTheV1TableByHand) {
 TEST(DeepPoolImportTest, NonSquareInceptionKernelByHand) {
   const ImportResult& result = full_import();
   const LayerCoverage& conv = layer_of(result, "inception_v3", "Mixed_6b.branch7x7_2.conv");
-  const ProfileEntry* entry = entry_of(result.profile, conv.signature, 64);
+  const cost::ProfileEntry* entry = entry_of(result.profile, conv.signature, 64);
   ASSERT_NE(entry, nullptr);
   EXPECT_NEAR(entry->forward.ms(), 0.077, 1e-9);
   EXPECT_NEAR(entry->backward.ms(), 0.174, 1e-9);
@@ -298,7 +298,7 @@ TEST(DeepPoolImportTest, BottleneckRowSplitKeepsTheBlockTotal) {
   ASSERT_EQ(rows, 2);
   double layers_ms = 0, convs_ms = 0;
   for (const LayerCoverage& layer : result.models.at(0).layers) {
-    const ProfileEntry* entry = entry_of(result.profile, layer.signature, 3);
+    const cost::ProfileEntry* entry = entry_of(result.profile, layer.signature, 3);
     ASSERT_NE(entry, nullptr) << layer.name;
     EXPECT_EQ(layer.batches.at(3), Provenance::Derived) << layer.name;
     const double total = entry->forward.ms() + entry->backward.ms();
@@ -355,9 +355,9 @@ TEST(DeepPoolImportTest, ProfileIsValidAndRoundTrips) {
   ASSERT_EQ(result.provenance.size(), result.profile.entries.size());
   EXPECT_EQ(result.profile.device, "a100");
   EXPECT_NE(result.profile.source.find("MIT License"), std::string::npos);
-  const Profile reread = profile_from_json_text(profile_to_json_text(result.profile));
+  const cost::Profile reread = cost::profile_from_json_text(profile_to_json_text(result.profile));
   EXPECT_EQ(reread.entries.size(), result.profile.entries.size());
-  for (const ProfileEntry& entry : result.profile.entries) {
+  for (const cost::ProfileEntry& entry : result.profile.entries) {
     EXPECT_GT(entry.forward.s(), 0) << entry.signature << " @" << entry.batch;
     EXPECT_GE(entry.backward.s(), 0) << entry.signature << " @" << entry.batch;
   }
@@ -369,13 +369,13 @@ TEST(DeepPoolImportTest, ProfileIsValidAndRoundTrips) {
 // data/profiles/a100.json is what `burst import-deeppool` makes now; after a change to
 // the importer, the zoo or layer signatures, regenerate it (docs/a100-profile.md).
 TEST(DeepPoolImportTest, CommittedProfileIsUpToDate) {
-  const Profile committed = load_profile_file(kDataDir + "/../profiles/a100.json");
-  const Profile& fresh = full_import().profile;
+  const cost::Profile committed = cost::load_profile_file(kDataDir + "/../profiles/a100.json");
+  const cost::Profile& fresh = full_import().profile;
   ASSERT_EQ(committed.entries.size(), fresh.entries.size());
   EXPECT_EQ(committed.source, fresh.source);
   for (size_t i = 0; i < fresh.entries.size(); ++i) {
-    const ProfileEntry& a = committed.entries[i];
-    const ProfileEntry& b = fresh.entries[i];
+    const cost::ProfileEntry& a = committed.entries[i];
+    const cost::ProfileEntry& b = fresh.entries[i];
     ASSERT_EQ(a.signature, b.signature) << i;
     ASSERT_EQ(a.batch, b.batch) << a.signature;
     EXPECT_NEAR(a.forward.ms(), b.forward.ms(), 1e-9) << a.signature << " @" << a.batch;
@@ -384,4 +384,4 @@ TEST(DeepPoolImportTest, CommittedProfileIsUpToDate) {
 }
 
 }  // namespace
-}  // namespace burst::cost::deeppool
+}  // namespace burst::deeppool
