@@ -47,6 +47,8 @@ struct Batches {
 
 }  // namespace
 
+// Kept as one function on purpose (about 200 lines): it is the plain loop a libtorch user
+// writes, read top to bottom, the baseline `burst train --nproc 1` is measured against.
 int main(int argc, char** argv) {
   CLI::App app{"Plain libtorch training loop over a burst model (baseline for burst train --nproc 1)"};
   std::string model = "fmnist_cnn";

@@ -113,56 +113,56 @@ def strongly_connected(nodes, edges):
     return sorted(result)
 
 
-def check(root):
-    """Returns (violations, summary) for the tree at root."""
-    closure = table_closure(ALLOWED)
-    lib = root / "lib"
-    violations = []
-    if not lib.is_dir():
-        return [f"{lib}: no lib/ folder"], None
+def library_folders(lib):
+    """The library folders under lib/ that the table knows, and a violation for each it does not."""
     present = sorted(p.name for p in lib.iterdir() if p.is_dir() and not p.name.startswith("."))
-    for name in present:
-        if name not in ALLOWED:
-            violations.append(f"lib/{name}: library folder has no entry in the layering table "
-                              f"(ALLOWED in tests/architecture/check_layering.py)")
-    libraries = [name for name in present if name in ALLOWED]
+    violations = [f"lib/{name}: library folder has no entry in the layering table "
+                  f"(ALLOWED in tests/architecture/check_layering.py)"
+                  for name in present if name not in ALLOWED]
+    return [name for name in present if name in ALLOWED], violations
 
-    includes_checked = 0
-    first_edge = {}  # (x, y) -> "file:line" of the first include of burst/y/ in x
-    for x in libraries:
-        files = []
-        for sub in CHECKED_SUBDIRS:
-            folder = lib / x / sub
-            if folder.is_dir():
-                files += [p for p in folder.rglob("*")
-                          if p.is_file() and p.suffix in SOURCE_SUFFIXES]
-        for path in sorted(files):
-            rel = path.relative_to(root).as_posix()
-            text = path.read_text(encoding="utf-8", errors="replace")
-            for number, line in enumerate(text.splitlines(), start=1):
-                match = INCLUDE_RE.match(line)
-                if not match:
-                    continue
-                header, y = match.group(1), match.group(2)
-                includes_checked += 1
-                if y == x:
-                    continue
-                first_edge.setdefault((x, y), f"{rel}:{number}")
-                if y not in ALLOWED:
-                    violations.append(f"{rel}:{number}: includes {header}, but there is no "
-                                      f"library {y} in the layering table")
-                elif y not in closure[x]:
-                    if x in closure[y]:
-                        why = f"{x} sits below {y}"
-                    else:
-                        why = f"{x} and {y} are unrelated in the layering table"
-                    violations.append(f"{rel}:{number}: includes {header}, but {x} may not "
-                                      f"depend on {y} ({why})")
 
-    # Cycles between folders, whatever the table says.
+def library_files(lib, x):
+    """Library x's own sources and headers (not its tests)."""
+    files = []
+    for sub in CHECKED_SUBDIRS:
+        folder = lib / x / sub
+        if folder.is_dir():
+            files += [p for p in folder.rglob("*") if p.is_file() and p.suffix in SOURCE_SUFFIXES]
+    return sorted(files)
+
+
+def include_violations(root, x, closure, first_edge):
+    """Violations of library x's includes; records each folder x includes in first_edge.
+    Returns (violations, includes checked)."""
+    violations, checked = [], 0
+    for path in library_files(root / "lib", x):
+        rel = path.relative_to(root).as_posix()
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for number, line in enumerate(text.splitlines(), start=1):
+            match = INCLUDE_RE.match(line)
+            if not match:
+                continue
+            header, y = match.group(1), match.group(2)
+            checked += 1
+            if y == x:
+                continue
+            first_edge.setdefault((x, y), f"{rel}:{number}")
+            if y not in ALLOWED:
+                violations.append(f"{rel}:{number}: includes {header}, but there is no "
+                                  f"library {y} in the layering table")
+            elif y not in closure[x]:
+                why = f"{x} sits below {y}" if x in closure[y] else f"{x} and {y} are unrelated in the layering table"
+                violations.append(f"{rel}:{number}: includes {header}, but {x} may not depend on {y} ({why})")
+    return violations, checked
+
+
+def cycle_violations(first_edge):
+    """Library folders that include each other, whatever the table says."""
     edges = {}
     for x, y in first_edge:
         edges.setdefault(x, set()).add(y)
+    violations = []
     for component in strongly_connected(set(edges) | {y for _, y in first_edge}, edges):
         if len(component) < 2:
             continue
@@ -174,10 +174,25 @@ def check(root):
         else:
             inner = [f"{first_edge[(a, b)]} includes burst/{b}/..."
                      for a in component for b in component if (a, b) in first_edge]
-            violations.append("cycle: library folders " +
-                              ", ".join(f"lib/{n}" for n in component) +
+            violations.append("cycle: library folders " + ", ".join(f"lib/{n}" for n in component) +
                               " include each other (" + "; ".join(inner) + ")")
+    return violations
 
+
+def check(root):
+    """Returns (violations, summary) for the tree at root."""
+    lib = root / "lib"
+    if not lib.is_dir():
+        return [f"{lib}: no lib/ folder"], None
+    closure = table_closure(ALLOWED)
+    libraries, violations = library_folders(lib)
+    includes_checked = 0
+    first_edge = {}  # (x, y) -> "file:line" of the first include of burst/y/ in x
+    for x in libraries:
+        found, checked = include_violations(root, x, closure, first_edge)
+        violations += found
+        includes_checked += checked
+    violations += cycle_violations(first_edge)
     summary = (f"layering: {len(libraries)} libraries, {includes_checked} includes checked, "
                f"no upward include")
     return violations, summary
@@ -200,80 +215,91 @@ def first_file(folder, suffixes):
     return files[0] if files else None
 
 
-def self_test(root):
-    """Runs the check (as a separate process, as ctest does) on a copy of root's lib/, clean
-    and with injected violations; returns 0 when the check behaves, 1 otherwise."""
-    script = Path(__file__).resolve()
+def check_tree(tree):
+    """The check run on `tree` as a separate process, as ctest runs it: (exit code, output)."""
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--root", str(tree)],
+                          capture_output=True, text=True, check=False)
+    return done.returncode, done.stdout + done.stderr
+
+
+def inject_upward_include(copy):
+    """Appends an upward include to a copy of a file of a low library: (file, line, header)."""
+    lib = copy / "lib"
+    if (lib / "plan" / "src").is_dir():
+        low, upward = "plan", "burst/planner/burst_planner.h"
+    else:
+        low, upward = "graph", "burst/sim/simulator.h"
+    low_src = lib / low / "src"
+    low_src.mkdir(parents=True, exist_ok=True)
+    template = first_file(low_src, SOURCE_SUFFIXES)
+    injected = low_src / "layering_self_test_upward.cpp"
+    text = template.read_text(encoding="utf-8", errors="replace") if template else ""
+    injected.write_text(text.rstrip("\n") + f'\n#include "{upward}"\n', encoding="utf-8")
+    line = len(injected.read_text(encoding="utf-8").splitlines())
+    return injected.relative_to(copy).as_posix(), line, upward
+
+
+def inject_cycle(copy, a, b):
+    """Folders a and b include each other (the table allows at most one direction)."""
+    lib = copy / "lib"
+    for name in (a, b):
+        (lib / name / "src").mkdir(parents=True, exist_ok=True)
+    (lib / a / "src" / "layering_self_test_cycle.cpp").write_text(
+        f'#include "burst/{b}/layering_self_test.h"\n', encoding="utf-8")
+    (lib / b / "src" / "layering_self_test_cycle.cpp").write_text(
+        f'#include <burst/{a}/layering_self_test.h>\n', encoding="utf-8")
+
+
+def inject_test_include(copy):
+    """Tests may include higher libraries: this one must not be reported."""
+    (copy / "lib" / "util" / "test").mkdir(parents=True, exist_ok=True)
+    (copy / "lib" / "util" / "test" / "layering_self_test.cpp").write_text(
+        '#include "burst/runtime/train.h"\n', encoding="utf-8")
+
+
+def judge_injected(rc, out, upward, cycle):
+    """What is wrong with the check's answer on the injected tree (empty: nothing)."""
+    injected_rel, injected_line, header = upward
+    a, b = cycle
     failures = []
+    if rc != 1:
+        failures.append(f"with injected violations the check exited {rc}, not 1:\n{out}")
+    if not any(line.startswith(f"{injected_rel}:{injected_line}:") and header in line for line in out.splitlines()):
+        failures.append(f"the check did not name the injected upward include "
+                        f"{injected_rel}:{injected_line} ({header}):\n{out}")
+    if not any(line.startswith("cycle:") and f"lib/{a}" in line and f"lib/{b}" in line for line in out.splitlines()):
+        failures.append(f"the check did not report the injected cycle lib/{a} <-> lib/{b}:\n{out}")
+    if "lib/util/test/" in out:
+        failures.append(f"the check reported an include in a test/ folder:\n{out}")
+    return failures
 
-    def check_tree(tree):
-        done = subprocess.run([sys.executable, str(script), "--root", str(tree)],
-                              capture_output=True, text=True, check=False)
-        return done.returncode, done.stdout + done.stderr
 
+def self_test(root):
+    """Runs the check on a copy of root's lib/, clean and with injected violations; returns 0
+    when the check behaves, 1 otherwise."""
+    failures = []
     real_rc, real_out = check_tree(root)
+    cycle = ("data", "launch")
     with tempfile.TemporaryDirectory(prefix="burst-layering-") as tmp:
         copy = Path(tmp)
         shutil.copytree(root / "lib", copy / "lib", symlinks=True)
-
-        # (a) The copy is judged as the real tree is.
-        copy_rc, copy_out = check_tree(copy)
+        copy_rc, copy_out = check_tree(copy)  # (a) the copy is judged as the real tree is
         if (copy_rc, copy_out) != (real_rc, real_out):
             failures.append(f"the copy of lib/ was judged differently from {root}:\n"
                             f"--- real tree (exit {real_rc}):\n{real_out}"
                             f"--- copy (exit {copy_rc}):\n{copy_out}")
-
-        # (b) An upward include, appended to a copy of a file of a low library.
-        lib = copy / "lib"
-        if (lib / "plan" / "src").is_dir():
-            low, upward = "plan", "burst/planner/burst_planner.h"
-        else:
-            low, upward = "graph", "burst/sim/simulator.h"
-        low_src = lib / low / "src"
-        low_src.mkdir(parents=True, exist_ok=True)
-        template = first_file(low_src, SOURCE_SUFFIXES)
-        injected = low_src / "layering_self_test_upward.cpp"
-        text = template.read_text(encoding="utf-8", errors="replace") if template else ""
-        injected.write_text(text.rstrip("\n") + f'\n#include "{upward}"\n', encoding="utf-8")
-        injected_rel = injected.relative_to(copy).as_posix()
-        injected_line = len(injected.read_text(encoding="utf-8").splitlines())
-
-        # A pair of folders that include each other (the table allows at most one direction).
-        a, b = "data", "launch"
-        for name in (a, b):
-            (lib / name / "src").mkdir(parents=True, exist_ok=True)
-        (lib / a / "src" / "layering_self_test_cycle.cpp").write_text(
-            f'#include "burst/{b}/layering_self_test.h"\n', encoding="utf-8")
-        (lib / b / "src" / "layering_self_test_cycle.cpp").write_text(
-            f'#include <burst/{a}/layering_self_test.h>\n', encoding="utf-8")
-
-        # Tests may include higher libraries: this one must not be reported.
-        (lib / "util" / "test").mkdir(parents=True, exist_ok=True)
-        (lib / "util" / "test" / "layering_self_test.cpp").write_text(
-            '#include "burst/runtime/train.h"\n', encoding="utf-8")
-
+        upward = inject_upward_include(copy)  # (b) violations the check must report
+        inject_cycle(copy, *cycle)
+        inject_test_include(copy)
         bad_rc, bad_out = check_tree(copy)
-        if bad_rc != 1:
-            failures.append(f"with injected violations the check exited {bad_rc}, not 1:\n"
-                            f"{bad_out}")
-        if not any(line.startswith(f"{injected_rel}:{injected_line}:") and upward in line
-                   for line in bad_out.splitlines()):
-            failures.append(f"the check did not name the injected upward include "
-                            f"{injected_rel}:{injected_line} ({upward}):\n{bad_out}")
-        if not any(line.startswith("cycle:") and f"lib/{a}" in line and f"lib/{b}" in line
-                   for line in bad_out.splitlines()):
-            failures.append(f"the check did not report the injected cycle lib/{a} <-> lib/{b}:"
-                            f"\n{bad_out}")
-        if "lib/util/test/" in bad_out:
-            failures.append(f"the check reported an include in a test/ folder:\n{bad_out}")
-
+        failures += judge_injected(bad_rc, bad_out, upward, cycle)
     if failures:
         for failure in failures:
             print(f"layering self-test: FAILED: {failure}")
         return 1
     print(f"layering self-test: passed (copy of lib/ judged as the real tree, exit {real_rc}; "
-          f"injected upward include {injected_rel}:{injected_line} and cycle "
-          f"lib/{a} <-> lib/{b} reported, exit {bad_rc})")
+          f"injected upward include {upward[0]}:{upward[1]} and cycle "
+          f"lib/{cycle[0]} <-> lib/{cycle[1]} reported, exit {bad_rc})")
     return 0
 
 

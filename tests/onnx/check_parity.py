@@ -95,6 +95,8 @@ def burst_step(burst, onnx_path, batch, work, dtype):
     return loss, torch.load(params)
 
 
+# Kept whole (about 65 lines): one model after another, exported, imported, run by both
+# sides and compared, in the order its report lines print.
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("burst")

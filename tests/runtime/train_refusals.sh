@@ -41,4 +41,11 @@ refused "a negative bucket" "${vgg[@]}" --global-batch 16 --nproc 2 --bucket-mb 
 refused "a NaN bucket" "${vgg[@]}" --global-batch 16 --nproc 2 --bucket-mb nan
 refused "an unknown BatchNorm mode" "${vgg[@]}" --global-batch 16 --nproc 2 --batchnorm other
 
+echo '{"format": "burst-train-job", "version": 99}' >"$work/future_job.json"
+refused "a job file with other options" train --job "$work/future_job.json" --steps 2
+refused "a missing job file" train --job "$work/none.json"
+refused "a plan file given as a job" train --job "$work/vgg3.json"
+refused "a job file of another version" train --job "$work/future_job.json"
+refused "train without a model" train --global-batch 16 --steps 2
+
 finish "bad train commands refused with exit 2 and one line, before any worker started"

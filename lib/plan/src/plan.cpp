@@ -152,6 +152,8 @@ void validate_pipeline(const Plan& plan, const graph::Graph& graph, int devices)
 
 }  // namespace
 
+// Kept whole (about 65 lines): the refusals in the order a user fixes a plan file (model,
+// devices, batch, each layer's placement), each naming the layer and the values involved.
 void validate_plan(const Plan& plan, const graph::Graph& graph, const cluster::Cluster& cluster) {
   if (plan.model != graph.name()) {
     throw UserError(fmt::format("plan is for model '{}', not '{}'", plan.model, graph.name()));

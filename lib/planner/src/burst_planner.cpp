@@ -451,6 +451,7 @@ class Planner {
   // next device to the branch that is slowest so far (optimal for minimising the slowest
   // branch when a branch's best time never grows with more devices), then lay the branches
   // out from rank 0, largest first, moving a branch that fits in a node off a node boundary.
+  // Kept whole (about 60 lines): the greedy allocation and the layout read one progress table.
   ConcurrentLayout concurrent_layout(const Segment& segment, int budget) {
     struct Progress {
       int count = 1;

@@ -225,6 +225,8 @@ class TraceBuilder {
 
 }  // namespace
 
+// Kept whole (about 75 lines): a dispatch over the ONNX ops an attention trace may hold,
+// one short case each, in the order the exporters emit them.
 void Lowering::trace_op(const onnx::NodeProto& node) {
   const TraceBuilder build(node, [this, &node](const std::string& reason) { fail(node, reason); });
   const std::string& op = node.op_type();

@@ -58,6 +58,8 @@ std::string attention_name(const ConstantTensor& in_proj, const onnx::NodeProto&
 
 }  // namespace
 
+// Kept whole (about 60 lines): matches one attention pattern end to end; each step names
+// what the next one reads.
 std::string Lowering::close_trace(const onnx::NodeProto& node, const Trace& closing) {
   const AttentionMatch match([this, &node](const std::string& reason) { fail(node, reason); });
   using Op = Trace::Op;
