@@ -59,6 +59,12 @@ TEST(TrainJob, RefusesWhatIsNotAJobOfThisVersion) {
   other["config"]["steps"] = "seven";
   EXPECT_THROW(job_from_json(other, "test"), UserError);
   other = job;
+  other["version"] = "1";
+  EXPECT_THROW(job_from_json(other, "test"), UserError);
+  other = job;
+  other["format"] = 7;
+  EXPECT_THROW(job_from_json(other, "test"), UserError);
+  other = job;
   other.erase("plan");
   EXPECT_THROW(job_from_json(other, "test"), UserError);
   EXPECT_THROW(job_from_json(nlohmann::json::array(), "test"), UserError);
