@@ -4,12 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <functional>
 #include <optional>
 #include <iostream>
 #include <memory>

@@ -240,7 +240,9 @@ TEST(EvaluatePlan, AllreduceOverlapsBackward) {
   ASSERT_EQ(eval.timelines[0].size(), 6u);
   EXPECT_EQ(eval.timelines[0].back().kind, ActivityKind::Allreduce);
 
-  const PlanEvaluation one_bucket = evaluate_plan(plan, world.context(), {true});
+  EvaluateOptions with_timelines;
+  with_timelines.timelines = true;
+  const PlanEvaluation one_bucket = evaluate_plan(plan, world.context(), with_timelines);
   EXPECT_NEAR(one_bucket.iteration_time.s(), 8.0, 1e-12);
   EXPECT_NEAR(one_bucket.layers[2].sync.s(), 2.0, 1e-12);  // the bucket both layers are in
   EXPECT_NEAR(one_bucket.layers[2].sync_end_s, 8.0, 1e-12);
