@@ -22,6 +22,7 @@
 #include "burst/graph/data_fit.h"
 #include "burst/graph/model_json.h"
 #include "burst/launch/identity.h"
+#include "burst/launch/network_address.h"
 #include "burst/launch/spawn.h"
 #include "burst/launch/worker_status.h"
 #include "burst/planner/burst_planner.h"
@@ -322,7 +323,11 @@ void launch_workers(const TrainArgs& args) {
 // (it meets only itself: an in-process store, no port).
 runtime::WorkerPlace place_from_environment() {
   runtime::WorkerPlace place;
-  const auto identity = launch::detect_identity(launch::process_environment());
+  const auto environment = launch::process_environment();
+  if (const auto interfaces = environment(launch::kGlooSocketInterfaceVariable)) {
+    place.socket_interfaces = launch::socket_interfaces(*interfaces);  // a missing one: exit 2, before any rank connects
+  }
+  const auto identity = launch::detect_identity(environment);
   if (!identity) return place;
   place.rank = identity->rank;
   place.world_size = identity->world_size;
@@ -330,7 +335,7 @@ runtime::WorkerPlace place_from_environment() {
   place.master_port = identity->master_port;
   place.rendezvous_file = identity->rendezvous_file;
   // torchrun's agent hosts a store at MASTER_PORT and says so; its workers are clients.
-  const auto agent_store = launch::process_environment()("TORCHELASTIC_USE_AGENT_STORE");
+  const auto agent_store = environment("TORCHELASTIC_USE_AGENT_STORE");
   place.host_store = !(agent_store && *agent_store == "True");
   return place;
 }

@@ -10,6 +10,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include "burst/launch/network_address.h"
 #include "burst/util/error.h"
 
 namespace burst::runtime {
@@ -56,7 +57,8 @@ c10::intrusive_ptr<c10d::Store> make_store(const GlooOptions& options) {
 
 class GlooCommunicator : public Communicator {
  public:
-  explicit GlooCommunicator(const GlooOptions& options) : options_(options), store_(make_store(options)) {
+  explicit GlooCommunicator(const GlooOptions& options)
+      : options_(options), store_(make_store(options)), devices_(make_devices(options)) {
     world_ = make_group(c10::make_intrusive<c10d::PrefixStore>("world", store_), options.rank,
                         options.world_size);
   }
@@ -99,19 +101,46 @@ class GlooCommunicator : public Communicator {
   void barrier() override { world_->barrier()->wait(); }
 
  private:
+  // A group's pairs connect when it is made: a refused or timed-out connection is a run
+  // failure naming this rank and the address its sockets bind.
   c10::intrusive_ptr<c10d::ProcessGroupGloo> make_group(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                                         int size) const {
     auto options = c10d::ProcessGroupGloo::Options::create(options_.timeout);
-    // Loopback runs bind loopback; otherwise this host's own address (not the master's).
-    const bool local = options_.master_address == "127.0.0.1" || options_.master_address == "localhost";
-    options->devices.push_back(local ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                     : c10d::ProcessGroupGloo::createDefaultDevice());
+    options->devices = devices_.devices;
     options->threads = 1;
-    return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
+    try {
+      return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
+    } catch (const std::exception& error) {
+      throw RunFailure(fmt::format("rank {}: connecting to the other ranks from {} failed: {}", options_.rank,
+                                   devices_.where, error.what()));
+    }
+  }
+
+  // The devices Gloo's sockets bind (gloo_communicator.h), and where, for messages.
+  struct Devices {
+    std::vector<std::shared_ptr<::gloo::transport::Device>> devices;
+    std::string where;
+  };
+  static Devices make_devices(const GlooOptions& options) {
+    Devices made;
+    if (!options.socket_interfaces.empty()) {
+      for (const std::string& name : options.socket_interfaces) {
+        made.devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(name));
+      }
+      made.where = fmt::format("interface {}", fmt::join(options.socket_interfaces, ","));
+      return made;
+    }
+    const std::string address = options.world_size == 1 || launch::is_loopback_address(options.master_address)
+                                    ? std::string("127.0.0.1")
+                                    : launch::local_address_towards(options.master_address);
+    made.devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(address));
+    made.where = address;
+    return made;
   }
 
   GlooOptions options_;
   c10::intrusive_ptr<c10d::Store> store_;
+  Devices devices_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> world_;
   std::map<std::vector<int>, c10::intrusive_ptr<c10d::ProcessGroupGloo>> groups_;
 };

@@ -59,6 +59,7 @@ std::unique_ptr<Communicator> connect(const TrainConfig& config, const WorkerPla
   gloo.master_port = place.master_port;
   gloo.host_store = place.host_store;
   gloo.rendezvous_file = place.rendezvous_file;
+  gloo.socket_interfaces = place.socket_interfaces;
   return make_gloo_communicator(gloo);
 }
 

@@ -6,11 +6,14 @@
 //  - otherwise (torchrun, Slurm, Open MPI): a TCPStore at MASTER_ADDR:MASTER_PORT, hosted
 //    by rank 0 or by torchrun's agent. libtorch 1.13's TCPStore listens on every interface
 //    (docs/runtime.md, "What a run exposes").
-// Gloo's own sockets bind 127.0.0.1 when the master address is loopback, else this host's
-// address.
+// Gloo's own sockets bind, as torch's do: the interfaces in `socket_interfaces`
+// (GLOO_SOCKET_IFNAME); else 127.0.0.1 when the master address is loopback (or one rank
+// alone); else the address this host reaches the master from (launch/network_address.h),
+// never loopback. A connection that fails is a RunFailure naming the rank and that address.
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "burst/runtime/communicator.h"
 
@@ -26,6 +29,9 @@ struct GlooOptions {
   bool host_store = true;
   // Non-empty: meet through a c10d FileStore at this path instead of the TCPStore.
   std::string rendezvous_file;
+  // Interfaces Gloo's sockets bind (GLOO_SOCKET_IFNAME, checked: launch::socket_interfaces);
+  // empty: the rule above.
+  std::vector<std::string> socket_interfaces;
   // How long rendezvous and every operation may take before failing.
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
 };

@@ -77,6 +77,7 @@ struct WorkerPlace {
   int master_port = 29500;
   bool host_store = true;  // false: a launcher (torchrun's agent) hosts the rendezvous store
   std::string rendezvous_file;  // non-empty: a FileStore there instead (GlooOptions)
+  std::vector<std::string> socket_interfaces;  // GLOO_SOCKET_IFNAME's, checked (GlooOptions)
 };
 
 // Trains; rank 0 prints one line per logged step and a summary (test accuracy for
