@@ -44,6 +44,14 @@ std::string one_line(const std::string& message) {
   return line;
 }
 
+// "burst 0.1.0 (torch 1.13.1, cuda: not built, nccl: not built)": what this build holds.
+std::string version_text() {
+  const std::string torch = std::string(BURST_TORCH_VERSION).empty() ? "torch: not built in"
+                                                                      : fmt::format("torch {}", BURST_TORCH_VERSION);
+  return fmt::format("burst {} ({}, cuda: {}, nccl: {})", BURST_VERSION, torch,
+                     BURST_CUDA_BUILT ? "built" : "not built", BURST_NCCL_BUILT ? "built" : "not built");
+}
+
 int fail(int code, const std::string& message) {
   std::cerr << "burst: error: " << one_line(message) << '\n';
   return code;
@@ -57,7 +65,7 @@ int main(int argc, char** argv) {
   // system and faulting in again.
   burst::util::keep_freed_memory_for_reuse();
   CLI::App app{"burst: burst-parallel training for fixed global batches (strong scaling)", "burst"};
-  app.set_version_flag("--version", std::string("burst 0.1.0"));
+  app.set_version_flag("--version", version_text());
   app.require_subcommand(1);
   burst::cli::add_model_commands(app);
 #ifdef BURST_HAVE_TORCH

@@ -30,8 +30,8 @@ if result is not True:
 # --- version and help -------------------------------------------------------------------------
 if ok version --version; then
   checks=$((checks + 1))
-  grep -Eq '^burst [0-9]+\.[0-9]+\.[0-9]+' "$work/version.out" ||
-    fail "--version printed '$(head -c 100 "$work/version.out")', expected 'burst X.Y.Z'"
+  grep -Eq '^burst [0-9]+\.[0-9]+\.[0-9]+ \((torch [0-9][^,]*|torch: not built in), cuda: (built|not built), nccl: (built|not built)\)$' "$work/version.out" ||
+    fail "--version printed '$(head -c 100 "$work/version.out")', expected 'burst X.Y.Z (torch V, cuda: ..., nccl: ...)'"
 fi
 
 # Subcommands listed by a help page (the indented names under "Subcommands:").
