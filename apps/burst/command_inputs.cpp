@@ -189,7 +189,6 @@ planner::PipelinePlanResult search_pipelines(const Inputs& inputs, const plan::P
   planner::PipelineOptions options;
   options.capacity = inputs.capacity;
   options.optimizer = inputs.optimizer;
-  options.program = burst.program;
   options.data_parallel_stages = data_parallel_stages;
   options.burst_stages = burst_stages;
   options.burst = burst;

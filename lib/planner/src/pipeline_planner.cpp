@@ -154,7 +154,7 @@ class PipelineSearch {
  private:
   Seconds timed(const Plan& plan, PipelinePlanResult& result) const {
     EvaluateOptions evaluate;
-    evaluate.program = options_.program;
+    evaluate.program = options_.burst.program;
     ++result.timed;
     return evaluate_plan(plan, context_, evaluate).iteration_time;
   }
@@ -275,9 +275,7 @@ class PipelineSearch {
       spec.nodes = (devices + spec.devices_per_node - 1) / spec.devices_per_node;
       const cost::NetworkModel network{cluster::Cluster(spec)};
       const PlanContext stage_context{graph_, context_.cost, network};
-      BurstOptions burst = options_.burst;
-      burst.program = options_.program;  // the pipeline's step
-      found = burst_plans_.emplace(key, plan_burst(stage_context, micro_batch, burst)).first;
+      found = burst_plans_.emplace(key, plan_burst(stage_context, micro_batch, options_.burst)).first;
     }
     return found->second;
   }

@@ -63,7 +63,7 @@ void check_background_model(const graph::Graph& graph) {
 class BackgroundTrainer {
  public:
   BackgroundTrainer(const graph::Graph& graph, int64_t batch, uint64_t seed, double learning_rate)
-      : graph_((check_background_model(graph), graph)),
+      : graph_(graph),
         executor_(graph, plan::plan_data_parallel(graph, 1, batch), solo_, options(seed, learning_rate)) {}
 
   // One step; the loss when `report_loss`.
@@ -129,6 +129,7 @@ void run_background_job(const BackgroundJobConfig& config) {
   torch::set_num_threads(1);
   util::keep_freed_memory_for_reuse();
   const graph::Graph graph = graph::load_model(config.model);
+  check_background_model(graph);
   torch::manual_seed(config.seed);  // the random batches
   BackgroundTrainer trainer(graph, config.batch, config.seed, config.learning_rate);
   BackgroundProgress* progress = nullptr;

@@ -91,8 +91,7 @@ class TrainingRun {
     check_output_paths(config_, place.rank);
     doing("connecting to the other workers");
     communicator_ = connect(config_, place);
-    options_ = executor_options(config_, model_);
-    executor_.emplace(graph_, job_.plan, *communicator_, options_);
+    executor_.emplace(graph_, job_.plan, *communicator_, executor_options(config_, model_));
     if (!config_.background_model.empty()) background_.emplace(config_, place.rank);
     resume();
     print_header();
@@ -243,7 +242,6 @@ class TrainingRun {
   const int64_t steps_;
   std::optional<launch::WorkerStatus> status_;
   std::unique_ptr<Communicator> communicator_;
-  ExecutorOptions options_;
   std::optional<PlanExecutor> executor_;
   std::optional<detail::BackgroundChild> background_;
   int64_t first_step_ = 0;

@@ -63,8 +63,8 @@ timing::StepTasks step_tasks(const plan::Plan& plan, const plan::PlanContext& co
   return timing::plan_step_tasks(plan, context, timing);
 }
 
+// (The program's options are checked where the program is built.)
 void check_options(const SimOptions& options) {
-  program::check_program_options(options.program);
   if (options.iterations < 1) {
     throw UserError(fmt::format("the simulation needs at least 1 step, got {}", options.iterations));
   }

@@ -446,7 +446,9 @@ bool ports_may_contend(const program::StepProgram& program) {
 
 StepTasks lower_step_program(const program::StepProgram& program, const PlanContext& context,
                              const TimingOptions& options) {
-  return Lowering(program, context, options).run();
+  StepTasks step = Lowering(program, context, options).run();
+  step.messages_may_wait = ports_may_contend(program);
+  return step;
 }
 
 StepTasks plan_step_tasks(const plan::Plan& plan, const PlanContext& context, const TimingOptions& options,

@@ -8,17 +8,6 @@
 namespace burst::timing {
 namespace {
 
-// Whether some port carries two or more messages: only then may a message wait for a port.
-bool messages_may_wait(const StepTasks& step) {
-  const size_t devices = step.first_compute.size();
-  std::vector<uint8_t> sends(devices, 0), receives(devices, 0);
-  for (const Task& task : step.tasks) {
-    if (task.kind != TaskKind::Message) continue;
-    if (++sends[static_cast<size_t>(task.rank)] > 1 || ++receives[static_cast<size_t>(task.peer)] > 1) return true;
-  }
-  return false;
-}
-
 // One step where no task ever waits for a resource (no idle work, no message waits for a
 // port, collectives on their own channels, each rank's computes and collectives chained by
 // the lowering's dependencies): every task starts when its last dependency ends, a
@@ -215,7 +204,7 @@ class EventTimer {
 TaskTimes time_tasks(const StepTasks& step, const TimerOptions& options) {
   BURST_ASSERT(options.steps >= 1, "the task timer needs at least one step");
   const bool nothing_waits = options.steps == 1 && options.idle_work == nullptr && !options.collectives_hold_ports &&
-                             !messages_may_wait(step);
+                             !step.messages_may_wait;
   if (nothing_waits) return longest_paths(step);
   return EventTimer(step, options).run();
 }

@@ -25,7 +25,6 @@
 #include "burst/plan/plan.h"
 #include "burst/plan/plan_context.h"
 #include "burst/plan/plan_memory.h"
-#include "burst/program/program_options.h"
 
 namespace burst::planner {
 
@@ -35,7 +34,6 @@ struct PipelineOptions {
   // How many of the best-estimated (stages, micro-batches) candidates that fit are timed by
   // the evaluator, each under every schedule.
   int evaluated = 3;
-  program::ProgramOptions program;  // the step planned for (a BatchNorm model plans one micro-batch)
   // Candidates whose peak device memory is over capacity are skipped. None: no limit.
   std::optional<plan::MemoryCapacity> capacity;
   cost::Optimizer optimizer = cost::Optimizer::Sgd;
@@ -44,7 +42,9 @@ struct PipelineOptions {
   // one search for both, the hybrid timed only where it differs.
   bool data_parallel_stages = true;
   bool burst_stages = false;
-  BurstOptions burst;  // its `program` is replaced by this one's
+  // Its `program` is the step planned for, of every candidate (a BatchNorm model plans one
+  // micro-batch).
+  BurstOptions burst;
 };
 
 struct PipelinePlanResult {

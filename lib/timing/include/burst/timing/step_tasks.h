@@ -90,6 +90,9 @@ struct StepTasks {
   std::vector<int32_t> representative;
   // Per cluster rank: how many ranks it stands for (itself included; 0 for the others).
   std::vector<int32_t> class_size;
+  // Whether some port carries two or more messages (ports_may_contend of the program):
+  // only then may a message wait for a port. True unless the lowering says otherwise.
+  bool messages_may_wait = true;
 };
 
 // Each device's send port and receive port (full duplex): a message holds its sender's send
