@@ -2,7 +2,7 @@
 # Background jobs in the real runtime, on this machine: how much a background job slows
 # the foreground, and how much of the idle time it turns into work.
 #
-# usage: bench/background.sh [BURST (build/release/apps/burst/burst)] [PYTHON_WITH_TORCH (/usr/bin/python3)]
+# usage: bench/background.sh [BURST (build/release/apps/burst/burst)] [PYTHON_WITH_TORCH (.venv/bin/python)]
 #
 # Foreground: tests/runtime's resnet_like at global batch 16 on 2 workers (strong scaling),
 # with the burst plan made from a profile and a link measured here first
@@ -19,7 +19,7 @@
 #    --background`, both policies).
 set -euo pipefail
 burst=${1:-build/release/apps/burst/burst}
-python=${2:-/usr/bin/python3}
+python=${2:-$(cd "$(dirname "$0")/.." && pwd)/.venv/bin/python}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -1,11 +1,11 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """PyTorch DDP peer for any burst model: reads a burst model file, builds an nn.Module that runs
 its layer DAG in graph order with one torch.nn module per layer, and trains it with
 DistributedDataParallel over gloo on N local processes (bench/runtime_vs_ddp.sh's DDP rows).
 
     burst model export fmnist_cnn -o m.json; burst model show m.json --json >show.json
-    /usr/bin/python3 bench/ddp_peer.py --model-file m.json --model-json show.json --check-model
-    /usr/bin/python3 bench/ddp_peer.py --model-file m.json --nproc 2 --global-batch 16 --steps 60 --warmup 20
+    .venv/bin/python bench/ddp_peer.py --model-file m.json --model-json show.json --check-model
+    .venv/bin/python bench/ddp_peer.py --model-file m.json --nproc 2 --global-batch 16 --steps 60 --warmup 20
 
 Model. --model-file is a burst model file (docs/model-format.md; zoo models: `burst model
 export NAME -o FILE`). --model-json is `burst model show MODEL --json`, whose layers carry

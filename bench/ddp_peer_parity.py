@@ -1,9 +1,9 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Checks that bench/ddp_peer.py computes what burst train computes, for one model file:
 from the same initial weights, on burst's own first synthetic batch, step 1's loss and every
 parameter's gradient, on 1 rank and on 2 ranks with local BatchNorm (how DDP normalises).
 
-    /usr/bin/python3 bench/ddp_peer_parity.py tests/runtime/resnet_like.json [BURST]
+    .venv/bin/python bench/ddp_peer_parity.py tests/runtime/resnet_like.json [BURST]
 
 How: `burst train --global-batch 16 --steps 1 --threads 1 --save-params` three times, on a
 copy of the model with every dropout p = 0 (masks cannot match): at lr 1e-30 (the file holds

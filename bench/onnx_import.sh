@@ -4,10 +4,10 @@
 # written), `burst model show` (graph only) and `burst plan` on 8 and 64 A100s at global
 # batch 32, each the median of 5 runs with the range.
 #
-# usage: bench/onnx_import.sh [BURST (build/release/apps/burst/burst)] [PYTHON_WITH_TORCHVISION (/usr/bin/python3)] [MODEL...]
+# usage: bench/onnx_import.sh [BURST (build/release/apps/burst/burst)] [PYTHON_WITH_TORCHVISION (.venv/bin/python)] [MODEL...]
 set -euo pipefail
 burst=${1:-build/release/apps/burst/burst}
-python=${2:-/usr/bin/python3}
+python=${2:-$(cd "$(dirname "$0")/.." && pwd)/.venv/bin/python}
 shift $(( $# > 2 ? 2 : $# ))
 models=("$@")
 [ ${#models[@]} -gt 0 ] || models=(resnet50 vgg11_bn efficientnet_b0 googlenet vit_b_16)

@@ -31,14 +31,14 @@
 # medians. Within each repeat the paired configurations run back to back, their order
 # alternating between repeats, so machine noise hits both sides.
 #
-# Environment: BUILD (default build/release), PYTHON (default /usr/bin/python3, needs torch),
+# Environment: BUILD (default build/release), PYTHON (default .venv/bin/python, torch 2.x from scripts/setup.sh),
 # STEPS (61), WARMUP (21), LOG (10), REPEATS (3), BATCHES ("16 64"), PLANNED (1: run the
 # resnet_like and vgg_like rows; 0: skip them), KEEP (set: keep the logs folder).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build/release}
-PYTHON=${PYTHON:-/usr/bin/python3}
+PYTHON=${PYTHON:-$(cd "$(dirname "$0")/.." && pwd)/.venv/bin/python}
 STEPS=${STEPS:-61}
 WARMUP=${WARMUP:-21}
 LOG=${LOG:-10}

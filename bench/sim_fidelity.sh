@@ -2,7 +2,7 @@
 # Simulator fidelity on this machine: real `burst train` runs on 2 worker processes against
 # `burst sim` of the same plans, with a profile and a cluster file measured here first.
 #
-# usage: bench/sim_fidelity.sh [BURST (build/release/apps/burst/burst)] [PYTHON_WITH_TORCH (/usr/bin/python3)]
+# usage: bench/sim_fidelity.sh [BURST (build/release/apps/burst/burst)] [PYTHON_WITH_TORCH (.venv/bin/python)]
 #
 # Steps (all on this machine, which should otherwise be idle):
 #  1. bench/measure_cpu_links.py measures Gloo all-reduces between 2 local processes and
@@ -27,7 +27,7 @@
 #     of the 2-worker configurations, uncalibrated and calibrated.
 set -euo pipefail
 burst=${1:-build/release/apps/burst/burst}
-python=${2:-/usr/bin/python3}
+python=${2:-$(cd "$(dirname "$0")/.." && pwd)/.venv/bin/python}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 work=$(mktemp -d)

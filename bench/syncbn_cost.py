@@ -1,8 +1,8 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """What burst's synchronised BatchNorm costs in arithmetic alone (no communication), against
 torch's native batch_norm, on one thread: a diagnostic for docs/runtime-benchmark.md.
 
-    OMP_NUM_THREADS=1 /usr/bin/python3 bench/syncbn_cost.py
+    OMP_NUM_THREADS=1 .venv/bin/python bench/syncbn_cost.py
 
 `burst_sync` repeats the tensor operations of lib/runtime/src/sync_batchnorm.cpp (forward:
 sum, centred square sum, normalise, scale and shift; backward: the two channel sums and the

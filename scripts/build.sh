@@ -16,5 +16,11 @@ esac
 # Unity builds (CMake compiles a target's sources a few at a time as one file) parse the
 # heavy headers (libtorch, nlohmann/json, CLI11) once per batch rather than once per file:
 # a cold build takes about half as long. Plain `cmake` without it builds file by file.
+# libtorch comes from the PyPI torch in .venv (scripts/setup.sh): CMake finds it through
+# torch.utils.cmake_prefix_path. The sanitizer build has no libtorch parts and skips it.
+if [ "$flavour" = release ]; then
+  flags+=("-DCMAKE_PREFIX_PATH=$(.venv/bin/python -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')")
+fi
+
 cmake -S . -B "build/$flavour" -G Ninja -DCMAKE_UNITY_BUILD=ON "${flags[@]}" >/dev/null
 ninja -C "build/$flavour" --quiet

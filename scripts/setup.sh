@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs what burst needs to build, test and compare against, from Debian 12's archive.
-# Idempotent: prints nothing and changes nothing when every package is present.
+# Installs what burst needs to build, test and compare against: Debian 12's packages, then
+# PyTorch and its companions from PyPI into .venv (scripts/python-requirements.txt, pinned).
+# Idempotent: prints nothing and changes nothing when everything is present.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 packages=(
   cmake g++ ninja-build ccache pkg-config           # build
@@ -9,12 +11,11 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev        # tests and benchmarks
   zlib1g-dev                                        # gzip-compressed IDX datasets (lib/data)
   libonnx-dev libprotobuf-dev                       # ONNX import (lib/graph/src/onnx)
-  libtorch-dev libgloo-dev                          # runtime and profiler (libtorch, c10d Gloo)
-  libopenblas0-openmp                               # fast BLAS for torch (reference BLAS is ~16x slower)
-  python3-torch python3-torchvision                 # the peers burst is checked against
-  python3-onnx                                      # reads exported weights in tests/onnx
+  libgloo-dev                                       # headers c10d's ProcessGroupGloo.hpp includes
+  python3-venv                                      # .venv, where torch 2.x comes from PyPI
   dataset-fashion-mnist                             # real training data (IDX files)
   graphviz                                          # docs/images/libraries.svg (scripts/library_picture.sh)
+  iproute2                                          # network namespaces (runtime.two_hosts)
 )
 
 missing=()
@@ -23,10 +24,22 @@ for package in "${packages[@]}"; do
     missing+=("$package")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  echo "burst setup: installing ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
 
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-echo "burst setup: installing ${missing[*]}" >&2
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+# The virtual environment is remade when the requirements change (the stamp holds the ones it
+# was made from). pip keeps its download cache in ~/.cache/pip, so a remake fetches nothing.
+requirements=scripts/python-requirements.txt
+stamp=.venv/burst-requirements.txt
+if ! cmp -s "$requirements" "$stamp" 2>/dev/null; then
+  echo "burst setup: installing $(grep -v '^#' "$requirements" | tr '\n' ' ')into .venv (PyPI)" >&2
+  rm -rf .venv
+  /usr/bin/python3 -m venv .venv
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$requirements" >&2
+  cp "$requirements" "$stamp"
+fi

@@ -17,9 +17,10 @@ cli_setup() {
     echo "FAIL: $burst is not an executable" >&2
     exit 1
   fi
-  if [ -x /usr/bin/python3 ]; then
-    python=/usr/bin/python3
-  else
+  # The Python with torch, torchvision and onnx: BURST_PYTHON, else the project's .venv
+  # (scripts/setup.sh), else whatever python3 is on PATH (enough for the JSON checks).
+  python=${BURST_PYTHON:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/.venv/bin/python}
+  if [ ! -x "$python" ]; then
     python=$(command -v python3) || { echo "FAIL: python3 not found" >&2; exit 1; }
   fi
   export LC_ALL=C

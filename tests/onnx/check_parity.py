@@ -1,6 +1,6 @@
 """Parity of an imported torchvision model with PyTorch itself (docs/model-import.md).
 
-usage: /usr/bin/python3 tests/onnx/check_parity.py BURST MODEL [--image-size N] [--batch B] [--onnx FILE]
+usage: .venv/bin/python tests/onnx/check_parity.py BURST MODEL [--image-size N] [--batch B] [--onnx FILE]
 
 Exports MODEL (weights=None, seed 0, dropout 0: burst's dropout draws other masks than
 torch's) with tests/onnx/export_torchvision.py's command, or takes FILE, which

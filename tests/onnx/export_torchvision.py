@@ -1,7 +1,7 @@
 """Exports torchvision classification models to ONNX the way docs/model-import.md tells users
 to, and writes what PyTorch says about each (parameter count, output shape) beside it.
 
-usage: /usr/bin/python3 tests/onnx/export_torchvision.py OUT_DIR [--image-size N] [--no-dropout] MODEL...
+usage: .venv/bin/python tests/onnx/export_torchvision.py OUT_DIR [--image-size N] [--no-dropout] MODEL...
 
 For every MODEL it writes OUT_DIR/MODEL.onnx and OUT_DIR/MODEL.facts.json:
   {"parameters": trainable parameter count, "output": per-sample output shape,

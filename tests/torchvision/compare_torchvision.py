@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Compares burst's zoo with torchvision: parameter counts and per-layer output shapes.
 
 Usage: compare_torchvision.py BURST_BINARY [MODEL ...]

@@ -398,14 +398,15 @@ std::unique_ptr<LayerModule> make_layer_module(const Graph& graph, LayerId id,
   return layer;
 }
 
-void set_floating_dtype(LayerModule& layer, torch::Dtype dtype) {
+void place_layer(LayerModule& layer, torch::Device device, torch::Dtype dtype) {
   torch::NoGradGuard no_grad;
-  for (auto& parameter : layer.module().named_parameters()) {
-    if (parameter.value().is_floating_point()) parameter.value().set_data(parameter.value().to(dtype));
-  }
-  for (auto& buffer : layer.module().named_buffers()) {
-    if (buffer.value().is_floating_point()) buffer.value().set_data(buffer.value().to(dtype));
-  }
+  // set_data keeps each tensor's identity, so a tied linear that borrows this tensor sees it
+  // moved too.
+  const auto place = [device, dtype](torch::Tensor& tensor) {
+    tensor.set_data(tensor.is_floating_point() ? tensor.to(device, dtype) : tensor.to(device));
+  };
+  for (auto& parameter : layer.module().named_parameters()) place(parameter.value());
+  for (auto& buffer : layer.module().named_buffers()) place(buffer.value());
 }
 
 namespace {

@@ -157,7 +157,7 @@ std::vector<std::pair<std::string, torch::Tensor>> PlanExecutor::gather_paramete
     }
     // Names and whole shapes from a stand-in module; the values from the sources.
     const auto stand_in = layers::make_layer_module(s.graph, id);
-    layers::set_floating_dtype(*stand_in, s.dtype);
+    layers::place_layer(*stand_in, s.device, s.dtype);
     const auto own = s.modules[static_cast<size_t>(id)] ? named_state(s.modules[static_cast<size_t>(id)]->module())
                                                         : std::vector<std::pair<std::string, torch::Tensor>>{};
     size_t index = 0;

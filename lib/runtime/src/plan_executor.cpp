@@ -120,7 +120,7 @@ std::unique_ptr<layers::LayerModule> build_module(detail::ExecutorState& s, grap
     const auto found = initial_weights->find(graph.layer(id).name);
     if (found != initial_weights->end()) layers::load_initial_weights(*module, found->second, graph.layer(id).name);
   }
-  layers::set_floating_dtype(*module, s.dtype);  // the float32 weights, widened
+  layers::place_layer(*module, s.device, s.dtype);  // the float32 weights, widened, on the rank's device
   const cost::TensorSplit& split = s.split(id);
   if (!s.ours(id) || !split.splits() || !cost::divides_weights(split.kind)) return module;
   s.tensor_groups[static_cast<size_t>(id)] =
@@ -163,6 +163,7 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
     throw UserError(fmt::format("the runtime computes in float32 or float64, not {}", c10::toString(options.dtype)));
   }
   s.dtype = options.dtype;
+  s.device = options.device;
   s.reporting = program::build_step_program(graph, s.plan, options.program);
   program::BuildScope quiet;
   quiet.reduce_loss = false;

@@ -18,12 +18,12 @@ bool is_loss(const graph::Graph& graph, graph::LayerId id) {
 // A block of `layer`'s output: `rows` samples x `features` of its last axis (all of it but
 // under tensor splits); floating point outputs in `floating` (the run's dtype).
 torch::Tensor empty_block(const graph::Graph& graph, graph::LayerId layer, int64_t rows, int64_t features,
-                          torch::Dtype floating) {
+                          torch::Dtype floating, torch::Device device) {
   std::vector<int64_t> shape{rows};
   for (const int64_t d : graph.info(layer).output_shape) shape.push_back(d);
   if (shape.size() > 1) shape.back() = features;
   const auto dtype = graph.info(layer).output_dtype == graph::DType::Int64 ? torch::kInt64 : floating;
-  return torch::empty(shape, torch::TensorOptions().dtype(dtype));
+  return torch::empty(shape, torch::TensorOptions().dtype(dtype).device(device));
 }
 
 // Samples x features of a layer's output or input (cost::Block without the rank).
@@ -197,7 +197,7 @@ class StepInterpreter {
           area(p), area_of(state.outputs[static_cast<size_t>(p.producer)].detach(), output_area(p.producer), area(p))});
       return;
     }
-    parts.push_back(InputPiece{area(p), empty_block(graph_, p.producer, p.samples.size(), p.features.size(), s_.dtype)});
+    parts.push_back(InputPiece{area(p), empty_block(graph_, p.producer, p.samples.size(), p.features.size(), s_.dtype, s_.device)});
     receives_.push_back(
         PendingReceive{op.piece, parts.back().values, s_.comm.receive(parts.back().values, p.sender, p.tag)});
   }
@@ -242,7 +242,7 @@ class StepInterpreter {
     std::vector<torch::Tensor> args;
     if (graph_.layer(id).op() == graph::OpKind::Input) {
       torch::Tensor features = batch_.features(id, offset + mine.begin, offset + mine.end);
-      if (features.is_floating_point()) features = features.to(s_.dtype);
+      features = features.is_floating_point() ? features.to(s_.device, s_.dtype) : features.to(s_.device);
       args.push_back(features);
     }
     wait_receives();
@@ -259,7 +259,7 @@ class StepInterpreter {
       state.leaves[static_cast<size_t>(id)][k] = input;
       args.push_back(input);
     }
-    if (is_loss(graph_, id)) args.push_back(batch_.labels(id, offset + mine.begin, offset + mine.end));
+    if (is_loss(graph_, id)) args.push_back(batch_.labels(id, offset + mine.begin, offset + mine.end).to(s_.device));
     return args;
   }
 
@@ -290,7 +290,7 @@ class StepInterpreter {
   void receive_gradient(const Op& op) {
     const Piece& p = piece(op);
     if (!p.local()) {
-      torch::Tensor rows = empty_block(graph_, p.producer, p.samples.size(), p.features.size(), s_.dtype);
+      torch::Tensor rows = empty_block(graph_, p.producer, p.samples.size(), p.features.size(), s_.dtype, s_.device);
       receives_.push_back(PendingReceive{op.piece, rows, s_.comm.receive(rows, p.sender, p.tag)});
       return;
     }
@@ -342,7 +342,7 @@ class StepInterpreter {
     torch::Tensor rows =
         leaf.grad().defined()
             ? area_of(leaf.grad(), input_area(p.consumer, p.input), area(p)).contiguous()
-            : empty_block(graph_, p.producer, p.samples.size(), p.features.size(), s_.dtype).zero_();
+            : empty_block(graph_, p.producer, p.samples.size(), p.features.size(), s_.dtype, s_.device).zero_();
     auto work = s_.comm.send(rows, p.receiver, p.tag);
     sends_.push_back(PendingSend{op.piece, std::move(rows), std::move(work)});
   }

@@ -31,8 +31,8 @@ torch::ScalarType dtype_of(const std::string& name) {
   throw UserError(fmt::format("unknown tensor dtype '{}'", name));
 }
 
-// The optimizer's key for a parameter (libtorch keys its state by the tensor's impl).
-std::string state_key(const torch::Tensor& parameter) { return c10::guts::to_string(parameter.unsafeGetTensorImpl()); }
+// The optimizer's key for a parameter (libtorch 2.x keys its state by the tensor's impl).
+void* state_key(const torch::Tensor& parameter) { return parameter.unsafeGetTensorImpl(); }
 
 const checkpoint::TensorBytes& find(const std::map<std::string, const checkpoint::TensorBytes*>& state,
                                     const std::string& name) {
@@ -60,13 +60,13 @@ torch::Tensor slot(const std::map<std::string, const checkpoint::TensorBytes*>& 
     throw UserError(fmt::format("checkpoint tensor '{}' has shape {}, its parameter {}", name,
                                 fmt::join(loaded.sizes(), "x"), fmt::join(like.sizes(), "x")));
   }
-  return loaded;
+  return loaded.to(like.device());  // optimizer state lives where its parameter does
 }
 
 }  // namespace
 
 checkpoint::TensorBytes tensor_to_bytes(const std::string& name, const torch::Tensor& tensor) {
-  const torch::Tensor contiguous = tensor.detach().contiguous();
+  const torch::Tensor contiguous = tensor.detach().contiguous().cpu();  // a GPU tensor's bytes, copied out
   checkpoint::TensorBytes bytes;
   bytes.name = name;
   bytes.dtype = dtype_name(contiguous.scalar_type());
@@ -114,7 +114,7 @@ void load_layer_training_state(torch::nn::Module& module, torch::optim::Optimize
     const std::string name = prefix + item.key();
     assign(item.value(), find(state, name), name);
     if (optimizer == nullptr) continue;
-    const std::string key = state_key(item.value());
+    void* const key = state_key(item.value());
     optimizer->state().erase(key);
     if (dynamic_cast<torch::optim::SGD*>(optimizer) != nullptr) {
       if (state.count(name + ":momentum_buffer") == 0) continue;

@@ -94,10 +94,10 @@ struct LayerModuleOptions {
 std::unique_ptr<LayerModule> make_layer_module(const graph::Graph& graph, graph::LayerId id,
                                                const LayerModuleOptions& options = {});
 
-// Casts every floating point parameter and buffer of `layer` (its submodules included) to
-// `dtype`, in place, keeping integer buffers (BatchNorm's num_batches_tracked) as they are:
-// torch::nn::Module::to(dtype) would cast those too.
-void set_floating_dtype(LayerModule& layer, torch::Dtype dtype);
+// Moves every parameter and buffer of `layer` (its submodules included) to `device` and
+// casts the floating point ones to `dtype`, in place, keeping integer buffers (BatchNorm's
+// num_batches_tracked) as they are: torch::nn::Module::to(dtype) would cast those too.
+void place_layer(LayerModule& layer, torch::Device device, torch::Dtype dtype);
 
 // Copies a layer's initial tensors (an imported model's, burst/graph/onnx_import.h) into
 // its module: the parameters in order (weight, bias), then the floating-point buffers in

@@ -50,6 +50,12 @@ struct ExecutorOptions {
   // Of parameters, activations, gradients and messages: torch::kFloat32 or torch::kFloat64
   // (layers are initialised in float32 and widened, so both start from the same weights).
   torch::Dtype dtype = torch::kFloat32;
+  // Where this rank computes: the CPU, or its GPU (device.h's rank_device). Batches arrive
+  // on the CPU and are copied there; messages and all-reduces carry tensors there.
+  torch::Device device = torch::kCPU;
+  // On a GPU: the step's kernels go to a stream of this priority (device.h's StepStream):
+  // high for a training run's steps, low for a background job's.
+  bool high_priority = true;
   // Initial weights by layer name (an imported ONNX model's); layers absent here, and all
   // layers when null, are initialised from their seed. Read only while constructing.
   const std::map<std::string, graph::LayerWeights>* initial_weights = nullptr;
