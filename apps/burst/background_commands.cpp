@@ -23,7 +23,8 @@ void run_background_command(const runtime::BackgroundJobConfig& config) {
 std::vector<std::string> background_command_line(const runtime::BackgroundJobConfig& job) {
   std::vector<std::string> words = {launch::current_executable(), "background", "--model", job.model,
                                     "--batch", std::to_string(job.batch), "--steps", std::to_string(job.steps),
-                                    "--seed", std::to_string(job.seed), "--lr", fmt::format("{}", job.learning_rate)};
+                                    "--seed", std::to_string(job.seed), "--lr", fmt::format("{}", job.learning_rate),
+                                    "--device", job.device};
   if (job.idle) words.push_back("--idle");
   if (!job.progress_file.empty()) {
     words.push_back("--progress");
@@ -43,6 +44,8 @@ void add_background_commands(CLI::App& app) {
   command->add_option("--progress", config->progress_file, "Share progress through this file (used by burst train)");
   command->add_option("--seed", config->seed, "Seed of the weights")->capture_default_str();
   command->add_option("--lr", config->learning_rate, "Learning rate")->capture_default_str();
+  command->add_option("--device", config->device, "cpu, or cuda:N (a low-priority stream on GPU N)")
+      ->capture_default_str();
   command->callback([config] {
     if (config->steps == 0 && config->progress_file.empty()) {
       throw UserError("burst background needs --steps N (it runs until stopped only under burst train)");

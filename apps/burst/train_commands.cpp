@@ -50,7 +50,7 @@ struct TrainArgs {
   int nproc = -1;  // -1: not given
   // --strategy burst: the plan is made here, before any worker starts.
   std::string strategy;        // "dp" or "burst"; empty: dp, or the --plan file
-  std::string device;          // cost model: a device kind ...
+  std::string cost_device;     // cost model: a device kind ...
   std::string profile;         // ... or a measured profile; neither: measure this CPU now
   std::string cluster_file;    // the links between the workers (default: the built-in "cpu" cluster)
   double amplification = planner::BurstOptions{}.amplification;
@@ -87,8 +87,8 @@ void check_options(const TrainArgs& args) {
     throw UserError("--checkpoint-every and --resume need --checkpoint-dir DIR");
   }
   if (args.strategy == "burst" && !args.plan_file.empty()) throw UserError("give --plan FILE or --strategy burst, not both");
-  if (args.strategy != "burst" && (!args.cluster_file.empty() || !args.device.empty() || !args.profile.empty())) {
-    throw UserError("--cluster, --device and --profile choose the cost model of --strategy burst; give it too");
+  if (args.strategy != "burst" && (!args.cluster_file.empty() || !args.cost_device.empty() || !args.profile.empty())) {
+    throw UserError("--cluster, --cost-device and --profile choose the cost model of --strategy burst; give it too");
   }
   if (args.nproc != -1 && (args.nproc < 1 || args.nproc > launch::kMaxLocalWorkers)) {
     throw UserError(fmt::format("--nproc must be between 1 and {}, got {}", launch::kMaxLocalWorkers, args.nproc));
@@ -137,13 +137,13 @@ class TemporaryDirectory {
 };
 
 
-// --strategy burst's cost model: --device or --profile, or a profile of this CPU measured
+// --strategy burst's cost model: --cost-device or --profile, or a profile of this CPU measured
 // now into `directory` at the per-device batches a plan can use (powers of two up to the
 // global batch, and it).
 std::unique_ptr<cost::CostModel> burst_cost_model(const TrainArgs& args, const graph::Graph& graph,
                                                   int64_t global_batch, const std::string& directory) {
   std::string profile = args.profile;
-  if (args.device.empty() && profile.empty()) {
+  if (args.cost_device.empty() && profile.empty()) {
     ProfileCommandArgs measure;
     measure.model = args.config.model;
     for (int64_t batch = 1; batch < global_batch; batch *= 2) measure.batch_sizes.push_back(batch);
@@ -156,7 +156,7 @@ std::unique_ptr<cost::CostModel> burst_cost_model(const TrainArgs& args, const g
     profile = measure.output;
   }
   const cost::DeviceModel device =
-      cost::resolve_device(args.device, profile.empty() ? std::nullopt : std::optional<std::string>(profile));
+      cost::resolve_device(args.cost_device, profile.empty() ? std::nullopt : std::optional<std::string>(profile));
   return cost::make_cost_model(device);
 }
 
@@ -230,6 +230,17 @@ runtime::TrainJob resolve_job(const TrainArgs& args, int world_size, const std::
   return job;
 }
 
+// Refuses, before any worker starts, a --device this build or machine cannot give
+// `local_ranks` ranks (the plugin asks libtorch how many GPUs there are).
+void check_device_here(const std::string& device, int local_ranks) {
+  if (device == "cpu") return;
+  using Check = int (*)(const std::string*, int, std::string*);
+  const auto check = reinterpret_cast<Check>(plugin_symbol("burst_check_device"));
+  std::string message;
+  const int code = check(&device, local_ranks, &message);
+  if (code != 0) throw_for_exit_code(code, message);
+}
+
 // Runs one worker in the plugin.
 void run_worker(const runtime::TrainJob& job, const runtime::WorkerPlace& place) {
   using Worker = int (*)(const runtime::TrainJob*, const runtime::WorkerPlace*, std::string*);
@@ -290,6 +301,7 @@ bool resume_from_latest(runtime::TrainJob& job) {
 // (`burst train --job FILE`); after a failure, with --max-restarts left, all workers again
 // from the latest checkpoint (or from the start without one), as torchrun's elastic agent.
 void launch_workers(const TrainArgs& args) {
+  check_device_here(args.config.device, args.nproc);
   TemporaryDirectory scratch;
   runtime::TrainJob job = resolve_job(args, args.nproc, scratch.path());
   for (int attempt = 0;; ++attempt) {
@@ -333,6 +345,7 @@ runtime::WorkerPlace place_from_environment() {
   place.world_size = identity->world_size;
   place.master_address = identity->master_addr;
   place.master_port = identity->master_port;
+  place.local_rank = identity->local_rank;
   place.rendezvous_file = identity->rendezvous_file;
   // torchrun's agent hosts a store at MASTER_PORT and says so; its workers are clients.
   const auto agent_store = environment("TORCHELASTIC_USE_AGENT_STORE");
@@ -369,10 +382,11 @@ void run_job_file(const TrainArgs& args) {
 // the same job from the same command line (docs/runtime.md, "Job files") and runs it.
 void run_in_place(const TrainArgs& args) {
   const runtime::WorkerPlace place = place_from_environment();
-  if (args.strategy == "burst" && place.world_size > 1 && args.device.empty() && args.profile.empty()) {
+  check_device_here(args.config.device, place.local_rank + 1);
+  if (args.strategy == "burst" && place.world_size > 1 && args.cost_device.empty() && args.profile.empty()) {
     // Measured times differ between processes, and so would the plans. A given cost model
     // makes them identical.
-    throw UserError("--strategy burst under torchrun, Slurm or mpirun needs --profile FILE or --device KIND, "
+    throw UserError("--strategy burst under torchrun, Slurm or mpirun needs --profile FILE or --cost-device KIND, "
                     "so that every rank makes the same plan (or use --nproc, or burst plan -o FILE and --plan)");
   }
   TemporaryDirectory scratch;
@@ -404,9 +418,9 @@ namespace {
 void add_plan_and_launch_options(CLI::App& command, TrainArgs& args) {
   command.add_option("--plan", args.plan_file, "Plan file (burst plan -o FILE); default: data parallel");
   command.add_option("--strategy", args.strategy,
-                     "dp (default) or burst: plan here (cost model from --device/--profile, else measured now)")
+                     "dp (default) or burst: plan here (cost model from --cost-device/--profile, else measured now)")
       ->check(CLI::IsMember({"dp", "burst"}));
-  command.add_option("--device", args.device, "Cost model for --strategy burst: a device kind");
+  command.add_option("--cost-device", args.cost_device, "Cost model for --strategy burst: a device kind (a100, h200, ...)");
   command.add_option("--profile", args.profile, "Cost model for --strategy burst: a profile (burst profile -o FILE)");
   command.add_option("--cluster", args.cluster_file,
                      "Links for --strategy burst: a cluster file, e.g. measured by bench/measure_cpu_links.py "
@@ -442,6 +456,9 @@ void add_training_options(CLI::App& command, TrainArgs& args) {
       ->capture_default_str();
   command.add_option("--optimizer", c.optimizer, "sgd or adam")->check(CLI::IsMember({"sgd", "adam"}))->capture_default_str();
   command.add_option("--lr", c.learning_rate, "Learning rate")->capture_default_str();
+  command.add_option("--device", c.device, "Where each rank computes: cpu, or cuda (rank r on cuda:LOCAL_RANK)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   command.add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str();
   command.add_option("--weight-decay", c.weight_decay, "Weight decay")->capture_default_str();
   command.add_option("--seed", c.seed, "Seed of the initial weights and the data order")->capture_default_str();

@@ -18,7 +18,7 @@ namespace burst::runtime {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TrainConfig, model, init, steps, epochs, dataset, dataset_dir, synthetic_samples,
                                    optimizer, learning_rate, momentum, weight_decay, seed, save_params, trace_file,
                                    log_every, checkpoint_dir, checkpoint_every, resume, timeout_s, background_model,
-                                   background_batch, threads, program, dtype)
+                                   background_batch, threads, program, dtype, device)
 }  // namespace burst::runtime
 
 namespace burst::cli {

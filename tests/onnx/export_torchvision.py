@@ -48,8 +48,12 @@ def export_model(model, name, out_dir, image_size):
     # Tracing runs the model: keep its BatchNorm statistics as they were (the file gets the
     # model's weights before any step).
     state = {k: v.clone() for k, v in model.state_dict().items()}
+    # dynamo=False: torch 2.x's TorchScript exporter. It exports the training graph
+    # (BatchNorm with batch statistics, Dropout) with initializers under their state_dict
+    # names, which is what burst trains from; the torch.export-based exporter (the default
+    # from 2.9) exports the inference graph and needs onnxscript.
     torch.onnx.export(model, sample, path, training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False, opset_version=14,
+                      do_constant_folding=False, opset_version=14, dynamo=False,
                       input_names=["input"], output_names=["output"],
                       dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
     model.load_state_dict(state)

@@ -28,13 +28,13 @@ refused "no steps or epochs" train --model "$models/vgg_like.json" --global-batc
 refused "zero steps" "${vgg[@]}" --global-batch 16 --steps 0 --nproc 2
 refused "zero workers" "${vgg[@]}" --global-batch 16 --nproc 0
 refused "global batch 0" "${vgg[@]}" --global-batch 0 --nproc 2
-refused "plan and strategy together" "${vgg[@]}" --plan "$work/vgg3.json" --strategy burst --device v100 --nproc 3
+refused "plan and strategy together" "${vgg[@]}" --plan "$work/vgg3.json" --strategy burst --cost-device v100 --nproc 3
 refused "images that do not fit the model" "${vgg[@]}" --global-batch 16 --dataset fashion-mnist --nproc 2
 refused "an unknown dataset" "${vgg[@]}" --global-batch 16 --dataset imagenet --nproc 2
 refused "an unknown model" train --model no_such_model --global-batch 16 --steps 2 --nproc 2
 refused "a cluster file without --strategy burst" "${vgg[@]}" --global-batch 16 --nproc 2 \
   --cluster "$examples/cluster-2x8-a100.json"
-refused "a cluster file of another size" "${vgg[@]}" --global-batch 16 --nproc 2 --strategy burst --device v100 \
+refused "a cluster file of another size" "${vgg[@]}" --global-batch 16 --nproc 2 --strategy burst --cost-device v100 \
   --cluster "$examples/cluster-2x8-a100.json"
 refused "a bucket of 0 MiB" "${vgg[@]}" --global-batch 16 --nproc 2 --bucket-mb 0
 refused "a negative bucket" "${vgg[@]}" --global-batch 16 --nproc 2 --bucket-mb -1

@@ -16,6 +16,7 @@
 
 #include "burst/graph/model_json.h"
 #include "burst/plan/plan.h"
+#include "burst/runtime/device.h"
 #include "burst/runtime/plan_executor.h"
 #include "burst/util/error.h"
 #include "burst/util/memory_reuse.h"
@@ -62,9 +63,9 @@ void check_background_model(const graph::Graph& graph) {
 // labels, with plain SGD.
 class BackgroundTrainer {
  public:
-  BackgroundTrainer(const graph::Graph& graph, int64_t batch, uint64_t seed, double learning_rate)
+  BackgroundTrainer(const graph::Graph& graph, int64_t batch, uint64_t seed, double learning_rate, torch::Device device)
       : graph_(graph),
-        executor_(graph, plan::plan_data_parallel(graph, 1, batch), solo_, options(seed, learning_rate)) {}
+        executor_(graph, plan::plan_data_parallel(graph, 1, batch), solo_, options(seed, learning_rate, device)) {}
 
   // One step; the loss when `report_loss`.
   double step(int64_t step_index, bool report_loss) {
@@ -82,8 +83,10 @@ class BackgroundTrainer {
   }
 
  private:
-  static ExecutorOptions options(uint64_t seed, double learning_rate) {
+  static ExecutorOptions options(uint64_t seed, double learning_rate, torch::Device device) {
     ExecutorOptions options;
+    options.device = device;
+    options.high_priority = false;  // on a GPU: below the foreground's stream
     options.seed = seed;
     options.optimizer = OptimizerOptions{"sgd", learning_rate, 0.0, 0.0};
     return options;
@@ -117,6 +120,17 @@ BackgroundProgressView::~BackgroundProgressView() {
   if (progress_ != nullptr) ::munmap(progress_, sizeof(BackgroundProgress));
 }
 
+// "cpu" or "cuda:N" (BackgroundJobConfig::device), checked.
+torch::Device background_device(const std::string& name) {
+  if (name == "cpu") return torch::kCPU;
+  const std::string prefix = "cuda:";
+  const std::string index = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : std::string();
+  if (index.empty() || index.size() > 3 || index.find_first_not_of("0123456789") != std::string::npos) {
+    throw UserError(fmt::format("--device must be cpu or cuda:N, not '{}'", name));
+  }
+  return rank_device("cuda", std::stoi(index));
+}
+
 void run_background_job(const BackgroundJobConfig& config) {
   if (config.batch < 1) throw UserError(fmt::format("the background batch must be at least 1, got {}", config.batch));
   if (config.steps < 0) throw UserError(fmt::format("--steps must be at least 0, got {}", config.steps));
@@ -131,7 +145,7 @@ void run_background_job(const BackgroundJobConfig& config) {
   const graph::Graph graph = graph::load_model(config.model);
   check_background_model(graph);
   torch::manual_seed(config.seed);  // the random batches
-  BackgroundTrainer trainer(graph, config.batch, config.seed, config.learning_rate);
+  BackgroundTrainer trainer(graph, config.batch, config.seed, config.learning_rate, background_device(config.device));
   BackgroundProgress* progress = nullptr;
   if (!config.progress_file.empty()) {
     progress = map_progress(config.progress_file, false);

@@ -27,7 +27,7 @@ namespace burst::runtime::detail {
 // process that dies with the worker (PR_SET_PDEATHSIG) and is stopped at the end.
 class BackgroundChild {
  public:
-  BackgroundChild(const TrainConfig& config, int rank) : directory_(make_directory()) {
+  BackgroundChild(const TrainConfig& config, int rank, int local_rank) : directory_(make_directory()) {
     BURST_ASSERT(config.background_command != nullptr, "a background job needs its command (TrainConfig)");
     BackgroundJobConfig job;
     job.model = config.background_model;
@@ -36,6 +36,7 @@ class BackgroundChild {
     job.idle = true;
     job.progress_file = directory_ + "/progress";
     job.seed = config.seed + 1000 + static_cast<uint64_t>(rank);
+    job.device = config.device == "cuda" ? fmt::format("cuda:{}", local_rank) : config.device;
     create_background_progress_file(job.progress_file);
     child_.emplace(config.background_command(job));
     if (auto view = BackgroundProgressView::open(job.progress_file)) view_.emplace(std::move(*view));

@@ -125,6 +125,7 @@ struct ExecutorState {
   uint64_t seed = 0;  // the run's: layers' initial weights and random ops draw from it
   torch::Dtype dtype = torch::kFloat32;  // of floating point tensors (ExecutorOptions)
   torch::Device device = torch::kCPU;    // of every tensor of a step (ExecutorOptions)
+  bool high_priority = true;             // of the step's GPU stream (ExecutorOptions)
   // The step programs: with the loss reduction (steps whose loss is reported) and without.
   program::StepProgram reporting;
   program::StepProgram quiet;

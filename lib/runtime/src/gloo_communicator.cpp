@@ -9,6 +9,9 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#if BURST_NCCL_BUILT
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 #include "burst/launch/network_address.h"
 #include "burst/util/error.h"
@@ -55,12 +58,33 @@ c10::intrusive_ptr<c10d::Store> make_store(const GlooOptions& options) {
   }
 }
 
+using Group = c10::intrusive_ptr<c10d::Backend>;
+
+// A process group for GPU tensors: NCCL's, over `store`.
+Group make_nccl_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                      std::chrono::milliseconds timeout) {
+#if BURST_NCCL_BUILT
+  auto options = c10d::ProcessGroupNCCL::Options::create(/*is_high_priority_stream=*/true);
+  options->timeout = timeout;
+  return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, options);
+#else
+  (void)store, (void)rank, (void)size, (void)timeout;
+  throw UserError("GPU tensors need NCCL, and this burst is built without it (burst --version)");
+#endif
+}
+
+bool on_gpu(const std::vector<at::Tensor>& tensors) { return !tensors.empty() && tensors.front().is_cuda(); }
+
 class GlooCommunicator : public Communicator {
  public:
   explicit GlooCommunicator(const GlooOptions& options)
       : options_(options), store_(make_store(options)), devices_(make_devices(options)) {
     world_ = make_group(c10::make_intrusive<c10d::PrefixStore>("world", store_), options.rank,
                         options.world_size);
+    if (options.nccl) {
+      world_gpu_ = make_nccl_group(c10::make_intrusive<c10d::PrefixStore>("world-nccl", store_), options.rank,
+                                   options.world_size, options.timeout);
+    }
   }
 
   int rank() const override { return options_.rank; }
@@ -71,31 +95,37 @@ class GlooCommunicator : public Communicator {
       BURST_ASSERT(group.size() >= 2, "a group needs two ranks");
       const auto member = std::find(group.begin(), group.end(), options_.rank);
       if (member == group.end() || groups_.count(group) > 0) continue;
-      groups_.emplace(group, make_group(c10::make_intrusive<c10d::PrefixStore>(group_key(group), store_),
-                                        static_cast<int>(member - group.begin()),
-                                        static_cast<int>(group.size())));
+      const auto rank = static_cast<int>(member - group.begin());
+      const auto size = static_cast<int>(group.size());
+      groups_.emplace(group, make_group(c10::make_intrusive<c10d::PrefixStore>(group_key(group), store_), rank, size));
+      if (options_.nccl) {
+        groups_gpu_.emplace(group, make_nccl_group(c10::make_intrusive<c10d::PrefixStore>(group_key(group) + "-nccl",
+                                                                                         store_),
+                                                   rank, size, options_.timeout));
+      }
     }
   }
 
   std::unique_ptr<PendingWork> send(torch::Tensor& tensor, int destination, uint32_t tag) override {
     std::vector<at::Tensor> tensors{tensor};
-    return std::make_unique<GlooWork>(world_->send(tensors, destination, static_cast<int>(tag)));
+    return std::make_unique<GlooWork>(world(tensors)->send(tensors, destination, static_cast<int>(tag)));
   }
 
   std::unique_ptr<PendingWork> receive(torch::Tensor& tensor, int source, uint32_t tag) override {
     std::vector<at::Tensor> tensors{tensor};
-    return std::make_unique<GlooWork>(world_->recv(tensors, source, static_cast<int>(tag)));
+    return std::make_unique<GlooWork>(world(tensors)->recv(tensors, source, static_cast<int>(tag)));
   }
 
   std::unique_ptr<PendingWork> allreduce_sum(std::vector<torch::Tensor>& tensors,
                                              const std::vector<int>& group) override {
-    const auto found = groups_.find(group);
-    BURST_ASSERT(found != groups_.end(), fmt::format("all-reduce in an unprepared {}", group_key(group)));
+    const auto& groups = on_gpu(tensors) ? groups_gpu_ : groups_;
+    const auto found = groups.find(group);
+    BURST_ASSERT(found != groups.end(), fmt::format("all-reduce in an unprepared {}", group_key(group)));
     return std::make_unique<GlooWork>(found->second->allreduce(tensors));
   }
 
   std::unique_ptr<PendingWork> allreduce_sum_world(std::vector<torch::Tensor>& tensors) override {
-    return std::make_unique<GlooWork>(world_->allreduce(tensors));
+    return std::make_unique<GlooWork>(world(tensors)->allreduce(tensors));
   }
 
   void barrier() override { world_->barrier()->wait(); }
@@ -103,8 +133,7 @@ class GlooCommunicator : public Communicator {
  private:
   // A group's pairs connect when it is made: a refused or timed-out connection is a run
   // failure naming this rank and the address its sockets bind.
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> make_group(const c10::intrusive_ptr<c10d::Store>& store, int rank,
-                                                        int size) const {
+  Group make_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size) const {
     auto options = c10d::ProcessGroupGloo::Options::create(options_.timeout);
     options->devices = devices_.devices;
     options->threads = 1;
@@ -141,8 +170,16 @@ class GlooCommunicator : public Communicator {
   GlooOptions options_;
   c10::intrusive_ptr<c10d::Store> store_;
   Devices devices_;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> world_;
-  std::map<std::vector<int>, c10::intrusive_ptr<c10d::ProcessGroupGloo>> groups_;
+  // The group of all ranks for these tensors: NCCL's for GPU tensors, else Gloo's.
+  const Group& world(const std::vector<at::Tensor>& tensors) const {
+    BURST_ASSERT(!on_gpu(tensors) || world_gpu_, "GPU tensors in a run without NCCL groups");
+    return on_gpu(tensors) ? world_gpu_ : world_;
+  }
+
+  Group world_;
+  Group world_gpu_;  // null without options_.nccl
+  std::map<std::vector<int>, Group> groups_;
+  std::map<std::vector<int>, Group> groups_gpu_;
 };
 
 }  // namespace

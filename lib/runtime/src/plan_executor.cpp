@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "burst/runtime/device.h"
 #include "executor_state.h"
 #include "step_interpreter.h"
 
@@ -164,6 +165,7 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
   }
   s.dtype = options.dtype;
   s.device = options.device;
+  s.high_priority = options.high_priority;
   s.reporting = program::build_step_program(graph, s.plan, options.program);
   program::BuildScope quiet;
   quiet.reduce_loss = false;
@@ -195,16 +197,19 @@ StepResult PlanExecutor::step(const BatchSource& batch, int64_t step, bool repor
   detail::ExecutorState& s = *state_;
   const program::StepProgram& program = report_loss ? s.reporting : s.quiet;
   s.trace.begin_step();
-  const auto start = detail::Clock::now();
+  const StepStream stream(s.device, s.high_priority);
+  DeviceTimer timer(s.device);  // on a GPU: CUDA events around the step's kernels
   s.communication_ms = 0;
   s.idle_ms = 0;
   const double loss_sum = detail::interpret_step(s, program, batch, layers::RandomKey{s.seed, step, 0});
 
   StepResult result;
-  const auto end = detail::Clock::now();
+  result.times.total_ms = timer.stop_ms();
+  const auto start = timer.started();
+  const auto end = start + std::chrono::duration_cast<detail::Clock::duration>(
+                               std::chrono::duration<double, std::milli>(result.times.total_ms));
   result.loss = report_loss ? loss_sum / static_cast<double>(s.plan.global_batch)
                             : std::numeric_limits<double>::quiet_NaN();
-  result.times.total_ms = std::chrono::duration<double, std::milli>(end - start).count();
   result.times.communication_ms = s.communication_ms;
   result.times.idle_ms = s.idle_ms;
   result.times.compute_ms = std::max(0.0, result.times.total_ms - s.communication_ms - s.idle_ms);

@@ -18,6 +18,7 @@
 #include "burst/data/sampler.h"
 #include "burst/graph/data_fit.h"
 #include "burst/launch/worker_status.h"
+#include "burst/runtime/device.h"
 #include "burst/runtime/gloo_communicator.h"
 #include "burst/runtime/plan_executor.h"
 #include "burst/runtime/resume.h"
@@ -60,11 +61,14 @@ std::unique_ptr<Communicator> connect(const TrainConfig& config, const WorkerPla
   gloo.host_store = place.host_store;
   gloo.rendezvous_file = place.rendezvous_file;
   gloo.socket_interfaces = place.socket_interfaces;
+  gloo.nccl = config.device == "cuda";
   return make_gloo_communicator(gloo);
 }
 
-ExecutorOptions executor_options(const TrainConfig& config, const graph::ImportedModel& model) {
+ExecutorOptions executor_options(const TrainConfig& config, const WorkerPlace& place,
+                                 const graph::ImportedModel& model) {
   ExecutorOptions options;
+  options.device = rank_device(config.device, place.local_rank);
   options.seed = config.seed;
   options.optimizer = OptimizerOptions{config.optimizer, config.learning_rate, config.momentum, config.weight_decay};
   options.program = config.program;
@@ -89,10 +93,11 @@ class TrainingRun {
     }
     graph::check_fits_samples(graph_, {train_.name(), train_.sample_shape(), train_.num_classes(), train_.tokens()});
     check_output_paths(config_, place.rank);
+    check_device(config_.device, place.local_rank + 1);  // before any rank waits for this one
     doing("connecting to the other workers");
     communicator_ = connect(config_, place);
-    executor_.emplace(graph_, job_.plan, *communicator_, executor_options(config_, model_));
-    if (!config_.background_model.empty()) background_.emplace(config_, place.rank);
+    executor_.emplace(graph_, job_.plan, *communicator_, executor_options(config_, place, model_));
+    if (!config_.background_model.empty()) background_.emplace(config_, place.rank, place.local_rank);
     resume();
     print_header();
   }

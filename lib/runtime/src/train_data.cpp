@@ -6,6 +6,9 @@
 #include <memory>
 
 #include <fmt/format.h>
+#include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/export.h>
+#include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/serialize.h>
 
 #include "burst/data/idx.h"
@@ -104,10 +107,39 @@ double test_accuracy(const graph::Graph& graph, const NamedTensors& state,
   return static_cast<double>(correct) / static_cast<double>(dataset.num_samples() * dataset.labels_per_sample());
 }
 
+namespace {
+
+// `dict` in torch.save's zip format, loadable by torch.load's default weights_only=True
+// (torch >= 2.6): a plain dict of tensors. torch::pickle_save tags the dict's type with
+// torch.jit._pickle.restore_type_tag, a global weights_only refuses; this pickler does not
+// tag aggregates.
+std::vector<char> torch_save_bytes(const c10::Dict<std::string, torch::Tensor>& dict) {
+  std::vector<char> pickled;
+  torch::jit::Pickler pickler([&pickled](const char* data, size_t size) { pickled.insert(pickled.end(), data, data + size); },
+                              /*tensor_table=*/nullptr, /*type_renamer=*/nullptr, /*memoized_class_types=*/nullptr,
+                              /*get_tensor_id=*/nullptr, /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(dict);
+  pickler.stop();
+  std::vector<char> archive;
+  {
+    caffe2::serialize::PyTorchStreamWriter writer([&archive](const void* data, size_t size) {
+      const auto* bytes = static_cast<const char*>(data);
+      archive.insert(archive.end(), bytes, bytes + size);
+      return size;
+    });
+    torch::jit::writeArchiveAndTensors("data", pickled.data(), pickled.size(), pickler.tensorData(), writer);
+    writer.writeEndOfFile();
+  }
+  return archive;
+}
+
+}  // namespace
+
 void save_parameters(const NamedTensors& state, const std::string& path) {
   c10::Dict<std::string, torch::Tensor> dict;
-  for (const auto& [name, tensor] : state) dict.insert(name, tensor);
-  const std::vector<char> bytes = torch::pickle_save(dict);
+  for (const auto& [name, tensor] : state) dict.insert(name, tensor.cpu());
+  const std::vector<char> bytes = torch_save_bytes(dict);
   const std::string temporary = path + ".partial";
   {
     std::ofstream out(temporary, std::ios::binary);

@@ -20,6 +20,8 @@ struct BackgroundJobConfig {
   std::string progress_file;    // share progress through this mapped file (empty: none)
   uint64_t seed = 0;
   double learning_rate = 0.01;
+  // "cpu", or "cuda:N": the job's worker's GPU, where it runs on a low-priority stream.
+  std::string device = "cpu";
 };
 
 // What a background job shares with its worker through the mapped progress file. Each

@@ -10,6 +10,12 @@
 // (GLOO_SOCKET_IFNAME); else 127.0.0.1 when the master address is loopback (or one rank
 // alone); else the address this host reaches the master from (launch/network_address.h),
 // never loopback. A connection that fails is a RunFailure naming the rank and that address.
+//
+// A CUDA run (`nccl`) also makes c10d ProcessGroupNCCL groups over the same store (NCCL
+// binds NCCL_SOCKET_IFNAME's interfaces, torch's rule): tensors on a GPU (the step's messages
+// and gradient all-reduces) go through NCCL, tensors on the CPU (the loss, gathered
+// parameters, traces) through Gloo. NCCL matches a pair's messages by issue order alone,
+// which the step program keeps (communicator.h's contract).
 #include <chrono>
 #include <memory>
 #include <string>
@@ -34,6 +40,9 @@ struct GlooOptions {
   std::vector<std::string> socket_interfaces;
   // How long rendezvous and every operation may take before failing.
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+  // GPU tensors over NCCL (a CUDA build; UserError otherwise). NCCL's streams run at high
+  // priority, beside the foreground's (device.h's StepStream).
+  bool nccl = false;
 };
 
 // Connects to the other ranks (blocks until all have arrived or the timeout passes).

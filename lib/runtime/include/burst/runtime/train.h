@@ -55,6 +55,9 @@ struct TrainConfig {
   // (initial weights the float32 ones, widened), for debugging numerics and for tests
   // whose tolerance must not depend on the CPU's kernels.
   std::string dtype = "float32";
+  // Where each rank computes (device.h): "cpu", or "cuda": rank r on cuda:LOCAL_RANK, its
+  // messages and all-reduces over NCCL, its background job on the same GPU.
+  std::string device = "cpu";
 };
 
 // What every worker of one run runs, resolved once: by burst's launcher, which writes it to
@@ -75,6 +78,7 @@ struct WorkerPlace {
   int world_size = 1;
   std::string master_address = "127.0.0.1";
   int master_port = 29500;
+  int local_rank = 0;  // among the ranks on this machine: picks the GPU of a CUDA run
   bool host_store = true;  // false: a launcher (torchrun's agent) hosts the rendezvous store
   std::string rendezvous_file;  // non-empty: a FileStore there instead (GlooOptions)
   std::vector<std::string> socket_interfaces;  // GLOO_SOCKET_IFNAME's, checked (GlooOptions)

@@ -1,0 +1,86 @@
+#include "burst/runtime/device.h"
+
+#include <fmt/format.h>
+
+#include "burst/util/error.h"
+
+#if BURST_CUDA_BUILT
+#include <c10/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/cuda.h>
+#endif
+
+namespace burst::runtime {
+
+bool cuda_built() { return BURST_CUDA_BUILT != 0; }
+bool nccl_built() { return BURST_NCCL_BUILT != 0; }
+
+void check_device(const std::string& device, int local_ranks) {
+  if (device == "cpu") return;
+  if (device != "cuda") throw UserError(fmt::format("--device must be cpu or cuda, not '{}'", device));
+  if (!cuda_built() || !nccl_built()) {
+    throw UserError("--device cuda: this burst is built without CUDA (burst --version says so; build against a CUDA "
+                    "libtorch with the CUDA toolkit present, or -DBURST_CUDA=ON to insist)");
+  }
+#if BURST_CUDA_BUILT
+  const auto gpus = static_cast<int>(torch::cuda::device_count());
+  if (gpus == 0) throw UserError("--device cuda: no CUDA GPU on this machine (torch sees 0 devices)");
+  if (local_ranks > gpus) {
+    throw UserError(fmt::format("--device cuda: {} ranks on this machine but {} GPU{}: one rank a GPU", local_ranks,
+                                gpus, gpus == 1 ? "" : "s"));
+  }
+#endif
+}
+
+torch::Device rank_device(const std::string& device, int local_rank) {
+  check_device(device, local_rank + 1);
+  if (device == "cpu") return torch::kCPU;
+  return {torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank)};
+}
+
+#if BURST_CUDA_BUILT
+struct StepStream::Guard {
+  explicit Guard(const c10::cuda::CUDAStream& stream) : current(stream) {}
+  c10::cuda::CUDAStreamGuard current;
+};
+
+StepStream::StepStream(torch::Device device, bool high_priority) {
+  if (!device.is_cuda()) return;
+  guard_ = std::make_unique<Guard>(c10::cuda::getStreamFromPool(high_priority, device.index()));
+}
+
+struct DeviceTimer::Events {
+  c10::cuda::CUDAEvent start{cudaEventDefault};  // timing on (the default disables it)
+  c10::cuda::CUDAEvent end{cudaEventDefault};
+};
+
+DeviceTimer::DeviceTimer(torch::Device device) : host_start_(std::chrono::steady_clock::now()) {
+  if (!device.is_cuda()) return;
+  events_ = std::make_unique<Events>();
+  events_->start.record(c10::cuda::getCurrentCUDAStream(device.index()));
+}
+
+double DeviceTimer::stop_ms() {
+  if (!events_) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start_).count();
+  }
+  events_->end.record(c10::cuda::getCurrentCUDAStream(events_->start.device_index()));
+  events_->end.synchronize();
+  return static_cast<double>(events_->start.elapsed_time(events_->end));
+}
+#else
+struct StepStream::Guard {};
+StepStream::StepStream(torch::Device /*device*/, bool /*high_priority*/) {}
+
+struct DeviceTimer::Events {};
+DeviceTimer::DeviceTimer(torch::Device /*device*/) : host_start_(std::chrono::steady_clock::now()) {}
+double DeviceTimer::stop_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start_).count();
+}
+#endif
+
+StepStream::~StepStream() = default;
+DeviceTimer::~DeviceTimer() = default;
+
+}  // namespace burst::runtime
