@@ -17,7 +17,7 @@ is child `conv1` of `block1`), so state_dict() keys are burst's parameter names
 Ops: input, conv2d, batchnorm2d, relu, gelu, maxpool2d, avgpool2d, adaptive_avgpool2d,
 linear, flatten, dropout, add, concat, layernorm, embedding, position_embedding, class_token,
 image_to_tokens, take_token, self_attention (nn.MultiheadAttention) and the loss
-softmax_cross_entropy. Not mapped: linear with tied_to (burst train refuses it too).
+softmax_cross_entropy; a linear with tied_to shares the embedding's weight.
 
 Loss, as burst's: each loss layer gives per-sample CrossEntropyLoss(reduction='none') (the
 mean over tokens for [T, classes] logits) times its weight; they add up per sample, and the
@@ -285,9 +285,7 @@ def make_module(layer, inputs):
     if op == "adaptive_avgpool2d":
         return nn.AdaptiveAvgPool2d(pair(a["output"]))
     if op == "linear":
-        if a["tied_to"]:
-            raise ModelError(f"tied weights (tied_to '{a['tied_to']}') are not mapped (burst train refuses them too)")
-        return nn.Linear(x.size(-1), a["out_features"], bias=a["bias"])
+        return nn.Linear(x.size(-1), a["out_features"], bias=a["bias"])  # tied_to: BurstModel ties it
     if op == "flatten":
         return nn.Flatten(1)
     if op == "dropout":
@@ -313,6 +311,19 @@ def make_module(layer, inputs):
     if op == LOSS:
         return SoftmaxCrossEntropy(a["weight"])
     raise ModelError(f"op {op} has no PyTorch mapping")
+
+
+def tie(layer, module, modules):
+    """A linear layer with tied_to uses the embedding's weight as its own (one parameter, its
+    gradient the sum of both uses, as in burst and GPT-2); True when it did."""
+    if layer.op != "linear" or not layer.attrs["tied_to"]:
+        return False
+    embedding = modules.get(layer.attrs["tied_to"])
+    if not isinstance(embedding, nn.Embedding) or embedding.weight.shape != module.weight.shape:
+        raise ModelError(f"tied_to '{layer.attrs['tied_to']}' is not an embedding of the weight's shape "
+                         f"{list(module.weight.shape)} before this layer")
+    module.weight = embedding.weight
+    return True
 
 
 class BurstModel(nn.Module):
@@ -341,6 +352,7 @@ class BurstModel(nn.Module):
             args = [examples[i] for i in layer.inputs]
             try:
                 module = make_module(layer, args)
+                tied = tie(layer, module, modules)
                 module.eval()  # the example pass must not move BatchNorm's running statistics
                 with torch.no_grad():
                     if layer.op == "input":
@@ -361,7 +373,7 @@ class BurstModel(nn.Module):
             for i in layer.inputs:
                 if last_use[i] == layer.name:
                     examples.pop(i, None)
-            params = sum(p.numel() for p in module.parameters())
+            params = sum(p.numel() for p in module.parameters()) - (module.weight.numel() if tied else 0)
             self._burst_info[layer.name] = (list(out.shape[1:]), str(out.dtype).replace("torch.", ""), params)
             modules[layer.name] = module
             frees = [i for i in dict.fromkeys(layer.inputs) if last_use[i] == layer.name]

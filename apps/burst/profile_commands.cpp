@@ -28,11 +28,14 @@ void add_profile_commands(CLI::App& app) {
   args->batch_sizes = {1, 2, 4, 8, 16, 32};
 
   CLI::App* command = app.add_subcommand(
-      "profile", "Measure every layer of a model on this CPU and write a profile file");
+      "profile", "Measure every layer of a model on this CPU (or GPU 0) and write a profile file");
   command->add_option("--model", args->model, "Zoo model (NAME[:key=value,...]) or model file")
       ->required();
   command->add_option("--batch-sizes", args->batch_sizes, "Per-device batch sizes to measure")
       ->delimiter(',')
+      ->capture_default_str();
+  command->add_option("--device", args->device, "cpu, or cuda: GPU 0, timed with CUDA events (a CUDA build)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   command
       ->add_option("--threads", args->threads,

@@ -27,6 +27,7 @@ struct ProfileCommandArgs {
   int co_located = 1;
   std::vector<int32_t> tensor_parts;  // tensor-split part counts also measured (none: whole layers)
   std::string output;
+  std::string device = "cpu";  // "cpu" or "cuda" (profiler::ProfileOptions::device)
 };
 
 // Runs `burst profile` with `args` in the plugin (UserError for bad input).

@@ -20,6 +20,7 @@ void profile(const ProfileCommandArgs& args) {
   const graph::Graph graph = graph::load_model(args.model);
   profiler::ProfileOptions options;
   options.threads = args.threads;
+  options.device = args.device;
   options.co_located = args.co_located;
   options.tensor_parts = args.tensor_parts;
   options.output_path = args.output;

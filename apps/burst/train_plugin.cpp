@@ -3,7 +3,7 @@
 #include <string>
 
 #include "burst/runtime/background.h"
-#include "burst/runtime/device.h"
+#include "burst/layers/device.h"
 #include "burst/runtime/train.h"
 #include "burst/util/error.h"
 #include "train_commands.h"
@@ -22,7 +22,7 @@ extern "C" __attribute__((visibility("default"))) int burst_train_worker(
 extern "C" __attribute__((visibility("default"))) int burst_check_device(const std::string* device, int local_ranks,
                                                                          std::string* message) {
   try {
-    burst::runtime::check_device(*device, local_ranks);
+    burst::layers::check_device(*device, local_ranks);
     return 0;
   } catch (const std::exception& error) {
     *message = error.what();

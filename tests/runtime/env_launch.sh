@@ -59,8 +59,8 @@ launcher() {  # OUT ARGS...: the same with --nproc 2
 launcher nproc_dp --steps 4 --save-params "$work/nproc_dp.pt"
 two_ranks torchrun torchrun_dp --steps 4 --save-params "$work/torchrun_dp.pt"
 two_ranks slurm slurm_dp --steps 4 --save-params "$work/slurm_dp.pt"
-launcher nproc_burst --steps 4 --strategy burst --device v100 --save-params "$work/nproc_burst.pt"
-two_ranks torchrun torchrun_burst --steps 4 --strategy burst --device v100 --save-params "$work/torchrun_burst.pt"
+launcher nproc_burst --steps 4 --strategy burst --cost-device v100 --save-params "$work/nproc_burst.pt"
+two_ranks torchrun torchrun_burst --steps 4 --strategy burst --cost-device v100 --save-params "$work/torchrun_burst.pt"
 two_ranks torchrun resumed_part1 --steps 2 --checkpoint-dir "$work/ckpt"
 two_ranks torchrun resumed --steps 4 --checkpoint-dir "$work/ckpt" --resume --save-params "$work/resumed.pt"
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <future>
 #include <limits>
@@ -211,6 +212,18 @@ const EfficiencyCurve& DeviceSpec::curve(const std::string& op) const {
 }
 
 std::vector<std::string> catalog_kinds() { return {"v100", "a100", "a100-80gb", "h100-sxm", "h200", "cpu"}; }
+
+std::optional<std::string> catalog_kind_of_gpu(const std::string& name) {
+  std::string upper;
+  for (const char c : name) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const auto has = [&upper](const char* part) { return upper.find(part) != std::string::npos; };
+  if (has("H200")) return "h200";
+  // The catalog's H100 is the SXM part; PCIe and NVL H100s have less bandwidth.
+  if (has("H100") && (has("SXM") || has("HBM3")) && !has("PCIE") && !has("NVL")) return "h100-sxm";
+  if (has("A100")) return has("80GB") ? "a100-80gb" : "a100";
+  if (has("V100")) return "v100";
+  return std::nullopt;
+}
 
 DeviceSpec catalog_device(const std::string& kind) {
   // Datasheet peaks for the precision PyTorch uses by default for fp32 training:

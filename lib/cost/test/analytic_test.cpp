@@ -121,5 +121,21 @@ TEST(LayeredCostModel, MeasuredFirstAnalyticForGaps) {
   EXPECT_EQ(model.update_or_zero(graph, *graph.find("relu1")), Seconds{});
 }
 
+
+// `burst profile --device cuda` names its profile after the GPU's catalog kind, from the
+// name CUDA reports (torch.cuda.get_device_name on each machine).
+TEST(Analytic, GpuNamesMapToCatalogKinds) {
+  EXPECT_EQ(catalog_kind_of_gpu("NVIDIA H200"), "h200");
+  EXPECT_EQ(catalog_kind_of_gpu("NVIDIA H100 80GB HBM3"), "h100-sxm");
+  EXPECT_EQ(catalog_kind_of_gpu("NVIDIA H100 PCIe"), std::nullopt);
+  EXPECT_EQ(catalog_kind_of_gpu("NVIDIA A100-SXM4-40GB"), "a100");
+  EXPECT_EQ(catalog_kind_of_gpu("NVIDIA A100-SXM4-80GB"), "a100-80gb");
+  EXPECT_EQ(catalog_kind_of_gpu("Tesla V100-SXM2-32GB"), "v100");
+  EXPECT_EQ(catalog_kind_of_gpu("NVIDIA GeForce RTX 4090"), std::nullopt);
+  for (const std::string name : {"NVIDIA H200", "NVIDIA A100-SXM4-80GB"}) {
+    EXPECT_NO_THROW(catalog_device(*catalog_kind_of_gpu(name))) << name;
+  }
+}
+
 }  // namespace
 }  // namespace burst::cost

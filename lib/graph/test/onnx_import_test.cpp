@@ -182,6 +182,30 @@ TEST(OnnxImport, ShapeArithmeticFoldsIntoPerSampleShapeOps) {
   EXPECT_EQ(g.size(), 9u);
 }
 
+// torch 2.x writes unflatten's dim as Mod(Add(-1, rank), rank). Mod folds with ONNX's
+// signs: fmod = 0 (the default) takes the divisor's sign (-6 mod 4 = 2), fmod = 1 the
+// dividend's (6 fmod -4 = 2); either way here the target is per-sample [2, 8].
+TEST(OnnxImport, ShapeArithmeticFoldsModWithOnnxsSigns) {
+  for (const int64_t fmod : {0, 1}) {
+    OnnxModel m({4, 2, 2});
+    m.node("Shape", {"input"}, {"shape"});
+    m.node("Gather", {"shape", ints(m, "zero", {0}, true)}, {"b"});
+    m.node("Unsqueeze", {"b", ints(m, "axes", {0})}, {"b1"});
+    auto* mod = fmod == 0 ? m.node("Mod", {ints(m, "x", {-6}), ints(m, "y", {4})}, {"two"})
+                          : m.node("Mod", {ints(m, "x", {6}), ints(m, "y", {-4})}, {"two"});
+    set_int(mod, "fmod", fmod);
+    auto* target = m.node("Concat", {"b1", "two", ints(m, "eight", {8})}, {"target"});
+    set_int(target, "axis", 0);
+    m.node("Reshape", {"input", "target"}, {"pairs"});
+    auto* mean = m.node("ReduceMean", {"pairs"}, {"output"});
+    set_ints(mean, "axes", {2});
+    set_int(mean, "keepdims", 0);
+    m.output("output");
+    const Graph g = m.import().graph;
+    EXPECT_EQ(g.info(*g.find("Reshape_5")).output_shape, (Shape{2, 8})) << "fmod " << fmod;
+  }
+}
+
 TEST(OnnxImport, ShapeArithmeticThatDependsOnTheBatchIsRefused) {
   // Taking Shape(x)[1] in place of [0] makes the first target dim c = 4: the batch would
   // be reshaped into the samples.
@@ -308,7 +332,7 @@ TEST(OnnxImport, InputsOfTheWrongKindAreRefusedNotDereferenced) {
   OnnxModel sub({4});
   sub.node("Sub", {"input", "input"}, {"output"});
   sub.output("output");
-  expect_refused(sub.bytes(), "burst computes Add, Sub, Mul and Div of integers at import");
+  expect_refused(sub.bytes(), "burst computes Add, Sub, Mul, Div and Mod of integers at import");
 }
 
 TEST(OnnxImport, ALayerNamedLossKeepsItsNameAndTheAddedLossTakesAnother) {

@@ -6,6 +6,7 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <filesystem>
 #include <fstream>
 #include <new>
@@ -17,7 +18,9 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include "burst/cost/analytic.h"
 #include "burst/graph/model_json.h"
+#include "burst/layers/device.h"
 #include "burst/layers/layer_module.h"
 #include "burst/layers/sync_batchnorm.h"
 #include "burst/util/error.h"
@@ -39,6 +42,42 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_between(Clock::time_point start, Clock::time_point end) {
   return std::chrono::duration<double>(end - start).count();
+}
+
+// Seconds one call of `work` takes on `device`: on a GPU between CUDA events on the current
+// stream (the kernels' time, not the launches'), on the CPU by the steady clock. What `work`
+// returns is freed after the clock stops.
+template <class Work>
+double seconds_of(torch::Device device, Work work) {
+  layers::DeviceTimer timer(device);
+  if constexpr (std::is_void_v<decltype(work())>) {
+    work();
+    return timer.stop_ms() / 1000.0;
+  } else {
+    const auto result = work();
+    return timer.stop_ms() / 1000.0;
+  }
+}
+
+// The device profile_model measures on (ProfileOptions::device, checked): cuda is GPU 0.
+torch::Device device_of(const ProfileOptions& options) {
+  return layers::rank_device(options.device, 0);
+}
+
+// `subject` with its modules and inputs on `device`.
+Subject on_device(Subject subject, torch::Device device) {
+  if (device.is_cpu()) return subject;
+  subject.build = [build = subject.build, device] {
+    auto module = build();
+    layers::place_layer(*module, device, torch::kFloat32);
+    return module;
+  };
+  subject.inputs = [inputs = subject.inputs, device](int64_t batch) {
+    std::vector<torch::Tensor> tensors = inputs(batch);
+    for (torch::Tensor& tensor : tensors) tensor = tensor.to(device);
+    return tensors;
+  };
+  return subject;
 }
 
 // Runs `body` while `copies` threads each call `work(copy)` over and over (copy = 0 ..
@@ -135,6 +174,10 @@ void check_options(const std::vector<int64_t>& batch_sizes, const ProfileOptions
   }
   if (o.threads < 1) throw UserError(fmt::format("threads must be at least 1, got {}", o.threads));
   if (o.co_located < 1) throw UserError(fmt::format("co-located devices must be at least 1, got {}", o.co_located));
+  layers::check_device(o.device, 1);
+  if (o.device != "cpu" && o.co_located > 1) {
+    throw UserError(fmt::format("--co-located {} models CPU devices sharing a node; a GPU measures alone", o.co_located));
+  }
   for (const int32_t parts : o.tensor_parts) {
     if (parts < 2 || parts > 1024) {
       throw UserError(fmt::format("tensor-split parts must be in [2, 1024], got {}", parts));
@@ -194,6 +237,7 @@ Subject whole_subject(const Graph& graph, LayerId id) {
 cost::ProfileEntry measure_entry(const Subject& subject, layers::LayerModule& layer, cost::ProfileEntry entry,
                                  const ProfileOptions& options) {
   const RepetitionPolicy policy = policy_of(options);
+  const torch::Device device = device_of(options);
   torch::manual_seed(options.seed + static_cast<uint64_t>(entry.batch));
   std::vector<torch::Tensor> inputs = subject.inputs(entry.batch);
   std::vector<torch::Tensor> differentiable_inputs;
@@ -210,11 +254,7 @@ cost::ProfileEntry measure_entry(const Subject& subject, layers::LayerModule& la
       contenders, [&](int c) { copies[static_cast<size_t>(c)].module->forward(copies[static_cast<size_t>(c)].inputs); },
       [&] {
         return measure(
-            [&] {
-              const auto start = Clock::now();
-              const torch::Tensor out = layer.forward(inputs);
-              return seconds_between(start, Clock::now());
-            },
+            [&] { return seconds_of(device, [&] { return layer.forward(inputs); }); },
             policy);
       });
 
@@ -227,10 +267,10 @@ cost::ProfileEntry measure_entry(const Subject& subject, layers::LayerModule& la
         [&] {
           return measure(
               [&] {
-                const auto start = Clock::now();
-                const auto grads = torch::autograd::grad({out}, wrt, {grad_out}, /*retain_graph=*/true,
-                                                         /*create_graph=*/false, /*allow_unused=*/true);
-                return seconds_between(start, Clock::now());
+                return seconds_of(device, [&] {
+                  return torch::autograd::grad({out}, wrt, {grad_out}, /*retain_graph=*/true,
+                                               /*create_graph=*/false, /*allow_unused=*/true);
+                });
               },
               policy);
         });
@@ -266,9 +306,10 @@ cost::ProfileEntry measure_entry(const Subject& subject, layers::LayerModule& la
 void measure_split_batchnorm(const Graph& graph, LayerId id, layers::LayerModule& layer, cost::ProfileEntry& entry,
                              const ProfileOptions& options) {
   const RepetitionPolicy policy = policy_of(options);
+  const torch::Device device = device_of(options);
   const auto& attrs = std::get<graph::BatchNorm2dAttrs>(graph.layer(id).attrs);
   torch::manual_seed(options.seed + static_cast<uint64_t>(entry.batch));
-  const torch::Tensor x = layers::random_inputs(graph, id, entry.batch).at(0).requires_grad_(true);
+  const torch::Tensor x = layers::random_inputs(graph, id, entry.batch).at(0).to(device).requires_grad_(true);
   // Contending copies (options.co_located - 1), each with its own module, input and context.
   struct SplitCopy {
     std::unique_ptr<layers::LayerModule> module;
@@ -296,11 +337,7 @@ void measure_split_batchnorm(const Graph& graph, LayerId id, layers::LayerModule
       },
       [&] {
         return measure(
-            [&] {
-              const auto start = Clock::now();
-              const torch::Tensor out = split_forward(layer.module(), x, context);
-              return seconds_between(start, Clock::now());
-            },
+            [&] { return seconds_of(device, [&] { return split_forward(layer.module(), x, context); }); },
             policy);
       });
   const torch::Tensor out = split_forward(layer.module(), x, context);
@@ -320,11 +357,7 @@ void measure_split_batchnorm(const Graph& graph, LayerId id, layers::LayerModule
       },
       [&] {
         return measure(
-            [&] {
-              const auto start = Clock::now();
-              gradients(x, layer, out, grad_out);
-              return seconds_between(start, Clock::now());
-            },
+            [&] { return seconds_of(device, [&] { gradients(x, layer, out, grad_out); }); },
             policy);
       });
   entry.split_forward = forward.median;
@@ -339,6 +372,7 @@ void measure_split_batchnorm(const Graph& graph, LayerId id, layers::LayerModule
 Seconds measure_update(const Subject& subject, layers::LayerModule& layer, const ProfileOptions& options) {
   // The measured layer and its contending copies (options.co_located - 1), each with an
   // optimizer over its own weights.
+  const torch::Device device = device_of(options);
   std::vector<std::unique_ptr<layers::LayerModule>> copies;
   for (int c = 1; c < options.co_located; ++c) copies.push_back(subject.build());
   std::vector<std::unique_ptr<torch::optim::SGD>> optimizers;
@@ -360,11 +394,7 @@ Seconds measure_update(const Subject& subject, layers::LayerModule& layer, const
       [&] {
         torch::NoGradGuard no_grad;
         return measure(
-            [&] {
-              const auto start = Clock::now();
-              optimizers[0]->step();
-              return seconds_between(start, Clock::now());
-            },
+            [&] { return seconds_of(device, [&] { optimizers[0]->step(); }); },
             policy_of(options));
       });
   for (torch::Tensor& weight : all_weights[0]) weight.mutable_grad() = torch::Tensor();
@@ -376,12 +406,13 @@ std::string first_line(const std::string& text) { return text.substr(0, text.fin
 
 // Measures `subject` (layer `id`, or one part of it: `what` says which, for errors) at each
 // of `batches`, each entry filled in from `skeleton(batch)`, then its optimizer update.
-std::vector<cost::ProfileEntry> measure_subject(const Graph& graph, LayerId id, const Subject& subject,
+std::vector<cost::ProfileEntry> measure_subject(const Graph& graph, LayerId id, const Subject& subject_on_cpu,
                                                 const std::string& what,
                                                 const std::function<cost::ProfileEntry(int64_t)>& skeleton,
                                                 const std::vector<int64_t>& batches, const ProfileOptions& options) {
   const std::string& name = graph.layer(id).name;
   const char* op = graph::op_name(graph.layer(id).op());
+  const Subject subject = on_device(subject_on_cpu, device_of(options));
   torch::manual_seed(options.seed);
   std::unique_ptr<layers::LayerModule> layer = subject.build();
   std::vector<cost::ProfileEntry> entries;
@@ -483,8 +514,19 @@ cost::Profile profile_model(const Graph& graph, const std::vector<int64_t>& batc
 
   const auto start = Clock::now();
   cost::Profile profile;
-  profile.device = "cpu";
-  profile.description = cpu_description(options.threads, options.co_located);
+  if (options.device == "cpu") {
+    profile.device = "cpu";
+    profile.description = cpu_description(options.threads, options.co_located);
+  } else {
+    const std::string name = layers::gpu_name(device_of(options));
+    const std::optional<std::string> kind = cost::catalog_kind_of_gpu(name);
+    if (!kind) {
+      throw UserError(fmt::format("GPU '{}' is none of the device catalog's kinds ({}): its profile would have no "
+                                  "peak and bandwidth to fit against", name, fmt::join(cost::catalog_kinds(), ", ")));
+    }
+    profile.device = *kind;
+    profile.description = fmt::format("{}, CUDA events, libtorch {}", name, TORCH_VERSION);
+  }
   profile.source = "measured by burst profile (medians of repeated runs; docs/profiler.md)";
   const std::optional<cost::Profile> existing = existing_profile(options.output_path, profile);
   std::set<std::pair<std::string, int64_t>> present;

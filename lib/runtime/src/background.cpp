@@ -16,7 +16,7 @@
 
 #include "burst/graph/model_json.h"
 #include "burst/plan/plan.h"
-#include "burst/runtime/device.h"
+#include "burst/layers/device.h"
 #include "burst/runtime/plan_executor.h"
 #include "burst/util/error.h"
 #include "burst/util/memory_reuse.h"
@@ -128,7 +128,7 @@ torch::Device background_device(const std::string& name) {
   if (index.empty() || index.size() > 3 || index.find_first_not_of("0123456789") != std::string::npos) {
     throw UserError(fmt::format("--device must be cpu or cuda:N, not '{}'", name));
   }
-  return rank_device("cuda", std::stoi(index));
+  return layers::rank_device("cuda", std::stoi(index));
 }
 
 void run_background_job(const BackgroundJobConfig& config) {

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "burst/runtime/device.h"
+#include "burst/layers/device.h"
 #include "executor_state.h"
 #include "step_interpreter.h"
 
@@ -197,8 +197,8 @@ StepResult PlanExecutor::step(const BatchSource& batch, int64_t step, bool repor
   detail::ExecutorState& s = *state_;
   const program::StepProgram& program = report_loss ? s.reporting : s.quiet;
   s.trace.begin_step();
-  const StepStream stream(s.device, s.high_priority);
-  DeviceTimer timer(s.device);  // on a GPU: CUDA events around the step's kernels
+  const layers::StepStream stream(s.device, s.high_priority);
+  layers::DeviceTimer timer(s.device);  // on a GPU: CUDA events around the step's kernels
   s.communication_ms = 0;
   s.idle_ms = 0;
   const double loss_sum = detail::interpret_step(s, program, batch, layers::RandomKey{s.seed, step, 0});

@@ -18,7 +18,7 @@
 #include "burst/data/sampler.h"
 #include "burst/graph/data_fit.h"
 #include "burst/launch/worker_status.h"
-#include "burst/runtime/device.h"
+#include "burst/layers/device.h"
 #include "burst/runtime/gloo_communicator.h"
 #include "burst/runtime/plan_executor.h"
 #include "burst/runtime/resume.h"
@@ -68,7 +68,7 @@ std::unique_ptr<Communicator> connect(const TrainConfig& config, const WorkerPla
 ExecutorOptions executor_options(const TrainConfig& config, const WorkerPlace& place,
                                  const graph::ImportedModel& model) {
   ExecutorOptions options;
-  options.device = rank_device(config.device, place.local_rank);
+  options.device = layers::rank_device(config.device, place.local_rank);
   options.seed = config.seed;
   options.optimizer = OptimizerOptions{config.optimizer, config.learning_rate, config.momentum, config.weight_decay};
   options.program = config.program;
@@ -93,7 +93,7 @@ class TrainingRun {
     }
     graph::check_fits_samples(graph_, {train_.name(), train_.sample_shape(), train_.num_classes(), train_.tokens()});
     check_output_paths(config_, place.rank);
-    check_device(config_.device, place.local_rank + 1);  // before any rank waits for this one
+    layers::check_device(config_.device, place.local_rank + 1);  // before any rank waits for this one
     doing("connecting to the other workers");
     communicator_ = connect(config_, place);
     executor_.emplace(graph_, job_.plan, *communicator_, executor_options(config_, place, model_));

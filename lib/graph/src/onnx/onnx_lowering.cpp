@@ -66,6 +66,7 @@ const std::map<std::string, Handler>& handlers() {
       {"Squeeze", &Lowering::squeeze},
       {"Cast", &Lowering::cast},
       {"Sub", &Lowering::integer_arithmetic},
+      {"Mod", &Lowering::integer_arithmetic},  // torch 2.x: unflatten's dim, (-1 + rank) % rank
       {"Div", &Lowering::div},
       {"ConstantOfShape", &Lowering::constant_of_shape},
       {"Equal", &Lowering::equal},

@@ -119,7 +119,8 @@ class Lowering {
   void unsqueeze(const onnx::NodeProto& node);
   void squeeze(const onnx::NodeProto& node);
   void cast(const onnx::NodeProto& node);
-  void integer_arithmetic(const onnx::NodeProto& node);  // Add, Sub, Mul, Div of integers
+  void integer_arithmetic(const onnx::NodeProto& node);  // Add, Sub, Mul, Div, Mod of integers
+  int64_t integer_modulo(const onnx::NodeProto& node, const SymbolicInt& x, const SymbolicInt& y);
   void reshape(const onnx::NodeProto& node);
   void transpose(const onnx::NodeProto& node);
   void slice(const onnx::NodeProto& node);

@@ -117,9 +117,19 @@ void Lowering::cast(const onnx::NodeProto& node) {
   }
 }
 
+// x mod y of two batch-independent integers, as ONNX's Mod defines it: with fmod = 0 (the
+// default) the result takes the divisor's sign, as Python's %; with fmod = 1 the dividend's.
+int64_t Lowering::integer_modulo(const onnx::NodeProto& node, const SymbolicInt& x, const SymbolicInt& y) {
+  if (x.batch != 0 || y.batch != 0) fail(node, fmt::format("{} mod {} depends on the batch size", symbolic_text(x), symbolic_text(y)));
+  if (y.constant == 0) fail(node, "takes an integer modulo 0");
+  int64_t remainder = x.constant % y.constant;  // C++: the dividend's sign
+  if (attr_int(node, "fmod", 0) == 0 && remainder != 0 && ((remainder < 0) != (y.constant < 0))) remainder += y.constant;
+  return remainder;
+}
+
 void Lowering::integer_arithmetic(const onnx::NodeProto& node) {
   if (!is_integer(node, 0) || !is_integer(node, 1)) {
-    fail(node, "burst computes Add, Sub, Mul and Div of integers at import (shape arithmetic), and on "
+    fail(node, "burst computes Add, Sub, Mul, Div and Mod of integers at import (shape arithmetic), and on "
                "tensors only Add and Mul of two computed inputs");
   }
   const SymbolicTensor& a = integer_input(node, 0);
@@ -140,8 +150,10 @@ void Lowering::integer_arithmetic(const onnx::NodeProto& node) {
       if (x.batch != 0 && y.batch != 0) fail(node, "multiplies two batch-dependent integers");
       r = x.batch != 0 ? SymbolicInt{x.batch * y.constant, x.constant * y.constant}
                        : SymbolicInt{y.batch * x.constant, y.constant * x.constant};
+    } else if (op == "Mod") {
+      r = SymbolicInt{0, integer_modulo(node, x, y)};
     } else {
-      BURST_ASSERT(op == "Div", "integer_arithmetic handles Add, Sub, Mul and Div");
+      BURST_ASSERT(op == "Div", "integer_arithmetic handles Add, Sub, Mul, Div and Mod");
       if (y.batch != 0 || y.constant == 0) fail(node, fmt::format("divides by {}", symbolic_text(y)));
       if (x.batch % y.constant != 0 || (x.batch != 0 && x.constant % y.constant != 0)) {
         fail(node, fmt::format("{} / {} depends on the batch size", symbolic_text(x), symbolic_text(y)));

@@ -17,6 +17,7 @@
 // Op kinds without measurements use the curve of their class (conv, matmul, memory),
 // fitted on every entry of the class.
 #include <array>
+#include <optional>
 #include <map>
 #include <string>
 #include <vector>
@@ -74,6 +75,11 @@ struct DeviceSpec {
 // bandwidth; their curves come from fitting (see fit_device). Unknown kinds: UserError.
 DeviceSpec catalog_device(const std::string& kind);
 std::vector<std::string> catalog_kinds();
+
+// The catalog kind of a GPU by the name CUDA reports for it ("NVIDIA H200" -> "h200",
+// "NVIDIA A100-SXM4-80GB" -> "a100-80gb", "Tesla V100-SXM2-32GB" -> "v100"); nullopt for a
+// GPU the catalog lacks. What `burst profile --device cuda` names its profile's device.
+std::optional<std::string> catalog_kind_of_gpu(const std::string& name);
 
 // How well a fitted model reproduces the profile it was fitted on (or another one).
 struct FitError {

@@ -30,6 +30,11 @@ struct ProfileOptions {
   // thread by default: see docs/profiler.md.
   int threads = 1;
 
+  // Where the layers run: "cpu", or "cuda" (GPU 0, every layer timed between CUDA events;
+  // the profile's device is the GPU's catalog kind, e.g. "h200"). UserError for "cuda" in a
+  // build without CUDA or on a machine without a GPU.
+  std::string device = "cpu";
+
   // Devices of one node that run the same layer at the same moment (>= 1). With N > 1, each
   // measurement runs while N - 1 other threads run the same work (the same layer, part and
   // batch, on their own copies) over and over: what one device of a node sees when the

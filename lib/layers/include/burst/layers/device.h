@@ -8,7 +8,7 @@
 
 #include <torch/types.h>
 
-namespace burst::runtime {
+namespace burst::layers {
 
 // Whether this build can run on a GPU: CUDA and c10d's NCCL compiled in.
 bool cuda_built();
@@ -21,6 +21,9 @@ void check_device(const std::string& device, int local_ranks);
 // The device of the rank with this index among the ranks on its machine: the CPU, or
 // cuda:LOCAL_RANK. Checks as check_device does (for local_rank + 1 ranks).
 torch::Device rank_device(const std::string& device, int local_rank);
+
+// The name CUDA reports for a GPU ("NVIDIA H200"); "cpu" for the CPU.
+std::string gpu_name(torch::Device device);
 
 // The GPU stream a step's kernels go to, current while this object lives (a no-op on the
 // CPU). High priority for a training run's steps, low for a background job's: the GPU's
@@ -59,4 +62,4 @@ class DeviceTimer {
   std::chrono::steady_clock::time_point host_start_;
 };
 
-}  // namespace burst::runtime
+}  // namespace burst::layers

@@ -1,17 +1,18 @@
-#include "burst/runtime/device.h"
+#include "burst/layers/device.h"
 
 #include <fmt/format.h>
 
 #include "burst/util/error.h"
 
 #if BURST_CUDA_BUILT
+#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/cuda.h>
 #endif
 
-namespace burst::runtime {
+namespace burst::layers {
 
 bool cuda_built() { return BURST_CUDA_BUILT != 0; }
 bool nccl_built() { return BURST_NCCL_BUILT != 0; }
@@ -37,6 +38,16 @@ torch::Device rank_device(const std::string& device, int local_rank) {
   check_device(device, local_rank + 1);
   if (device == "cpu") return torch::kCPU;
   return {torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank)};
+}
+
+std::string gpu_name(torch::Device device) {
+  if (!device.is_cuda()) return "cpu";
+#if BURST_CUDA_BUILT
+  return at::cuda::getDeviceProperties(device.index())->name;
+#else
+  BURST_ASSERT(false, "a CUDA device in a build without CUDA");
+  return {};
+#endif
 }
 
 #if BURST_CUDA_BUILT
@@ -83,4 +94,4 @@ double DeviceTimer::stop_ms() {
 StepStream::~StepStream() = default;
 DeviceTimer::~DeviceTimer() = default;
 
-}  // namespace burst::runtime
+}  // namespace burst::layers
