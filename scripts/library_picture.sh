@@ -28,10 +28,16 @@ set(GRAPHVIZ_GRAPH_NAME "burst")
 set(GRAPHVIZ_EXTERNAL_LIBS FALSE)
 set(GRAPHVIZ_GENERATE_PER_TARGET FALSE)
 set(GRAPHVIZ_GENERATE_DEPENDERS FALSE)
-set(GRAPHVIZ_IGNORE_TARGETS "^burst_compile_options$")
+set(GRAPHVIZ_IGNORE_TARGETS "^burst_compile_options$;^burst_torch$")
 EOF
 
-if ! cmake -S . -B "$tmp" -G Ninja -DBURST_BUILD_TESTS=OFF --graphviz="$tmp/graph/burst.dot" \
+# libtorch from .venv (scripts/setup.sh), as scripts/build.sh finds it; without it, the
+# libtorch-free libraries alone.
+prefix=()
+if [ -x .venv/bin/python ]; then
+  prefix=("-DCMAKE_PREFIX_PATH=$(.venv/bin/python -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')")
+fi
+if ! cmake -S . -B "$tmp" -G Ninja -DBURST_BUILD_TESTS=OFF "${prefix[@]}" --graphviz="$tmp/graph/burst.dot" \
        >"$tmp/configure.log" 2>&1; then
   echo "library_picture: configuring the project failed:" >&2
   tail -n 30 "$tmp/configure.log" >&2
