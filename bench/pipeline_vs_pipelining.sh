@@ -99,7 +99,7 @@ for entry in "${models[@]}"; do
   "$BURST" profile --model "$spec" --batch-sizes 1,2,4,8,16 -o "$WORK/$name.profile.json" 2>/dev/null
   "$BURST" plan --model "$spec" --profile "$WORK/$name.profile.json" --devices 2 --global-batch "$BATCH" \
     --strategy pipeline -o "$WORK/$name.planned.json" >"$WORK/$name.planned.txt"
-  echo "$name: burst's pipeline planner: $(grep -E '^pipeline:|data parallel' "$WORK/$name.planned.txt" | head -1)" >&2
+  echo "$name: burst's pipeline planner: $(grep -E '^(pipeline|predicted iteration time):' "$WORK/$name.planned.txt" | tr -s ' ' | tr '\n' ';')" >&2
 done
 
 for repeat in $(seq 1 "$REPEATS"); do

@@ -21,7 +21,6 @@ optimizer step).
 """
 import argparse
 import os
-import socket
 import sys
 import time
 
@@ -109,12 +108,6 @@ def worker(rank, args, port):
     dist.destroy_process_group()
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model-file", required=True)
@@ -136,7 +129,7 @@ def main():
         ddp_peer.build(args)  # refuse a model the peer cannot build before starting processes
     except ddp_peer.ModelError as e:
         sys.exit(f"pipelining_peer: {e}")
-    mp.spawn(worker, args=(args, free_port()), nprocs=args.nproc)
+    mp.spawn(worker, args=(args, ddp_peer.free_port()), nprocs=args.nproc)
 
 
 if __name__ == "__main__":

@@ -20,12 +20,8 @@ include_directories(BEFORE SYSTEM "${_burst_fmt_first}")
 # torch's CMake found the CUDA toolkit (nvcc, headers); ON requires both; OFF builds for the
 # CPU only. It needs no GPU to build: CI compiles and links it and runs its CPU tests.
 # NCCL comes with it when libtorch has c10d's ProcessGroupNCCL (USE_C10D_NCCL).
-set(BURST_CUDA AUTO CACHE STRING "Build the CUDA runtime and profiler: AUTO, ON or OFF")
-set_property(CACHE BURST_CUDA PROPERTY STRINGS AUTO ON OFF)
-string(TOUPPER "${BURST_CUDA}" _burst_cuda)
-if(NOT _burst_cuda MATCHES "^(AUTO|ON|OFF)$")
-  message(FATAL_ERROR "BURST_CUDA must be AUTO, ON or OFF, got '${BURST_CUDA}'")
-endif()
+burst_tristate(BURST_CUDA "Build the CUDA runtime and profiler")
+set(_burst_cuda "${_BURST_CUDA}")
 set(_burst_torch_has_cuda FALSE)
 if(CAFFE2_USE_CUDA AND CUDAToolkit_FOUND)
   set(_burst_torch_has_cuda TRUE)

@@ -206,6 +206,26 @@ TEST(OnnxImport, ShapeArithmeticFoldsModWithOnnxsSigns) {
   }
 }
 
+// torch 2.x slices shapes (Slice on integers): Shape(x)[1:2] of x [batch, 4, 2, 2] is [4],
+// and a start past the end gives no values (an empty piece of a Concat).
+TEST(OnnxImport, ShapeArithmeticSlicesIntegers) {
+  OnnxModel m({4, 2, 2});
+  m.node("Shape", {"input"}, {"shape"});
+  m.node("Gather", {"shape", ints(m, "zero", {0}, true)}, {"b"});
+  m.node("Unsqueeze", {"b", ints(m, "axes", {0})}, {"b1"});
+  m.node("Slice", {"shape", ints(m, "one", {1}), ints(m, "two", {2})}, {"channels"});
+  m.node("Slice", {"shape", ints(m, "nine", {9}), ints(m, "end", {INT64_MAX})}, {"nothing"});
+  auto* target = m.node("Concat", {"b1", "channels", "nothing", ints(m, "four", {4})}, {"target"});
+  set_int(target, "axis", 0);
+  m.node("Reshape", {"input", "target"}, {"square"});
+  auto* mean = m.node("ReduceMean", {"square"}, {"output"});
+  set_ints(mean, "axes", {2});
+  set_int(mean, "keepdims", 0);
+  m.output("output");
+  const Graph g = m.import().graph;
+  EXPECT_EQ(g.info(*g.find("Reshape_6")).output_shape, (Shape{4, 4}));
+}
+
 TEST(OnnxImport, ShapeArithmeticThatDependsOnTheBatchIsRefused) {
   // Taking Shape(x)[1] in place of [0] makes the first target dim c = 4: the batch would
   // be reshaped into the samples.

@@ -7,7 +7,9 @@
 // those tensors as Traces (whole shapes, the batch as a SymbolicInt) and, when a Transpose
 // puts the batch first again, checks the traced computation against this exact pattern and
 // appends one self_attention layer. Anything else that moves the batch is refused.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -206,7 +208,47 @@ class TraceBuilder {
     if (!result_count || !(*result_count == *count)) {
       fail_(fmt::format("reshapes {} to {}, another number of elements", symbolic_text(x->shape), symbolic_text(shape)));
     }
-    return make(Trace::Op::Reshape, {x}, shape);
+    return reshaped(x, std::move(shape));
+  }
+
+  // x with size-1 dims inserted at `axes` of the result (Unsqueeze) or removed (Squeeze).
+  Trace unsqueeze(const TracePtr& x, std::vector<int64_t> axes) const {
+    std::vector<SymbolicInt> shape = x->shape;
+    const auto rank = static_cast<int64_t>(shape.size() + axes.size());
+    for (int64_t& axis : axes) axis = axis < 0 ? axis + rank : axis;
+    std::sort(axes.begin(), axes.end());
+    for (const int64_t axis : axes) {
+      if (axis < 0 || axis > static_cast<int64_t>(shape.size())) fail_(fmt::format("unsqueezes axis {} of {}", axis, symbolic_text(x->shape)));
+      shape.insert(shape.begin() + axis, fixed(1));
+    }
+    return reshaped(x, std::move(shape));
+  }
+  Trace squeeze(const TracePtr& x, std::vector<int64_t> axes) const {
+    const auto rank = static_cast<int64_t>(x->shape.size());
+    std::vector<SymbolicInt> shape;
+    for (int64_t d = 0; d < rank; ++d) {
+      const bool listed = std::find(axes.begin(), axes.end(), d) != axes.end() ||
+                          std::find(axes.begin(), axes.end(), d - rank) != axes.end();
+      const bool one = x->shape[static_cast<size_t>(d)] == fixed(1);
+      if (listed && !one) fail_(fmt::format("squeezes axis {} of {}, which is not 1", d, symbolic_text(x->shape)));
+      if (!(axes.empty() ? one : listed)) shape.push_back(x->shape[static_cast<size_t>(d)]);
+    }
+    return reshaped(x, std::move(shape));
+  }
+
+  // Element `index` along `axis` (Gather with a scalar index): a one-wide slice without its axis.
+  Trace pick(const TracePtr& x, int64_t axis, int64_t index) const {
+    const auto rank = static_cast<int64_t>(x->shape.size());
+    if (axis < 0) axis += rank;
+    const auto sliced = std::make_shared<const Trace>(slice(x, axis, index, index == -1 ? INT64_MAX : index + 1));
+    return squeeze(sliced, {axis});
+  }
+
+  // A Reshape of x; a reshape of a reshape is one reshape of the first one's input.
+  Trace reshaped(const TracePtr& x, std::vector<SymbolicInt> shape) const {
+    Trace result = make(Trace::Op::Reshape, {x}, std::move(shape));
+    if (x->op == Trace::Op::Reshape) result.inputs = x->inputs;
+    return result;
   }
 
   Trace make(Trace::Op op, std::vector<TracePtr> inputs, std::vector<SymbolicInt> shape) const {
@@ -242,7 +284,9 @@ void Lowering::trace_op(const onnx::NodeProto& node) {
   }
   if (op == "Transpose") {
     Trace result = build.transpose(x, attr_ints(node, "perm", {}));
-    if (only_batch_first(result.shape)) {
+    // [B, T, D] again closes the trace; torch 2.x's keys pass through a batch-first
+    // [B, heads, d, T] inside the attention, which stays traced.
+    if (only_batch_first(result.shape) && result.shape.size() == 3) {
       bind_layer(node.output(0), close_trace(node, result));
     } else {
       bind_trace(node.output(0), std::move(result));
@@ -291,6 +335,15 @@ void Lowering::trace_op(const onnx::NodeProto& node) {
     values_[node.output(0)].trace = result;
   } else if (op == "Reshape") {
     bind_trace(node.output(0), build.reshape(x, integer_input(node, 1), attr_int(node, "allowzero", 0) != 0));
+  } else if (op == "Unsqueeze" || op == "Squeeze") {
+    std::vector<int64_t> axes = has_input(node, 1) ? fixed_integers(node, 1) : attr_ints(node, "axes", {});
+    bind_trace(node.output(0), op == "Unsqueeze" ? build.unsqueeze(x, std::move(axes)) : build.squeeze(x, std::move(axes)));
+  } else if (op == "Gather") {
+    const SymbolicTensor& index = integer_input(node, 1);
+    if (!index.dims.empty() || index.values.size() != 1 || index.values[0].batch != 0) {
+      fail(node, "burst gathers one fixed index from a sequence-first tensor only");
+    }
+    bind_trace(node.output(0), build.pick(x, attr_int(node, "axis", 0), index.values[0].constant));
   } else if (op == "Softmax") {
     const int64_t axis = attr_int(node, "axis", -1);
     if (axis != -1 && axis != static_cast<int64_t>(x->shape.size()) - 1) fail(node, "burst reads a softmax over the last dim only");

@@ -75,7 +75,7 @@ const std::map<std::string, Handler>& handlers() {
       {"Softmax", &Lowering::softmax},
       {"Erf", &Lowering::pattern_only},
       {"Pow", &Lowering::pattern_only},
-      {"Sqrt", &Lowering::pattern_only},
+      {"Sqrt", &Lowering::sqrt},  // constants only (onnx_scalars.cpp); else inside patterns
       {"Reshape", &Lowering::reshape},
       {"Transpose", &Lowering::transpose},
       {"Slice", &Lowering::slice},

@@ -136,6 +136,11 @@ class Lowering {
   void softmax(const onnx::NodeProto& node);  // over the last dim
   // Pow, Sqrt, Erf: read only inside the patterns above; alone they are refused.
   void pattern_only(const onnx::NodeProto& node);
+  // Float scalars computed from shapes, folded at import (onnx_scalars.cpp): Sqrt of a
+  // constant, and the constant cases of Div and Cast (false: not constants).
+  void sqrt(const onnx::NodeProto& node);
+  bool fold_scalar_division(const onnx::NodeProto& node);
+  bool fold_scalar_cast(const onnx::NodeProto& node);
 
  private:
   // Inputs of `node`: i must exist and be non-empty unless optional.
@@ -170,6 +175,12 @@ class Lowering {
                               std::vector<std::string> inputs, Attrs attrs);
   void bind_layer(const std::string& tensor, const std::string& layer);
   void bind_constant(ConstantTensor* tensor);  // integer constants get their ints too
+  void bind_float_scalar(const std::string& tensor, double value);  // a folded float scalar
+  // Input `index` as one number known at import: a batch-independent integer or a float
+  // scalar constant; nullopt otherwise.
+  std::optional<double> folded_scalar(const onnx::NodeProto& node, int index) const;
+  // 1-D integers sliced along their one axis (shape arithmetic; Slice on integers).
+  void integer_slice(const onnx::NodeProto& node);
   // A weight's initial tensor; its values move out of the constant when no other node reads it.
   InitialTensor initial(ConstantTensor& tensor, std::vector<int64_t> shape = {});
   // A linear layer's weight in torch's [out, in], from [out, in] (as_torch) or [in, out].

@@ -184,6 +184,7 @@ InitialTensor Lowering::torch_linear_weight(ConstantTensor& weight, bool as_torc
 
 void Lowering::div(const onnx::NodeProto& node) {
   if (is_integer(node, 0) && is_integer(node, 1)) return integer_arithmetic(node);
+  if (fold_scalar_division(node)) return;  // 1 / sqrt(d): attention's scale (torch 2.x)
   if (!input(node, 0).layer.empty() && fuse_gelu(node)) return;
   fail(node, "divides a tensor; burst reads a float Div only in GELU's x / sqrt(2) and attention's scale");
 }

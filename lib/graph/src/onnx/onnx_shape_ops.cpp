@@ -105,6 +105,7 @@ void Lowering::squeeze(const onnx::NodeProto& node) {
 }
 
 void Lowering::cast(const onnx::NodeProto& node) {
+  if (fold_scalar_cast(node)) return;  // a number known at import, as a float
   const Value& value = input(node, 0);
   const int64_t to = attr_int(node, "to", 0);
   const bool to_integer = to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32;
@@ -261,7 +262,25 @@ void Lowering::transpose(const onnx::NodeProto& node) {
   add_layer(node, "", {x}, TransposeAttrs{per_sample});
 }
 
+void Lowering::integer_slice(const onnx::NodeProto& node) {
+  const SymbolicTensor& data = integer_input(node, 0);
+  const std::vector<int64_t> starts = fixed_integers(node, 1), ends = fixed_integers(node, 2);
+  const std::vector<int64_t> axes = has_input(node, 3) ? fixed_integers(node, 3) : std::vector<int64_t>{0};
+  const std::vector<int64_t> steps = has_input(node, 4) ? fixed_integers(node, 4) : std::vector<int64_t>{1};
+  if (data.dims.size() != 1 || starts.size() != 1 || ends.size() != 1 || axes.size() != 1 || steps.size() != 1 ||
+      normalized_axis(axes[0], 1) != 0 || steps[0] != 1) {
+    fail(node, "burst slices 1-D integer tensors (shapes) along their axis, step 1, only");
+  }
+  const auto size = static_cast<int64_t>(data.values.size());
+  const auto clamp = [size](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + size : v, 0, size); };
+  const int64_t start = clamp(starts[0]), end = std::max(start, clamp(ends[0]));
+  SymbolicTensor out{{end - start}, {}};
+  out.values.assign(data.values.begin() + start, data.values.begin() + end);
+  bind_integers(node.output(0), std::move(out));
+}
+
 void Lowering::slice(const onnx::NodeProto& node) {
+  if (is_integer(node, 0)) return integer_slice(node);
   const std::vector<int64_t> starts = fixed_integers(node, 1);
   const std::vector<int64_t> ends = fixed_integers(node, 2);
   std::string x = layer_input(node, 0);
