@@ -33,7 +33,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # The virtual environment is remade when the requirements change (the stamp holds the ones it
-# was made from). pip keeps its download cache in ~/.cache/pip, so a remake fetches nothing.
+# was made from). A fresh clone makes it anew: about 3.5 GB from PyPI (torch's CUDA libraries
+# are most of it), fetched again unless pip's cache holds the wheels.
 requirements=scripts/python-requirements.txt
 stamp=.venv/burst-requirements.txt
 if ! cmp -s "$requirements" "$stamp" 2>/dev/null; then

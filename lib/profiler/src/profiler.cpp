@@ -472,6 +472,26 @@ std::vector<cost::ProfileEntry> measure_part(const Graph& graph, LayerId id, con
       batches, options);
 }
 
+// A profile of no entries yet, naming where this run measures: the CPU ("cpu", described by
+// its model and thread count) or the GPU (its catalog kind; UserError for one the catalog lacks).
+cost::Profile empty_profile(const ProfileOptions& options) {
+  cost::Profile profile;
+  if (options.device == "cpu") {
+    profile.device = "cpu";
+    profile.description = cpu_description(options.threads, options.co_located);
+    return profile;
+  }
+  const std::string name = layers::gpu_name(device_of(options));
+  const std::optional<std::string> kind = cost::catalog_kind_of_gpu(name);
+  if (!kind) {
+    throw UserError(fmt::format("GPU '{}' is none of the device catalog's kinds ({}): its profile would have no "
+                                "peak and bandwidth to fit against", name, fmt::join(cost::catalog_kinds(), ", ")));
+  }
+  profile.device = *kind;
+  profile.description = fmt::format("{}, CUDA events, libtorch {}", name, TORCH_VERSION);
+  return profile;
+}
+
 // Loads `path` when it exists and checks it was measured where this run measures.
 std::optional<cost::Profile> existing_profile(const std::string& path, const cost::Profile& here) {
   if (path.empty() || !std::filesystem::exists(path)) return std::nullopt;
@@ -513,20 +533,7 @@ cost::Profile profile_model(const Graph& graph, const std::vector<int64_t>& batc
   batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
 
   const auto start = Clock::now();
-  cost::Profile profile;
-  if (options.device == "cpu") {
-    profile.device = "cpu";
-    profile.description = cpu_description(options.threads, options.co_located);
-  } else {
-    const std::string name = layers::gpu_name(device_of(options));
-    const std::optional<std::string> kind = cost::catalog_kind_of_gpu(name);
-    if (!kind) {
-      throw UserError(fmt::format("GPU '{}' is none of the device catalog's kinds ({}): its profile would have no "
-                                  "peak and bandwidth to fit against", name, fmt::join(cost::catalog_kinds(), ", ")));
-    }
-    profile.device = *kind;
-    profile.description = fmt::format("{}, CUDA events, libtorch {}", name, TORCH_VERSION);
-  }
+  cost::Profile profile = empty_profile(options);
   profile.source = "measured by burst profile (medians of repeated runs; docs/profiler.md)";
   const std::optional<cost::Profile> existing = existing_profile(options.output_path, profile);
   std::set<std::pair<std::string, int64_t>> present;

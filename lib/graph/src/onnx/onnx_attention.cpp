@@ -267,7 +267,40 @@ class TraceBuilder {
 
 }  // namespace
 
-// Kept whole (about 75 lines): a dispatch over the ONNX ops an attention trace may hold,
+// Slice, Unsqueeze, Squeeze and Gather of a traced tensor: views of its elements, each a
+// Slice or a Reshape trace (torch 2.x picks q, k and v with Gather).
+void Lowering::trace_view(const onnx::NodeProto& node) {
+  const TraceBuilder build(node, [this, &node](const std::string& reason) { fail(node, reason); });
+  const std::string& op = node.op_type();
+  const TracePtr x = input(node, 0).trace;
+  if (op == "Slice") {
+    const std::vector<int64_t> starts = fixed_integers(node, 1), ends = fixed_integers(node, 2);
+    std::vector<int64_t> axes = has_input(node, 3) ? fixed_integers(node, 3) : std::vector<int64_t>{};
+    if (axes.empty()) {
+      for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    }
+    if (has_input(node, 4)) {
+      for (const int64_t step : fixed_integers(node, 4)) {
+        if (step != 1) fail(node, fmt::format("step {} is not supported (1 is)", step));
+      }
+    }
+    if (starts.size() != ends.size() || axes.size() != starts.size()) fail(node, "starts, ends and axes differ in length");
+    TracePtr result = x;
+    for (size_t i = 0; i < axes.size(); ++i) result = std::make_shared<const Trace>(build.slice(result, axes[i], starts[i], ends[i]));
+    values_[node.output(0)].trace = result;
+  } else if (op == "Unsqueeze" || op == "Squeeze") {
+    std::vector<int64_t> axes = has_input(node, 1) ? fixed_integers(node, 1) : attr_ints(node, "axes", {});
+    bind_trace(node.output(0), op == "Unsqueeze" ? build.unsqueeze(x, std::move(axes)) : build.squeeze(x, std::move(axes)));
+  } else if (op == "Gather") {
+    const SymbolicTensor& index = integer_input(node, 1);
+    if (!index.dims.empty() || index.values.size() != 1 || index.values[0].batch != 0) {
+      fail(node, "burst gathers one fixed index from a sequence-first tensor only");
+    }
+    bind_trace(node.output(0), build.pick(x, attr_int(node, "axis", 0), index.values[0].constant));
+  }
+}
+
+// Kept whole (about 65 lines): a dispatch over the ONNX ops an attention trace may hold,
 // one short case each, in the order the exporters emit them.
 void Lowering::trace_op(const onnx::NodeProto& node) {
   const TraceBuilder build(node, [this, &node](const std::string& reason) { fail(node, reason); });
@@ -318,32 +351,10 @@ void Lowering::trace_op(const onnx::NodeProto& node) {
     Trace result = build.make(Trace::Op::Scale, {input(node, traced).trace}, input(node, traced).trace->shape);
     result.factor = op == "Div" ? 1 / *factor : *factor;
     bind_trace(node.output(0), std::move(result));
-  } else if (op == "Slice") {
-    const std::vector<int64_t> starts = fixed_integers(node, 1), ends = fixed_integers(node, 2);
-    std::vector<int64_t> axes = has_input(node, 3) ? fixed_integers(node, 3) : std::vector<int64_t>{};
-    if (axes.empty()) {
-      for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-    }
-    if (has_input(node, 4)) {
-      for (const int64_t step : fixed_integers(node, 4)) {
-        if (step != 1) fail(node, fmt::format("step {} is not supported (1 is)", step));
-      }
-    }
-    if (starts.size() != ends.size() || axes.size() != starts.size()) fail(node, "starts, ends and axes differ in length");
-    TracePtr result = x;
-    for (size_t i = 0; i < axes.size(); ++i) result = std::make_shared<const Trace>(build.slice(result, axes[i], starts[i], ends[i]));
-    values_[node.output(0)].trace = result;
+  } else if (op == "Slice" || op == "Unsqueeze" || op == "Squeeze" || op == "Gather") {
+    trace_view(node);
   } else if (op == "Reshape") {
     bind_trace(node.output(0), build.reshape(x, integer_input(node, 1), attr_int(node, "allowzero", 0) != 0));
-  } else if (op == "Unsqueeze" || op == "Squeeze") {
-    std::vector<int64_t> axes = has_input(node, 1) ? fixed_integers(node, 1) : attr_ints(node, "axes", {});
-    bind_trace(node.output(0), op == "Unsqueeze" ? build.unsqueeze(x, std::move(axes)) : build.squeeze(x, std::move(axes)));
-  } else if (op == "Gather") {
-    const SymbolicTensor& index = integer_input(node, 1);
-    if (!index.dims.empty() || index.values.size() != 1 || index.values[0].batch != 0) {
-      fail(node, "burst gathers one fixed index from a sequence-first tensor only");
-    }
-    bind_trace(node.output(0), build.pick(x, attr_int(node, "axis", 0), index.values[0].constant));
   } else if (op == "Softmax") {
     const int64_t axis = attr_int(node, "axis", -1);
     if (axis != -1 && axis != static_cast<int64_t>(x->shape.size()) - 1) fail(node, "burst reads a softmax over the last dim only");

@@ -208,6 +208,7 @@ class Lowering {
   // Sequence-first tensors (onnx_attention.cpp).
   void trace_transpose(const onnx::NodeProto& node, const std::vector<int64_t>& perm);
   void trace_op(const onnx::NodeProto& node);  // any other node reading a trace
+  void trace_view(const onnx::NodeProto& node);  // Slice, Unsqueeze, Squeeze, Gather of a trace
   void bind_trace(const std::string& tensor, Trace trace);
   bool reads_trace(const onnx::NodeProto& node) const;
   // Appends the layer a trace that puts the batch first again computes (multi-head
