@@ -47,5 +47,14 @@ refused "a missing job file" train --job "$work/none.json"
 refused "a plan file given as a job" train --job "$work/vgg3.json"
 refused "a job file of another version" train --job "$work/future_job.json"
 refused "train without a model" train --global-batch 16 --steps 2
+refused "an unknown device" "${vgg[@]}" --global-batch 16 --device tpu
+# --device cuda: refused where it cannot run, whichever reason applies (a build without CUDA,
+# or no GPU); on a machine with a GPU there is nothing to refuse.
+if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -eq 0 ]; then
+  refused "--device cuda without a GPU, launcher" "${vgg[@]}" --global-batch 16 --device cuda --nproc 2
+  refused "--device cuda without a GPU, one process" "${vgg[@]}" --global-batch 16 --device cuda
+  refused "profile --device cuda without a GPU" profile --model "$models/vgg_like.json" --device cuda -o "$work/gpu.json"
+  refused "a background job on a GPU that is not there" background --model fmnist_cnn --steps 1 --device cuda:0
+fi
 
 finish "bad train commands refused with exit 2 and one line, before any worker started"
