@@ -31,6 +31,8 @@ void check_device(const std::string& device, int local_ranks) {
     throw UserError(fmt::format("--device cuda: {} ranks on this machine but {} GPU{}: one rank a GPU", local_ranks,
                                 gpus, gpus == 1 ? "" : "s"));
   }
+#else
+  (void)local_ranks;  // refused above: no GPU to count without CUDA
 #endif
 }
 
