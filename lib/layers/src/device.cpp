@@ -21,8 +21,9 @@ void check_device(const std::string& device, int local_ranks) {
   if (device == "cpu") return;
   if (device != "cuda") throw UserError(fmt::format("--device must be cpu or cuda, not '{}'", device));
   if (!cuda_built() || !nccl_built()) {
-    throw UserError("--device cuda: this burst is built without CUDA (burst --version says so; build against a CUDA "
-                    "libtorch with the CUDA toolkit present, or -DBURST_CUDA=ON to insist)");
+    throw UserError(fmt::format("--device cuda: this burst is built without {} (burst --version says so; build "
+                                "against a CUDA libtorch with the CUDA toolkit present, or -DBURST_CUDA=ON to insist)",
+                                cuda_built() ? "NCCL" : "CUDA"));
   }
 #if BURST_CUDA_BUILT
   const auto gpus = static_cast<int>(torch::cuda::device_count());
@@ -73,25 +74,24 @@ DeviceTimer::DeviceTimer(torch::Device device) : host_start_(std::chrono::steady
   events_ = std::make_unique<Events>();
   events_->start.record(c10::cuda::getCurrentCUDAStream(device.index()));
 }
-
-double DeviceTimer::stop_ms() {
-  if (!events_) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start_).count();
-  }
-  events_->end.record(c10::cuda::getCurrentCUDAStream(events_->start.device_index()));
-  events_->end.synchronize();
-  return static_cast<double>(events_->start.elapsed_time(events_->end));
-}
 #else
 struct StepStream::Guard {};
 StepStream::StepStream(torch::Device /*device*/, bool /*high_priority*/) {}
 
 struct DeviceTimer::Events {};
 DeviceTimer::DeviceTimer(torch::Device /*device*/) : host_start_(std::chrono::steady_clock::now()) {}
+#endif
+
 double DeviceTimer::stop_ms() {
+#if BURST_CUDA_BUILT
+  if (events_) {
+    events_->end.record(c10::cuda::getCurrentCUDAStream(events_->start.device_index()));
+    events_->end.synchronize();
+    return static_cast<double>(events_->start.elapsed_time(events_->end));
+  }
+#endif
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start_).count();
 }
-#endif
 
 StepStream::~StepStream() = default;
 DeviceTimer::~DeviceTimer() = default;

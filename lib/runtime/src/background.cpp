@@ -9,6 +9,7 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -120,15 +121,18 @@ BackgroundProgressView::~BackgroundProgressView() {
   if (progress_ != nullptr) ::munmap(progress_, sizeof(BackgroundProgress));
 }
 
-// "cpu" or "cuda:N" (BackgroundJobConfig::device), checked.
+// "cpu" or "cuda:N" (BackgroundJobConfig::device, read by torch's own parser), checked.
 torch::Device background_device(const std::string& name) {
-  if (name == "cpu") return torch::kCPU;
-  const std::string prefix = "cuda:";
-  const std::string index = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : std::string();
-  if (index.empty() || index.size() > 3 || index.find_first_not_of("0123456789") != std::string::npos) {
+  std::optional<torch::Device> parsed;
+  try {
+    parsed.emplace(name);
+  } catch (const c10::Error&) {
+  }
+  const bool cuda_with_index = parsed && parsed->is_cuda() && parsed->has_index();
+  if (!parsed || !(parsed->is_cpu() || cuda_with_index)) {
     throw UserError(fmt::format("--device must be cpu or cuda:N, not '{}'", name));
   }
-  return layers::rank_device("cuda", std::stoi(index));
+  return parsed->is_cpu() ? torch::Device(torch::kCPU) : layers::rank_device("cuda", parsed->index());
 }
 
 void run_background_job(const BackgroundJobConfig& config) {

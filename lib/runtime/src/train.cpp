@@ -65,10 +65,9 @@ std::unique_ptr<Communicator> connect(const TrainConfig& config, const WorkerPla
   return make_gloo_communicator(gloo);
 }
 
-ExecutorOptions executor_options(const TrainConfig& config, const WorkerPlace& place,
-                                 const graph::ImportedModel& model) {
+ExecutorOptions executor_options(const TrainConfig& config, torch::Device device, const graph::ImportedModel& model) {
   ExecutorOptions options;
-  options.device = layers::rank_device(config.device, place.local_rank);
+  options.device = device;
   options.seed = config.seed;
   options.optimizer = OptimizerOptions{config.optimizer, config.learning_rate, config.momentum, config.weight_decay};
   options.program = config.program;
@@ -93,10 +92,10 @@ class TrainingRun {
     }
     graph::check_fits_samples(graph_, {train_.name(), train_.sample_shape(), train_.num_classes(), train_.tokens()});
     check_output_paths(config_, place.rank);
-    layers::check_device(config_.device, place.local_rank + 1);  // before any rank waits for this one
+    const torch::Device device = layers::rank_device(config_.device, place.local_rank);  // before any rank waits for this one
     doing("connecting to the other workers");
     communicator_ = connect(config_, place);
-    executor_.emplace(graph_, job_.plan, *communicator_, executor_options(config_, place, model_));
+    executor_.emplace(graph_, job_.plan, *communicator_, executor_options(config_, device, model_));
     if (!config_.background_model.empty()) background_.emplace(config_, place.rank, place.local_rank);
     resume();
     print_header();
