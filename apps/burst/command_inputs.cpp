@@ -135,12 +135,14 @@ Inputs read_inputs(const InputOptions& options) {
   }
   if (!device) device = cost::resolve_device(cluster.device(), profile_path(options));
   const cost::Optimizer optimizer = cost::parse_optimizer(options.optimizer);
-  plan::MemoryCapacity capacity{cluster.device(), device->spec.memory};
+  program::MemoryCapacity capacity{cluster.device(), device->spec.memory};
   if (!options.device_memory.empty()) {
     capacity.capacity = Bytes(parse_finite(options.device_memory, "--device-memory", 1e-9, "a size in GB > 0") * 1e9);
   }
+  program::ProgramOptions program = parse_program_options(options.program, cost::default_precision(device->spec));
+  cost::at_precision(device->spec, program.precision);  // refuses a precision the device lacks
   return Inputs{std::move(graph), std::move(loaded),  std::move(cluster), std::move(*device),
-                *global_batch,    optimizer,          std::move(capacity)};
+                *global_batch,    optimizer,          std::move(capacity), program};
 }
 
 std::string ProgramOptionsText::default_bucket_mib() {
@@ -157,14 +159,29 @@ void add_program_options(CLI::App& command, ProgramOptionsText& options) {
                      "Gradient bucket cap in MiB: a bucket's all-reduce starts when it holds this much (as DDP's "
                      "bucket_cap_mb) or its group's last layer is done")
       ->capture_default_str();
+  command.add_option("--precision", options.precision,
+                     "Number format of the step: fp32, tf32, bf16, fp16 (mixed precision: 2-byte weights, "
+                     "activations and gradients, fp32 master weights and optimizer state) or fp8 (H100/H200 "
+                     "GEMMs); default: tf32 on a100/h100/h200, fp32 on v100 and cpu");
+  command.add_option("--recompute", options.recompute,
+                     "Activation recomputation: none, selective (attention cores, as Megatron-LM) or full (each "
+                     "recompute unit's forward again before its backward)")
+      ->capture_default_str();
+  command.add_option("--zero", options.zero,
+                     "ZeRO stage over each layer's data-parallel group: 0 (all-reduce), 1 (optimizer state "
+                     "sharded), 2 (and gradients), 3 (and weights)")
+      ->capture_default_str();
 }
 
-program::ProgramOptions parse_program_options(const ProgramOptionsText& options) {
+program::ProgramOptions parse_program_options(const ProgramOptionsText& options, cost::Precision precision) {
   program::ProgramOptions program;
   program::set_batchnorm_mode(program, options.batchnorm);
   const double mib = parse_finite(options.bucket_mb, "--bucket-mb", 0, "a positive number of MiB");
   if (!(mib > 0)) throw UserError(fmt::format("--bucket-mb must be a positive number of MiB, got '{}'", options.bucket_mb));
   program.bucket_bytes = mib * program::kBytesPerMiB;
+  program.precision = options.precision.empty() ? precision : cost::parse_precision(options.precision);
+  program.recompute = cost::parse_recompute(options.recompute);
+  program.zero_stage = static_cast<int>(parse_whole(options.zero, "--zero", 0, program::kMaxZeroStage));
   return program;
 }
 
@@ -231,12 +248,12 @@ void choose_automatically(const Inputs& inputs, const plan::PlanContext& context
   std::optional<Seconds> best;
   for (auto& [name, candidate] : candidates) {
     StrategyTried tried{name, std::nullopt, "", pipeline_text(candidate)};
-    std::vector<plan::DeviceMemory> memory = plan::plan_memory(candidate, inputs.graph, inputs.optimizer);
-    const plan::DeviceMemory& peak = plan::peak_memory(memory);
+    std::vector<program::DeviceMemory> memory = program::plan_memory(candidate, inputs.graph, inputs.optimizer, inputs.program);
+    const program::DeviceMemory& peak = program::peak_memory(memory);
     if (name != candidate.strategy) {  // the pipeline planner found nothing that fits: data parallel
       tried.why_not = "no " + name + " plan fits";
     } else if (inputs.capacity.capacity < peak.use.total()) {
-      tried.why_not = plan::memory_text(peak, inputs.graph, inputs.capacity);
+      tried.why_not = program::memory_text(peak, inputs.graph, inputs.capacity);
     } else {
       tried.time = timing::evaluate_plan(candidate, context, evaluate).iteration_time;
       if (!best || *tried.time < *best) {
@@ -249,7 +266,8 @@ void choose_automatically(const Inputs& inputs, const plan::PlanContext& context
     chosen.tried.push_back(std::move(tried));
   }
   if (!best) {  // none fits: data parallelism's fit says so, with the smallest requirement found
-    plan::fit_in_memory(candidates.front().second, "data-parallel", inputs.graph, inputs.optimizer, inputs.capacity);
+    program::fit_in_memory(candidates.front().second, "data-parallel", inputs.graph, inputs.optimizer, inputs.capacity,
+                          inputs.program);
   }
 }
 
@@ -261,7 +279,7 @@ ChosenPlan choose_plan(const Inputs& inputs, const std::string& strategy, const 
   const graph::Graph& graph = inputs.graph;
   if (inputs.loaded) {
     chosen.plan = *inputs.loaded;  // evaluated as given, fitting or not (the report says which)
-    chosen.memory = plan::plan_memory(chosen.plan, graph, inputs.optimizer);
+    chosen.memory = program::plan_memory(chosen.plan, graph, inputs.optimizer, inputs.program);
     return chosen;
   }
   if (strategy == "auto") {
@@ -281,7 +299,8 @@ ChosenPlan choose_plan(const Inputs& inputs, const std::string& strategy, const 
     chosen.plan = chosen.burst->plan;
   }
   const std::string name = strategy == "dp" ? "data-parallel" : strategy;
-  plan::FittedPlan fitted = plan::fit_in_memory(std::move(chosen.plan), name, graph, inputs.optimizer, inputs.capacity);
+  program::FittedPlan fitted = program::fit_in_memory(std::move(chosen.plan), name, graph, inputs.optimizer,
+                                                      inputs.capacity, inputs.program);
   chosen.plan = std::move(fitted.plan);
   chosen.memory = std::move(fitted.memory);
   chosen.memory_note = std::move(fitted.note);
@@ -293,9 +312,9 @@ ChosenPlan choose_plan(const Inputs& inputs, const std::string& strategy, const 
 }
 
 std::string memory_summary(const ChosenPlan& chosen, const Inputs& inputs) {
-  const plan::DeviceMemory& peak = plan::peak_memory(chosen.memory);
+  const program::DeviceMemory& peak = program::peak_memory(chosen.memory);
   const bool over = inputs.capacity.capacity < peak.use.total();
-  return fmt::format("{} (optimizer {}){}", plan::memory_text(peak, inputs.graph, inputs.capacity),
+  return fmt::format("{} (optimizer {}){}", program::memory_text(peak, inputs.graph, inputs.capacity),
                      cost::optimizer_name(inputs.optimizer), over ? ": DOES NOT FIT" : "");
 }
 

@@ -11,7 +11,7 @@
 #include "burst/graph/graph.h"
 #include "burst/planner/burst_planner.h"
 #include "burst/plan/plan.h"
-#include "burst/plan/plan_memory.h"
+#include "burst/program/step_memory.h"
 #include "burst/program/program_options.h"
 
 namespace CLI {
@@ -20,16 +20,22 @@ class App;
 
 namespace burst::cli {
 
-// --batchnorm and --bucket-mb: the step's program::ProgramOptions, taken by every command
-// that makes or times a step (plan, sim, program, train) with the same words and defaults.
+// --batchnorm, --bucket-mb, --precision, --recompute and --zero: the step's
+// program::ProgramOptions, taken by every command that makes or times a step (plan, sim,
+// program, train) with the same words and defaults.
 struct ProgramOptionsText {
   std::string batchnorm = "sync";
   std::string bucket_mb = default_bucket_mib();
+  std::string precision;  // empty: the device kind's default (cost::default_precision)
+  std::string recompute = "none";
+  std::string zero = "0";
   static std::string default_bucket_mib();  // ProgramOptions' default, in MiB
 };
 void add_program_options(CLI::App& command, ProgramOptionsText& options);
-// UserError quoting the text for a bucket size that is not a positive number.
-program::ProgramOptions parse_program_options(const ProgramOptionsText& options);
+// UserError quoting the text for a bucket size that is not a positive number, an unknown
+// precision or recompute, or a ZeRO stage outside 0..3. Without --precision, `precision`.
+program::ProgramOptions parse_program_options(const ProgramOptionsText& options,
+                                              cost::Precision precision = cost::Precision::Fp32);
 
 // Numbers arrive as text so that a bad one can be quoted as typed.
 struct InputOptions {
@@ -85,7 +91,8 @@ struct Inputs {
   cost::DeviceModel device;
   int64_t global_batch = 0;
   cost::Optimizer optimizer = cost::Optimizer::Sgd;
-  plan::MemoryCapacity capacity;  // per device: --device-memory, else the device kind's
+  program::MemoryCapacity capacity;  // per device: --device-memory, else the device kind's
+  program::ProgramOptions program;   // the step: --precision defaults to the device kind's
 };
 
 // Cheap checks first, the device (fitting its curves takes a while) last. The cluster is
@@ -110,7 +117,7 @@ struct StrategyTried {
 struct ChosenPlan {
   plan::Plan plan;
   std::optional<planner::BurstPlanResult> burst;  // what the burst planner said, when it made the plan
-  std::vector<plan::DeviceMemory> memory;      // per rank
+  std::vector<program::DeviceMemory> memory;      // per rank
   std::string memory_note;                     // why the plan is not the strategy's own, or empty
   std::vector<StrategyTried> tried;            // --strategy auto: every strategy, in order
 };

@@ -72,9 +72,10 @@ void check_combinations(const PlanOptions& options, bool strategy_given) {
 }
 
 // The burst planner's options from the command line: limit, strictness, exemption.
-planner::BurstOptions planner_options(const PlanOptions& options, const std::optional<double>& limit) {
+planner::BurstOptions planner_options(const PlanOptions& options, const Inputs& inputs,
+                                      const std::optional<double>& limit) {
   planner::BurstOptions burst = burst_options(limit, options.strict_amplification);
-  burst.program = parse_program_options(options.program);  // plan the step the runtime will run
+  burst.program = inputs.program;  // plan the step the runtime will run
   if (!options.exempt_ms.empty()) {
     burst.amplification_exempt_below =
         Seconds::from_ms(parse_finite(options.exempt_ms, "--amplification-exempt-ms", 0, "a time >= 0 in ms"));
@@ -84,8 +85,8 @@ planner::BurstOptions planner_options(const PlanOptions& options, const std::opt
 
 // Whether `plan` fits the inputs' devices (plan_memory.h).
 bool fits_memory(const plan::Plan& plan, const Inputs& inputs) {
-  const std::vector<plan::DeviceMemory> memory = plan::plan_memory(plan, inputs.graph, inputs.optimizer);
-  return !(inputs.capacity.capacity < plan::peak_memory(memory).use.total());
+  const std::vector<program::DeviceMemory> memory = program::plan_memory(plan, inputs.graph, inputs.optimizer, inputs.program);
+  return !(inputs.capacity.capacity < program::peak_memory(memory).use.total());
 }
 
 void run_sweep(const PlanOptions& options, const Inputs& inputs, const graph::Graph& graph, const std::string& kind,
@@ -137,7 +138,7 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const cost::CostM
   const plan::PlanContext context{graph, cost, network};
   const int devices = inputs.cluster.size();
   const int64_t global_batch = inputs.global_batch;
-  const ChosenPlan chosen = choose_plan(inputs, options.strategy, context, planner_options(options, limit));
+  const ChosenPlan chosen = choose_plan(inputs, options.strategy, context, planner_options(options, inputs, limit));
   const plan::Plan& plan = chosen.plan;
   std::optional<double> limit_used;
   std::optional<Seconds> planner_prediction;
@@ -146,7 +147,7 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const cost::CostM
     planner_prediction = chosen.burst->predicted;
   }
   timing::EvaluateOptions evaluate_options;
-  evaluate_options.program = parse_program_options(options.program);
+  evaluate_options.program = inputs.program;
   const timing::PlanEvaluation data_parallel =
       timing::evaluate_plan(plan::plan_data_parallel(graph, devices, global_batch), context, evaluate_options);
   const timing::PlanEvaluation one_device =
@@ -169,14 +170,14 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const cost::CostM
                           one_device,
                           limit_used,
                           planner_prediction,
-                          burst_planned ? std::optional<Seconds>(planner_options(options, limit).amplification_exempt_below)
+                          burst_planned ? std::optional<Seconds>(planner_options(options, inputs, limit).amplification_exempt_below)
                                         : std::nullopt,
                           &chosen.memory,
                           memory_summary(chosen, inputs),
                           chosen.memory_note,
                           inputs.capacity.capacity,
                           &chosen.tried,
-                          inputs.device.spec.peak_flops};
+                          cost::at_precision(inputs.device.spec, inputs.program.precision).peak_flops};
   if (options.json) {
     std::cout << plan_report_json(report).dump(2) << '\n';
     return;
@@ -193,10 +194,10 @@ void run_plan(const PlanOptions& options, bool strategy_given) {
   std::optional<double> limit = limit_of(planner::BurstOptions{}.amplification);
   if (!options.amplification.empty()) limit = parse_amplification(options.amplification);
   const Inputs inputs = read_inputs(options);
-  const auto cost_model = cost::make_cost_model(inputs.device);
+  const auto cost_model = cost::make_cost_model(inputs.device, inputs.program.precision);
   if (options.sweep) {
     run_sweep(options, inputs, inputs.graph, inputs.cluster.device(), inputs.cluster.size(), inputs.global_batch,
-              *cost_model, planner_options(options, limit));
+              *cost_model, planner_options(options, inputs, limit));
   } else {
     run_one(options, inputs, *cost_model, limit);
   }

@@ -60,7 +60,7 @@ std::pair<double, double> max_amplifications(const PlanReport& report) {
 json memory_json(const PlanReport& report) {
   if (report.memory == nullptr) return nullptr;
   json devices = json::array();
-  for (const plan::DeviceMemory& device : *report.memory) {
+  for (const program::DeviceMemory& device : *report.memory) {
     devices.push_back({{"rank", device.rank},
                        {"weights", device.use.weights.value()},
                        {"gradients", device.use.gradients.value()},
@@ -68,7 +68,7 @@ json memory_json(const PlanReport& report) {
                        {"activations", device.use.activations.value()},
                        {"total", device.use.total().value()}});
   }
-  const plan::DeviceMemory& peak = plan::peak_memory(*report.memory);
+  const program::DeviceMemory& peak = program::peak_memory(*report.memory);
   return {{"peak_rank", peak.rank},
           {"peak_bytes", peak.use.total().value()},
           {"peak_layer", report.graph.layer(peak.largest_layer).name},

@@ -12,7 +12,7 @@
 #include "burst/graph/graph.h"
 #include "burst/timing/evaluate.h"
 #include "burst/plan/plan.h"
-#include "burst/plan/plan_memory.h"
+#include "burst/program/step_memory.h"
 #include "command_inputs.h"
 
 namespace burst::cli {
@@ -39,7 +39,7 @@ struct PlanReport {
   std::optional<Seconds> amplification_exempt_below = std::nullopt;
   // Memory per rank (plan_memory.h), its one-line summary, and why the plan is not the
   // strategy's own (a burst plan over capacity replaced by data parallelism), if it is not.
-  const std::vector<plan::DeviceMemory>* memory = nullptr;
+  const std::vector<program::DeviceMemory>* memory = nullptr;
   std::string memory_line;
   std::string memory_note;
   Bytes memory_capacity;  // per device

@@ -227,7 +227,6 @@ void run_sim(const SimOptionsText& options, bool strategy_given) {
   check_combinations(options, strategy_given);
   std::optional<double> limit = limit_of(planner::BurstOptions{}.amplification);
   if (!options.amplification.empty()) limit = parse_amplification(options.amplification);
-  const program::ProgramOptions program = parse_program_options(options.program);
   std::optional<BackgroundSpec> background_spec;
   if (!options.background.empty()) {
     const ModelAndBatch parsed = parse_background_option(options.background, kDefaultBackgroundBatch);
@@ -240,7 +239,8 @@ void run_sim(const SimOptionsText& options, bool strategy_given) {
         options.background_policy == "greedy" ? sim::BackgroundPolicy::Greedy : sim::BackgroundPolicy::FitIdleGaps;
     background = Background{*background_spec, graph::load_model(background_spec->model)};
   }
-  const auto cost = cost::make_cost_model(inputs.device);
+  const program::ProgramOptions& program = inputs.program;
+  const auto cost = cost::make_cost_model(inputs.device, program.precision);
   const auto co_located = co_located_cost(options, inputs);
   if (options.sweep) {
     planner::BurstOptions burst = burst_options(limit, false);

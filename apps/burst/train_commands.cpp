@@ -28,7 +28,7 @@
 #include "burst/planner/burst_planner.h"
 #include "burst/timing/evaluate.h"
 #include "burst/plan/plan.h"
-#include "burst/plan/plan_memory.h"
+#include "burst/program/step_memory.h"
 #include "burst/runtime/background.h"
 #include "burst/runtime/resume.h"
 #include "burst/util/error.h"
@@ -157,7 +157,7 @@ std::unique_ptr<cost::CostModel> burst_cost_model(const TrainArgs& args, const g
   }
   const cost::DeviceModel device =
       cost::resolve_device(args.cost_device, profile.empty() ? std::nullopt : std::optional<std::string>(profile));
-  return cost::make_cost_model(device);
+  return cost::make_cost_model(device, args.config.program.precision);
 }
 
 // The links between the workers: --cluster FILE, or the built-in cpu cluster.
@@ -172,7 +172,7 @@ cluster::Cluster worker_cluster(const TrainArgs& args, int world_size) {
 }
 
 // --strategy burst: the burst plan for `world_size` workers on this machine, fitting their
-// share of its memory (plan::fit_in_memory: else data parallelism, else refused), with its
+// share of its memory (program::fit_in_memory: else data parallelism, else refused), with its
 // prediction against data parallelism on stderr.
 plan::Plan make_burst_plan(const TrainArgs& args, const graph::Graph& graph, int world_size,
                            const std::string& directory) {
@@ -187,8 +187,8 @@ plan::Plan make_burst_plan(const TrainArgs& args, const graph::Graph& graph, int
   const cost::Optimizer optimizer = args.config.optimizer == "adam" ? cost::Optimizer::Adam
                                     : args.config.momentum > 0     ? cost::Optimizer::Momentum
                                                                    : cost::Optimizer::Sgd;
-  const plan::MemoryCapacity share{"cpu", Bytes(cost::machine_memory().value() / world_size)};
-  const plan::FittedPlan result = plan::fit_in_memory(burst.plan, "burst", graph, optimizer, share);
+  const program::MemoryCapacity share{"cpu", Bytes(cost::machine_memory().value() / world_size)};
+  const program::FittedPlan result = program::fit_in_memory(burst.plan, "burst", graph, optimizer, share, options.program);
   if (!result.note.empty()) std::cerr << "burst train: " << result.note << '\n';
   timing::EvaluateOptions evaluation;
   evaluation.program = options.program;

@@ -10,8 +10,15 @@
 // One field list each, for writing and for reading alike (nlohmann's macros: reading needs
 // every field, and refuses a field of the wrong type). The background command is not a
 // field: the worker's own program sets it.
+namespace burst::cost {
+NLOHMANN_JSON_SERIALIZE_ENUM(Precision, {{Precision::Fp32, "fp32"}, {Precision::Tf32, "tf32"}, {Precision::Bf16, "bf16"},
+                                         {Precision::Fp16, "fp16"}, {Precision::Fp8, "fp8"}})
+NLOHMANN_JSON_SERIALIZE_ENUM(Recompute, {{Recompute::None, "none"}, {Recompute::Selective, "selective"},
+                                         {Recompute::Full, "full"}})
+}  // namespace burst::cost
 namespace burst::program {
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ProgramOptions, bucket_bytes, first_bucket_bytes, sync_batchnorm)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ProgramOptions, bucket_bytes, first_bucket_bytes, sync_batchnorm, precision,
+                                   recompute, zero_stage)
 }  // namespace burst::program
 
 namespace burst::runtime {

@@ -12,7 +12,7 @@
 namespace burst::cli {
 
 inline constexpr const char* kJobFormat = "burst-train-job";
-inline constexpr int kJobVersion = 2;  // 2: TrainConfig::device
+inline constexpr int kJobVersion = 3;  // 2: TrainConfig::device; 3: precision, recompute, ZeRO
 
 nlohmann::json job_to_json(const runtime::TrainJob& job);
 // UserError naming the file and what is wrong (format, version, a missing or mistyped

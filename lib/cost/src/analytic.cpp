@@ -38,7 +38,7 @@ double median(std::vector<double> values) {
 
 // The roofline time of a call at full efficiency.
 double roofline_seconds(const DeviceSpec& device, const LayerWork& work) {
-  return std::max(work.flops / device.peak_flops,
+  return std::max(work.flops / device.peak_for(work.op),
                   work.bytes / device.memory_bandwidth.bytes_per_second());
 }
 
@@ -56,15 +56,28 @@ Seconds forward_time(const DeviceSpec& device, const EfficiencyCurve& curve, con
   return Seconds(roofline_seconds(device, work) / curve.efficiency(work)) + device.overhead;
 }
 
-DeviceSpec gpu(std::string kind, std::string description, double peak_tflops, double bandwidth_gb_s,
-               double memory_gb) {
+// Datasheet figures of one GPU, dense TFLOP/s per precision (0: no such units).
+struct GpuSheet {
+  const char* kind;
+  const char* description;
+  double fp32, tf32, bf16, fp16, fp8;
+  double bandwidth_gb_s, memory_gb;
+};
+
+DeviceSpec gpu(const GpuSheet& sheet) {
   using Scale = EfficiencyCurve::Scale;
   DeviceSpec spec;
-  spec.kind = std::move(kind);
-  spec.description = std::move(description);
-  spec.peak_flops = peak_tflops * 1e12;
-  spec.memory_bandwidth = Bandwidth::gigabytes_per_s(bandwidth_gb_s);
-  spec.memory = Bytes(memory_gb * 1e9);
+  spec.kind = sheet.kind;
+  spec.description = sheet.description;
+  spec.peaks.at(Precision::Fp32) = sheet.fp32 * 1e12;
+  spec.peaks.at(Precision::Tf32) = sheet.tf32 * 1e12;
+  spec.peaks.at(Precision::Bf16) = sheet.bf16 * 1e12;
+  spec.peaks.at(Precision::Fp16) = sheet.fp16 * 1e12;
+  spec.peaks.at(Precision::Fp8) = sheet.fp8 * 1e12;
+  spec.precision = default_precision(spec);
+  spec.peak_flops = spec.peaks.at(spec.precision);
+  spec.memory_bandwidth = Bandwidth::gigabytes_per_s(sheet.bandwidth_gb_s);
+  spec.memory = Bytes(sheet.memory_gb * 1e9);
   spec.overhead = Seconds::from_us(10);
   spec.curves = {EfficiencyCurve{0.5, 8, Scale::Batch, 2}, EfficiencyCurve{0.6, 8, Scale::Batch, 2},
                  EfficiencyCurve{0.7, 2, Scale::Batch, 1.5}};
@@ -225,17 +238,27 @@ std::optional<std::string> catalog_kind_of_gpu(const std::string& name) {
   return std::nullopt;
 }
 
+// NVIDIA's datasheets, dense (no structured sparsity): V100 SXM2 (FP32 15.7, FP16 tensor
+// cores 125), A100 SXM4 (FP32 19.5, TF32 156, BF16/FP16 312), H100 SXM5 and H200 SXM (FP32
+// 67, TF32 494.7, BF16/FP16 989.4, FP8 1978.9).
+const GpuSheet kGpuSheets[] = {
+    {"v100", "NVIDIA V100-SXM2-32GB (FP32 15.7, FP16 125 TFLOP/s; 900 GB/s)", 15.7, 0, 0, 125, 0, 900, 32},
+    {"a100", "NVIDIA A100-SXM4-40GB (TF32 156, BF16 312 TFLOP/s; 1555 GB/s)", 19.5, 156, 312, 312, 0, 1555, 40},
+    {"a100-80gb", "NVIDIA A100-SXM4-80GB (TF32 156, BF16 312 TFLOP/s; 2039 GB/s)", 19.5, 156, 312, 312, 0, 2039, 80},
+    {"h100-sxm", "NVIDIA H100-SXM5-80GB (TF32 495, BF16 989, FP8 1979 TFLOP/s dense; 3350 GB/s)", 67, 494.7, 989.4,
+     989.4, 1978.9, 3350, 80},
+    {"h200", "NVIDIA H200-SXM-141GB (TF32 495, BF16 989, FP8 1979 TFLOP/s dense; 4800 GB/s)", 67, 494.7, 989.4,
+     989.4, 1978.9, 4800, 141},
+};
+
 DeviceSpec catalog_device(const std::string& kind) {
-  // Datasheet peaks for the precision PyTorch uses by default for fp32 training:
-  // TF32 tensor cores (dense) on A100/H100/H200, plain FP32 on V100.
-  if (kind == "v100") return gpu(kind, "NVIDIA V100-SXM2-32GB (FP32 15.7 TFLOP/s, 900 GB/s)", 15.7, 900, 32);
-  if (kind == "a100") return gpu(kind, "NVIDIA A100-SXM4-40GB (TF32 156 TFLOP/s, 1555 GB/s)", 156, 1555, 40);
-  if (kind == "a100-80gb") return gpu(kind, "NVIDIA A100-SXM4-80GB (TF32 156 TFLOP/s, 2039 GB/s)", 156, 2039, 80);
-  if (kind == "h100-sxm") return gpu(kind, "NVIDIA H100-SXM5-80GB (TF32 495 TFLOP/s dense, 3350 GB/s)", 494.7, 3350, 80);
-  if (kind == "h200") return gpu(kind, "NVIDIA H200-SXM-141GB (TF32 495 TFLOP/s dense, 4800 GB/s)", 494.7, 4800, 141);
+  for (const GpuSheet& sheet : kGpuSheets) {
+    if (kind == sheet.kind) return gpu(sheet);
+  }
   if (kind == "cpu") {
-    // Peak and bandwidth are placeholders until fit_device reads them off a local profile.
-    DeviceSpec spec = gpu(kind, "local CPU (fitted from a profile)", 0.1, 10, 16);
+    // Peak and bandwidth are placeholders until fit_device reads them off a local profile;
+    // bf16 (torch's CPU autocast) is taken at the fp32 peak, for want of a measured one.
+    DeviceSpec spec = gpu(GpuSheet{"cpu", "local CPU (fitted from a profile)", 0.1, 0, 0.1, 0, 0, 10, 16});
     spec.memory = machine_memory();
     spec.overhead = Seconds::from_us(5);
     return spec;
@@ -245,9 +268,37 @@ DeviceSpec catalog_device(const std::string& kind) {
   throw UserError(fmt::format("unknown device kind '{}' (known: {})", kind, kinds));
 }
 
+double DeviceSpec::peak_for(const std::string& op) const {
+  if (precision == Precision::Fp8 && op_class(op) != OpClass::Matmul) return peaks.at(Precision::Bf16);
+  return peak_flops;
+}
+
+Precision default_precision(const DeviceSpec& device) {
+  return device.peaks.supports(Precision::Tf32) ? Precision::Tf32 : Precision::Fp32;
+}
+
+DeviceSpec at_precision(DeviceSpec device, Precision precision) {
+  if (!device.peaks.supports(precision)) {
+    std::string known;
+    for (int p = 0; p < kPrecisionCount; ++p) {
+      if (device.peaks.flops[static_cast<size_t>(p)] > 0) {
+        known += (known.empty() ? "" : ", ") + std::string(precision_name(static_cast<Precision>(p)));
+      }
+    }
+    throw UserError(fmt::format("device '{}' has no {} units (it computes in: {})", device.kind,
+                                precision_name(precision), known));
+  }
+  device.precision = precision;
+  device.peak_flops = device.peaks.at(precision);
+  return device;
+}
+
 LayerTime AnalyticCostModel::time(const LayerWork& work) const {
   const EfficiencyCurve& curve = device_.curve(work.op);
-  const Seconds forward = forward_time(device_, curve, work);
+  // LayerWork counts fp32 values; the step moves value_bytes each.
+  LayerWork moved = work;
+  moved.bytes *= value_bytes(device_.precision) / kFloatBytes;
+  const Seconds forward = forward_time(device_, curve, moved);
   return LayerTime{forward, forward * curve.backward_ratio};
 }
 
@@ -351,7 +402,11 @@ DeviceSpec fit_device(DeviceSpec device, const Profile& profile) {
         best_flops = std::max(best_flops, sample.work.flops / sample.forward);
       }
     }
-    if (best_flops > 0) device.peak_flops = best_flops;
+    if (best_flops > 0) {
+      // Every precision the CPU has is taken at the peak its fp32 layers reached.
+      for (double& peak : device.peaks.flops) peak = peak > 0 ? best_flops : 0;
+      device.peak_flops = best_flops;
+    }
     if (best_bytes > 0) device.memory_bandwidth = Bandwidth(best_bytes);
   }
   SampleGroups groups;
@@ -423,6 +478,48 @@ DeviceSpec with_curves_of(DeviceSpec target, const DeviceSpec& fitted) {
   target.op_curves = fitted.op_curves;
   target.overhead = fitted.overhead;
   return target;
+}
+
+namespace {
+
+Seconds ratio_of(Seconds time, Seconds target, Seconds reference) {
+  return reference.s() > 0 ? time * (target / reference) : time;
+}
+
+}  // namespace
+
+std::optional<LayerEstimate> PrecisionScaledCostModel::scaled(std::optional<LayerEstimate> time,
+                                                              const std::optional<LayerEstimate>& reference,
+                                                              const std::optional<LayerEstimate>& target) const {
+  if (!time || !reference || !target) return time;
+  time->time.forward = ratio_of(time->time.forward, target->time.forward, reference->time.forward);
+  time->time.backward = ratio_of(time->time.backward, target->time.backward, reference->time.backward);
+  return time;
+}
+
+std::optional<LayerEstimate> PrecisionScaledCostModel::estimate(const graph::Graph& graph, graph::LayerId id,
+                                                                int64_t batch) const {
+  return scaled(measured_->estimate(graph, id, batch), reference_.estimate(graph, id, batch),
+                target_.estimate(graph, id, batch));
+}
+
+std::optional<LayerEstimate> PrecisionScaledCostModel::estimate_split(const graph::Graph& graph, graph::LayerId id,
+                                                                      int64_t batch) const {
+  return scaled(measured_->estimate_split(graph, id, batch), reference_.estimate(graph, id, batch),
+                target_.estimate(graph, id, batch));
+}
+
+std::optional<LayerEstimate> PrecisionScaledCostModel::estimate_tensor(const graph::Graph& graph, graph::LayerId id,
+                                                                       int64_t batch, const TensorSplit& split) const {
+  return scaled(measured_->estimate_tensor(graph, id, batch, split),
+                reference_.estimate_tensor(graph, id, batch, split), target_.estimate_tensor(graph, id, batch, split));
+}
+
+std::optional<Seconds> PrecisionScaledCostModel::update(const graph::Graph& graph, graph::LayerId id) const {
+  const auto time = measured_->update(graph, id);
+  const auto reference = reference_.update(graph, id), target = target_.update(graph, id);
+  if (!time || !reference || !target) return time;
+  return ratio_of(*time, *target, *reference);
 }
 
 }  // namespace burst::cost

@@ -61,11 +61,13 @@ DeviceModel borrow_curves(const std::string& kind, const DeviceModel& reference)
   return model;
 }
 
-std::unique_ptr<CostModel> make_cost_model(const DeviceModel& device) {
-  auto analytic = std::make_unique<AnalyticCostModel>(device.spec);
-  if (!device.profile) return analytic;
-  return std::make_unique<LayeredCostModel>(std::make_unique<ProfileCostModel>(*device.profile),
-                                            std::move(analytic));
+std::unique_ptr<CostModel> make_cost_model(const DeviceModel& device, std::optional<Precision> precision) {
+  const DeviceSpec target = at_precision(device.spec, precision.value_or(device.spec.precision));
+  if (!device.profile) return std::make_unique<AnalyticCostModel>(target);
+  auto measured = std::make_unique<LayeredCostModel>(std::make_unique<ProfileCostModel>(*device.profile),
+                                                     std::make_unique<AnalyticCostModel>(device.spec));
+  if (target.precision == device.spec.precision) return measured;
+  return std::make_unique<PrecisionScaledCostModel>(std::move(measured), device.spec, target);
 }
 
 Profile filter_batches(const Profile& profile, const std::vector<int64_t>& batches) {

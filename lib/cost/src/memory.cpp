@@ -42,29 +42,75 @@ LayerMemory& LayerMemory::operator+=(const LayerMemory& other) {
   return *this;
 }
 
-Bytes saved_inside_per_sample(const graph::Graph& graph, graph::LayerId id) {
-  const graph::LayerSpec& layer = graph.layer(id);
-  if (layer.op() != graph::OpKind::SelfAttention) return Bytes(0);
-  // [T, D] in and out: q, k and v, and the heads merged before the output projection (4 x T
-  // x D), and the attention probabilities (heads x T x T), all fp32.
-  const auto& shape = graph.info(id).output_shape;
-  const double tokens = static_cast<double>(shape.at(0)), width = static_cast<double>(shape.at(1));
-  const double heads = static_cast<double>(std::get<graph::SelfAttentionAttrs>(layer.attrs).heads);
-  return Bytes((4 * tokens * width + heads * tokens * tokens) * kFloatBytes);
+const char* recompute_name(Recompute recompute) {
+  switch (recompute) {
+    case Recompute::None: return "none";
+    case Recompute::Selective: return "selective";
+    case Recompute::Full: return "full";
+  }
+  BURST_ASSERT(false, "unknown recompute");
 }
 
-LayerMemory layer_memory(const graph::Graph& graph, graph::LayerId id, int64_t batch, Optimizer optimizer,
+Recompute parse_recompute(const std::string& name) {
+  for (const Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full}) {
+    if (name == recompute_name(r)) return r;
+  }
+  throw UserError(fmt::format("unknown recompute '{}' (known: none, selective, full)", name));
+}
+
+namespace {
+
+// [T, D] of a self_attention layer's output and its heads.
+struct AttentionShape {
+  double tokens, width, heads;
+};
+AttentionShape attention_shape(const graph::Graph& graph, graph::LayerId id) {
+  const auto& shape = graph.info(id).output_shape;
+  return {static_cast<double>(shape.at(0)), static_cast<double>(shape.at(1)),
+          static_cast<double>(std::get<graph::SelfAttentionAttrs>(graph.layer(id).attrs).heads)};
+}
+
+}  // namespace
+
+Bytes attention_core_per_sample(const graph::Graph& graph, graph::LayerId id) {
+  if (graph.layer(id).op() != graph::OpKind::SelfAttention) return Bytes(0);
+  const AttentionShape a = attention_shape(graph, id);
+  return Bytes(a.heads * a.tokens * a.tokens * kFloatBytes);
+}
+
+Bytes saved_inside_per_sample(const graph::Graph& graph, graph::LayerId id, Recompute recompute) {
+  if (graph.layer(id).op() != graph::OpKind::SelfAttention) return Bytes(0);
+  // q, k and v, and the heads merged before the output projection: 4 x T x D values.
+  const AttentionShape a = attention_shape(graph, id);
+  const Bytes projections(4 * a.tokens * a.width * kFloatBytes);
+  return recompute == Recompute::Selective ? projections : projections + attention_core_per_sample(graph, id);
+}
+
+LayerMemory layer_memory(const graph::Graph& graph, graph::LayerId id, int64_t batch, const MemoryOptions& options,
                          const TensorSplit& split) {
   const auto& info = graph.info(id);
   const double params = static_cast<double>(part_params(graph, id, split));
   const double parts = static_cast<double>(split.parts);
   const double output = static_cast<double>(info.output_bytes) / (output_sliced(split.kind) ? parts : 1.0);
-  const double inside = saved_inside_per_sample(graph, id).value() / (split.kind == SplitKind::Heads ? parts : 1.0);
+  const double inside =
+      saved_inside_per_sample(graph, id, options.recompute).value() / (split.kind == SplitKind::Heads ? parts : 1.0);
+  // Graphs count fp32 bytes; a mixed-precision step keeps 2-byte values.
+  const double moved = value_bytes(options.precision) / kFloatBytes;
+  const double master = keeps_master_weights(options.precision) ? 1 : 0;
   LayerMemory memory;
-  memory.weights = Bytes(params * kFloatBytes);
-  memory.gradients = Bytes(params * kFloatBytes);
-  memory.optimizer_state = Bytes(params * kFloatBytes * optimizer_state_values(optimizer));
-  memory.activations = Bytes((output + inside) * static_cast<double>(batch));
+  memory.weights = Bytes(params * value_bytes(options.precision));
+  memory.gradients = Bytes(params * value_bytes(options.precision));
+  memory.optimizer_state = Bytes(params * kFloatBytes * (optimizer_state_values(options.optimizer) + master));
+  memory.activations = Bytes((output + inside) * moved * static_cast<double>(batch));
+  return memory;
+}
+
+LayerMemory shard_state(LayerMemory memory, int zero_stage, int replicas) {
+  BURST_ASSERT(zero_stage >= 0 && zero_stage <= 3 && replicas >= 1, "ZeRO stages are 0..3 over >= 1 replica");
+  const double d = static_cast<double>(replicas);
+  if (zero_stage >= 1) memory.optimizer_state = memory.optimizer_state / d;
+  if (zero_stage >= 2) memory.gradients = memory.gradients / d;
+  if (zero_stage >= 3) memory.weights = memory.weights / d;
   return memory;
 }
 

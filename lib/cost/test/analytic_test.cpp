@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "burst/cost/fake_cost_model.h"
+#include "burst/graph/builder.h"
 #include "burst/graph/zoo.h"
 #include "burst/util/error.h"
 
@@ -95,6 +96,54 @@ TEST(Analytic, CatalogKnowsItsDevices) {
   EXPECT_DOUBLE_EQ(catalog_device("a100").peak_flops, 156e12);
   EXPECT_DOUBLE_EQ(catalog_device("h200").memory_bandwidth.bytes_per_second(), 4800e9);
   EXPECT_THROW(catalog_device("tpu"), UserError);
+}
+
+TEST(Analytic, PeaksPerPrecisionAndRefusals) {
+  const DeviceSpec a100 = catalog_device("a100");
+  EXPECT_EQ(a100.precision, Precision::Tf32);  // the default where TF32 units exist
+  EXPECT_DOUBLE_EQ(at_precision(a100, Precision::Bf16).peak_flops, 312e12);
+  EXPECT_DOUBLE_EQ(at_precision(a100, Precision::Fp32).peak_flops, 19.5e12);
+  EXPECT_DOUBLE_EQ(at_precision(catalog_device("h100-sxm"), Precision::Fp16).peak_flops, 989.4e12);
+  EXPECT_DOUBLE_EQ(at_precision(catalog_device("v100"), Precision::Fp16).peak_flops, 125e12);
+  EXPECT_EQ(catalog_device("v100").precision, Precision::Fp32);
+  try {
+    at_precision(a100, Precision::Fp8);
+    ADD_FAILURE() << "an A100 has no FP8 units";
+  } catch (const UserError& error) {
+    EXPECT_EQ(std::string(error.what()), "device 'a100' has no fp8 units (it computes in: fp32, tf32, bf16, fp16)");
+  }
+  EXPECT_THROW(at_precision(catalog_device("v100"), Precision::Bf16), UserError);
+  EXPECT_THROW(parse_precision("fp4"), UserError);
+  // fp8 on an H100: GEMMs at the FP8 peak, everything else at bf16's.
+  const DeviceSpec fp8 = at_precision(catalog_device("h100-sxm"), Precision::Fp8);
+  EXPECT_DOUBLE_EQ(fp8.peak_for("linear"), 1978.9e12);
+  EXPECT_DOUBLE_EQ(fp8.peak_for("layernorm"), 989.4e12);
+}
+
+TEST(Analytic, PrecisionMovesComputeByPeakAndMemoryByBytes) {
+  // A big linear is compute-bound: bf16 halves its roofline (312 vs 156 TFLOP/s) and the
+  // efficiency curve (batch-scaled in the test device) stays. A ReLU is memory-bound: bf16
+  // moves half the bytes.
+  graph::GraphBuilder b("two");
+  std::string x = b.input("input", {4096});
+  x = b.linear("fc", x, 4096);
+  x = b.relu("relu", x);
+  const graph::Graph graph = std::move(b).build();
+  DeviceSpec device = catalog_device("a100");
+  device.overhead = Seconds(0);
+  const AnalyticCostModel tf32(device), bf16(at_precision(device, Precision::Bf16));
+  const auto fc = *graph.find("fc"), relu = *graph.find("relu");
+  EXPECT_NEAR(bf16.estimate(graph, fc, 4096)->time.forward / tf32.estimate(graph, fc, 4096)->time.forward, 0.5, 1e-9);
+  const double relu_ratio =
+      bf16.estimate(graph, relu, 4096)->time.forward / tf32.estimate(graph, relu, 4096)->time.forward;
+  EXPECT_NEAR(relu_ratio, 0.5, 1e-9);  // the catalog's memory curve is batch-scaled: the same efficiency
+  // A measured time carried to bf16 moves by the analytic ratio of the same call.
+  auto measured = std::make_unique<FakeCostModel>(
+      "test", std::map<std::string, FakeLayerCost>{{"fc", {{Seconds::from_ms(10), Seconds{}}, {Seconds::from_ms(20), Seconds{}}}}},
+      std::map<std::string, Seconds>{});
+  const PrecisionScaledCostModel scaled(std::move(measured), device, at_precision(device, Precision::Bf16));
+  EXPECT_NEAR(scaled.estimate(graph, fc, 4096)->time.forward.ms(), 5, 1e-9);
+  EXPECT_NEAR(scaled.estimate(graph, fc, 4096)->time.backward.ms(), 10, 1e-9);
 }
 
 TEST(LayeredCostModel, MeasuredFirstAnalyticForGaps) {

@@ -4,7 +4,7 @@
 
 #include "burst/graph/zoo.h"
 #include "burst/plan/plan.h"
-#include "burst/plan/plan_memory.h"
+#include "burst/cost/memory.h"
 #include "burst/util/error.h"
 #include "hand_plan.h"
 #include "test_world.h"
@@ -106,8 +106,8 @@ TEST(TensorSplit, MemoryCountsEachPartsShare) {
   // part, and a quarter of its output: 16 x 64 floats a sample.
   const graph::Graph graph = graph::build_zoo_model(kFourHeadGpt2);
   const auto id = *graph.find(kBlock + "mlp.c_fc");
-  const cost::LayerMemory whole = cost::layer_memory(graph, id, 2, cost::Optimizer::Sgd);
-  const cost::LayerMemory part = cost::layer_memory(graph, id, 2, cost::Optimizer::Sgd, {SplitKind::Column, 4});
+  const cost::LayerMemory whole = cost::layer_memory(graph, id, 2);
+  const cost::LayerMemory part = cost::layer_memory(graph, id, 2, {}, {SplitKind::Column, 4});
   EXPECT_EQ(whole.weights.value(), 16640 * 4);
   EXPECT_EQ(part.weights.value(), 4160 * 4);
   EXPECT_EQ(whole.activations.value(), 2 * 16 * 256 * 4);

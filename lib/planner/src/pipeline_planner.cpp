@@ -15,6 +15,7 @@ namespace burst::planner {
 // them with the evaluator.
 using namespace burst::plan;  // NOLINT(google-build-using-namespace)
 using timing::evaluate_plan;
+using program::DeviceMemory;
 using timing::EvaluateOptions;
 using timing::PlanEvaluation;
 
@@ -282,8 +283,8 @@ class PipelineSearch {
 
   bool fits_memory(const Plan& plan) const {
     if (!options_.capacity) return true;
-    const std::vector<DeviceMemory> memory = plan_memory(plan, graph_, options_.optimizer);
-    return !(options_.capacity->capacity < peak_memory(memory).use.total());
+    const std::vector<program::DeviceMemory> memory = program::plan_memory(plan, graph_, options_.optimizer, options_.burst.program);
+    return !(options_.capacity->capacity < program::peak_memory(memory).use.total());
   }
 
   const PlanContext& context_;

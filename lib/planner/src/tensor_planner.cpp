@@ -13,6 +13,7 @@ namespace burst::planner {
 // them with the evaluator.
 using namespace burst::plan;  // NOLINT(google-build-using-namespace)
 using timing::evaluate_plan;
+using program::DeviceMemory;
 using timing::EvaluateOptions;
 using timing::PlanEvaluation;
 
@@ -161,8 +162,8 @@ class TensorPlanner {
       plan.layers.push_back(std::move(placement));
     }
     if (options_.capacity) {
-      const std::vector<DeviceMemory> memory = plan_memory(plan, context_.graph, options_.optimizer);
-      if (options_.capacity->capacity < peak_memory(memory).use.total()) return std::nullopt;
+      const std::vector<program::DeviceMemory> memory = program::plan_memory(plan, context_.graph, options_.optimizer, options_.program);
+      if (options_.capacity->capacity < program::peak_memory(memory).use.total()) return std::nullopt;
     }
     return plan;
   }

@@ -17,6 +17,7 @@ namespace burst::planner {
 
 using namespace burst::plan;    // NOLINT: the tests state plans throughout
 using namespace burst::timing;  // NOLINT: and their evaluations
+using namespace burst::program;  // NOLINT: and their memory
 
 namespace {
 

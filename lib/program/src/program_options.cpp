@@ -17,6 +17,9 @@ void check_program_options(const ProgramOptions& options) {
     throw UserError(fmt::format("the first gradient bucket's size must be a positive number of bytes, got {}",
                                 options.first_bucket_bytes));
   }
+  if (options.zero_stage < 0 || options.zero_stage > kMaxZeroStage) {
+    throw UserError(fmt::format("the ZeRO stage must be 0, 1, 2 or 3, got {}", options.zero_stage));
+  }
 }
 
 const char* batchnorm_mode_name(const ProgramOptions& options) { return options.sync_batchnorm ? "sync" : "local"; }

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "burst/graph/builder.h"
-#include "burst/plan/plan_memory.h"
+#include "burst/program/step_memory.h"
 #include "burst/program/step_program.h"
 #include "burst/sim/simulator.h"
 #include "burst/timing/evaluate.h"

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "burst/cost/cost_model.h"
+#include "burst/cost/precision.h"
 #include "burst/cost/profile.h"
 
 namespace burst::cost {
@@ -60,7 +61,9 @@ const char* scale_name(EfficiencyCurve::Scale scale);  // "batch" | "work" | "ro
 struct DeviceSpec {
   std::string kind;         // "a100", "h100-sxm", "cpu"
   std::string description;  // e.g. "NVIDIA A100-SXM4-40GB, TF32 tensor cores"
-  double peak_flops = 0;    // FLOP/s the efficiency curves are relative to
+  double peak_flops = 0;    // FLOP/s the efficiency curves are relative to: peaks.at(precision)
+  Precision precision = Precision::Fp32;  // what the times describe (at_precision)
+  PrecisionPeaks peaks;     // dense peak FLOP/s per precision, 0 where unsupported
   Bandwidth memory_bandwidth;
   Bytes memory;             // device memory capacity
   Seconds overhead;         // per layer call: kernel launches, framework dispatch
@@ -69,10 +72,25 @@ struct DeviceSpec {
 
   // The curve for an op: its own when fitted, else its class's.
   const EfficiencyCurve& curve(const std::string& op) const;
+  // The peak an op runs against: peak_flops, but under fp8 only linear and attention GEMMs
+  // use FP8 units (Transformer Engine) and the rest runs at the bf16 peak.
+  double peak_for(const std::string& op) const;
 };
 
-// The GPUs burst knows (v100, a100, a100-80gb, h100-sxm, h200) with datasheet peak and
-// bandwidth; their curves come from fitting (see fit_device). Unknown kinds: UserError.
+// The precision a device kind's times mean when none is asked for: tf32 where the device
+// has TF32 tensor cores (a100, a100-80gb, h100-sxm, h200: what PyTorch's fp32 training
+// uses for convolutions, and what the built-in A100 profile measured), fp32 elsewhere.
+Precision default_precision(const DeviceSpec& device);
+
+// `device` at `precision`: peak_flops from its peaks, activations and weights moved in
+// value_bytes(precision). The efficiency curves stay those fitted at the device's default
+// precision (docs/cost-model.md, "Precision"). UserError naming the device and the
+// precisions it has when it lacks `precision` (fp8 on an A100, bf16 on a V100).
+DeviceSpec at_precision(DeviceSpec device, Precision precision);
+
+// The GPUs burst knows (v100, a100, a100-80gb, h100-sxm, h200) with datasheet peaks and
+// bandwidth, at their default precision; their curves come from fitting (see fit_device).
+// Unknown kinds: UserError.
 DeviceSpec catalog_device(const std::string& kind);
 std::vector<std::string> catalog_kinds();
 
@@ -157,6 +175,32 @@ class LayeredCostModel : public CostModel {
  private:
   std::unique_ptr<CostModel> primary_;
   std::unique_ptr<CostModel> fallback_;
+};
+
+// A cost model measured at one precision, carried to another by the analytic model: each
+// time (forward and backward apart) is the measured one x analytic(target) /
+// analytic(measured), so the measurement keeps deciding how a layer differs from the
+// roofline and the analytic model only says how the precision moves it (compute-bound
+// layers by the ratio of peaks, memory-bound ones by the bytes).
+class PrecisionScaledCostModel : public CostModel {
+ public:
+  PrecisionScaledCostModel(std::unique_ptr<CostModel> measured, DeviceSpec measured_spec, DeviceSpec target_spec)
+      : measured_(std::move(measured)), reference_(std::move(measured_spec)), target_(std::move(target_spec)) {}
+  std::string device() const override { return measured_->device(); }
+  std::optional<LayerEstimate> estimate(const graph::Graph& graph, graph::LayerId id, int64_t batch) const override;
+  std::optional<LayerEstimate> estimate_split(const graph::Graph& graph, graph::LayerId id,
+                                              int64_t batch) const override;
+  std::optional<LayerEstimate> estimate_tensor(const graph::Graph& graph, graph::LayerId id, int64_t batch,
+                                               const TensorSplit& split) const override;
+  std::optional<Seconds> update(const graph::Graph& graph, graph::LayerId id) const override;
+
+ private:
+  // `time` x target / reference, for the analytic estimates of the same call.
+  std::optional<LayerEstimate> scaled(std::optional<LayerEstimate> time, const std::optional<LayerEstimate>& reference,
+                                      const std::optional<LayerEstimate>& target) const;
+  std::unique_ptr<CostModel> measured_;
+  AnalyticCostModel reference_;
+  AnalyticCostModel target_;
 };
 
 }  // namespace burst::cost

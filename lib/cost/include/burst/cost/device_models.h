@@ -40,8 +40,11 @@ DeviceModel resolve_device(const std::string& device, const std::optional<std::s
 // in practice the A100) moved to its own peak and bandwidth.
 DeviceModel borrow_curves(const std::string& kind, const DeviceModel& reference);
 
-// The cost model of a resolved device: measured first, analytic for the gaps.
-std::unique_ptr<CostModel> make_cost_model(const DeviceModel& device);
+// The cost model of a resolved device at `precision` (none: the device's default
+// precision, default_precision): measured first, analytic for the gaps. Measured data is
+// taken to be at the default precision and carried to another by PrecisionScaledCostModel.
+// UserError when the device lacks `precision` (at_precision).
+std::unique_ptr<CostModel> make_cost_model(const DeviceModel& device, std::optional<Precision> precision = std::nullopt);
 
 // Keeps only the entries whose batch is in `batches` (for held-out fit checks).
 Profile filter_batches(const Profile& profile, const std::vector<int64_t>& batches);

@@ -24,7 +24,7 @@
 #include "burst/planner/burst_planner.h"
 #include "burst/plan/plan.h"
 #include "burst/plan/plan_context.h"
-#include "burst/plan/plan_memory.h"
+#include "burst/program/step_memory.h"
 
 namespace burst::planner {
 
@@ -35,7 +35,7 @@ struct PipelineOptions {
   // the evaluator, each under every schedule.
   int evaluated = 3;
   // Candidates whose peak device memory is over capacity are skipped. None: no limit.
-  std::optional<plan::MemoryCapacity> capacity;
+  std::optional<program::MemoryCapacity> capacity;
   cost::Optimizer optimizer = cost::Optimizer::Sgd;
   // Which plans each candidate gives: data-parallel stages (PipelinePlanResult::plan), and
   // the hybrid, burst placements inside the stages planned with `burst` (::hybrid). Both:

@@ -22,7 +22,7 @@
 #include "burst/cost/tensor_split.h"
 #include "burst/plan/plan.h"
 #include "burst/plan/plan_context.h"
-#include "burst/plan/plan_memory.h"
+#include "burst/program/step_memory.h"
 #include "burst/program/program_options.h"
 
 namespace burst::planner {
@@ -36,7 +36,7 @@ struct TensorOptions {
   // as if none overlapped).
   int evaluated = 3;
   program::ProgramOptions program;               // the step planned for
-  std::optional<plan::MemoryCapacity> capacity;         // skip candidates over it; none: no limit
+  std::optional<program::MemoryCapacity> capacity;         // skip candidates over it; none: no limit
   cost::Optimizer optimizer = cost::Optimizer::Sgd;
 };
 

@@ -7,6 +7,9 @@
 // is a field here, with its default here, and nowhere else. No libtorch.
 #include <string>
 
+#include "burst/cost/memory.h"
+#include "burst/cost/precision.h"
+
 namespace burst::program {
 
 struct ProgramOptions {
@@ -19,11 +22,24 @@ struct ProgramOptions {
   // BatchNorm statistics all-reduced among a layer's ranks (burst's runtime: the one-device
   // result); false: each rank normalises with its own samples' statistics (DDP, DeepPool).
   bool sync_batchnorm = true;
+  // The number format of the step (cost/precision.h). fp32 here; the commands default to
+  // the device kind's (cost::default_precision). The cost model timing a program must be
+  // made at the same precision (cost::make_cost_model).
+  cost::Precision precision = cost::Precision::Fp32;
+  // Activation recomputation (cost/memory.h): full cuts segments at recompute units
+  // (recompute_units.h) and runs each unit's forward again before its backward.
+  cost::Recompute recompute = cost::Recompute::None;
+  // ZeRO stage over each layer's data-parallel group: 0 all-reduces gradients; 1 and 2
+  // reduce-scatter them, update the rank's shard and all-gather the weights (2 also frees
+  // the gradients outside the shard); 3 also gathers the weights before forward and backward.
+  int zero_stage = 0;
 };
+inline constexpr int kMaxZeroStage = 3;
 
 constexpr double kBytesPerMiB = 1024.0 * 1024;
 
-// Throws UserError naming the field and its value when an option is out of range.
+// Throws UserError naming the field and its value when an option is out of range (a bucket
+// size that is not a positive finite number, a ZeRO stage outside 0..3).
 void check_program_options(const ProgramOptions& options);
 
 // "sync" or "local": the command line's --batchnorm words, and reports'.

@@ -1,12 +1,15 @@
 // The memory model, counted by hand (docs/cost-model.md, "Memory").
-#include "burst/plan/plan_memory.h"
+#include "burst/program/step_memory.h"
 
 #include <gtest/gtest.h>
 
 #include "burst/graph/builder.h"
 #include "burst/util/error.h"
 
-namespace burst::plan {
+namespace burst::program {
+using plan::plan_data_parallel;
+using plan::Plan;
+using plan::Schedule;
 namespace {
 
 // input [4] -> fc1 linear to 8 -> fc2 linear to 3 -> loss.
@@ -85,7 +88,7 @@ TEST(PlanMemory, APlanOverCapacityGivesWayToDataParallelOrNoPlanFits) {
     ADD_FAILURE() << "expected no plan to fit";
   } catch (const UserError& error) {
     EXPECT_EQ(std::string(error.what()),
-              "no plan fits in memory (optimizer adam): the smallest requirement found is the data-parallel plan's: "
+              "no plan fits in memory (optimizer adam, precision fp32, recompute none, ZeRO 0): the smallest requirement found is the data-parallel plan's: "
               "rank 0 needs 1.14 kB (weights 268 B, gradients 268 B, optimizer state 536 B, activations 64 B; "
               "layer 'fc1' the most, 672 B) of 1.10 kB per a100");
   }

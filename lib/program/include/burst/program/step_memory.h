@@ -1,0 +1,62 @@
+#pragma once
+// The memory each device needs for one training step of a plan, and the check that a plan
+// fits its devices (docs/cost-model.md, "Memory"). Per rank: cost/memory.h's counts of the
+// layers it holds, at the step's precision; weights, gradients and optimizer state sharded
+// by ZeRO over each layer's data-parallel group (its sample groups); activations at its
+// shard's batch times the micro-batches its stage keeps in flight, less what recomputation
+// drops, plus what recomputation holds while it runs. No libtorch.
+#include <string>
+#include <vector>
+
+#include "burst/cost/memory.h"
+#include "burst/plan/plan.h"
+#include "burst/program/program_options.h"
+
+namespace burst::program {
+
+struct DeviceMemory {
+  int rank = 0;
+  cost::LayerMemory use;
+  graph::LayerId largest_layer = 0;  // the layer that takes the most of it
+  Bytes largest_layer_bytes;
+};
+
+// One entry per rank of the plan's cluster (plan.devices), rank order; a rank that holds
+// no layer needs nothing. What the step's options change:
+//  - precision: value_bytes per weight, gradient and activation, and the fp32 master copy;
+//  - zero_stage: cost::shard_state over each layer's sample groups; stage 3 adds the
+//    gathered weights of the two largest layers a rank holds (the one computing and the one
+//    being gathered ahead, as FSDP's prefetch);
+//  - recompute: selective keeps no attention probabilities, and holds one attention's for
+//    one micro-batch while it is recomputed; full keeps only what enters each recompute unit
+//    (recompute_units.h) for every micro-batch in flight, and holds the largest unit's
+//    activations for one micro-batch.
+std::vector<DeviceMemory> plan_memory(const plan::Plan& plan, const graph::Graph& graph, cost::Optimizer optimizer,
+                                      const ProgramOptions& options = {});
+
+// The rank that needs the most (the lowest such rank).
+const DeviceMemory& peak_memory(const std::vector<DeviceMemory>& devices);
+
+// What a device holds: its kind and capacity.
+struct MemoryCapacity {
+  std::string device;  // "a100", ...
+  Bytes capacity;
+};
+
+// One line: "rank 0 needs 12.3 GB (weights ..., gradients ..., optimizer state ...,
+// activations ...; layer 'fc1' the most, 4.00 GB) of 40.0 GB per a100".
+std::string memory_text(const DeviceMemory& peak, const graph::Graph& graph, const MemoryCapacity& capacity);
+
+// A plan that fits its devices' memory: `planned` itself if it fits; else data parallelism
+// on the same devices if that fits, with a note on why (data parallelism holds the fewest
+// samples per device); else UserError "no plan fits in memory" with the smallest requirement
+// found, its rank and largest layer. `strategy` names `planned` in messages ("burst").
+struct FittedPlan {
+  plan::Plan plan;
+  std::vector<DeviceMemory> memory;  // per rank
+  std::string note;                  // why the plan is not `planned`; empty when it is
+};
+FittedPlan fit_in_memory(plan::Plan planned, const std::string& strategy, const graph::Graph& graph,
+                         cost::Optimizer optimizer, const MemoryCapacity& capacity, const ProgramOptions& options = {});
+
+}  // namespace burst::program

@@ -1,0 +1,203 @@
+#include "burst/program/step_memory.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "burst/program/recompute_units.h"
+#include "burst/util/error.h"
+#include "burst/util/format.h"
+
+namespace burst::program {
+
+namespace {
+
+// What a rank holds while it recomputes: the largest recompute unit's activations (full) or
+// attention probabilities (selective) of one micro-batch shard.
+struct RecomputeWorkingSet {
+  std::vector<std::vector<double>> by_rank_unit;  // full: [rank][unit] activation bytes
+  std::vector<double> by_rank;                    // selective: the largest attention core
+};
+
+class MemoryCounter {
+ public:
+  MemoryCounter(const plan::Plan& plan, const graph::Graph& graph, cost::Optimizer optimizer,
+                const ProgramOptions& options)
+      : plan_(plan), graph_(graph), options_(options),
+        memory_{optimizer, options.precision, options.recompute},
+        devices_(static_cast<size_t>(plan.devices)) {
+    for (int rank = 0; rank < plan.devices; ++rank) devices_[static_cast<size_t>(rank)].rank = rank;
+    for (int stage = 0; stage < plan.stage_count(); ++stage) {
+      in_flight_.push_back(
+          in_flight_micro_batches(plan.pipeline.schedule, plan.stage_count(), stage, plan.pipeline.micro_batches));
+    }
+    if (options.recompute == cost::Recompute::Full) units_ = recompute_units(graph);
+    working_.by_rank_unit.assign(static_cast<size_t>(plan.devices), std::vector<double>(units_.count(), 0.0));
+    working_.by_rank.assign(static_cast<size_t>(plan.devices), 0.0);
+  }
+
+  std::vector<DeviceMemory> count() && {
+    for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph_.size()); ++id) add_layer(id);
+    add_tied_copies();
+    add_working_sets();
+    return std::move(devices_);
+  }
+
+ private:
+  double value_scale() const { return cost::value_bytes(options_.precision) / cost::kFloatBytes; }
+
+  void add_layer(graph::LayerId id) {
+    const int64_t held = in_flight_[static_cast<size_t>(plan_.stage_of(id))];
+    const plan::LayerPlacement& placement = plan_.layers[static_cast<size_t>(id)];
+    const int replicas = static_cast<int>(placement.sample_groups());
+    for (const cost::Shard& shard : placement.shards) {
+      BURST_ASSERT(shard.rank >= 0 && shard.rank < plan_.devices, "a validated plan's ranks are in its cluster");
+      DeviceMemory& device = devices_[static_cast<size_t>(shard.rank)];
+      const int64_t samples = shard.samples.size();
+      cost::LayerMemory layer = cost::shard_state(
+          cost::layer_memory(graph_, id, samples * held, memory_, placement.split), options_.zero_stage, replicas);
+      if (options_.recompute == cost::Recompute::Full) {
+        // One micro-batch of it is rebuilt while its unit runs backward; only a unit's
+        // kept inputs stay for every micro-batch in flight.
+        working_.by_rank_unit[static_cast<size_t>(shard.rank)][static_cast<size_t>(units_.unit_of[static_cast<size_t>(id)])] +=
+            layer.activations.value() / static_cast<double>(held);
+        layer.activations = units_.kept[static_cast<size_t>(id)] ? kept_output(id, placement, samples * held) : Bytes(0);
+      }
+      if (options_.recompute == cost::Recompute::Selective) {
+        const double heads = placement.split.kind == cost::SplitKind::Heads ? placement.split.parts : 1;
+        const double core = cost::attention_core_per_sample(graph_, id).value() * value_scale() / heads;
+        double& largest = working_.by_rank[static_cast<size_t>(shard.rank)];
+        largest = std::max(largest, core * static_cast<double>(samples));
+      }
+      if (options_.zero_stage == 3 && replicas > 1) note_gathered(shard.rank, id, placement);
+      device.use += layer;
+      if (device.largest_layer_bytes < layer.total()) {
+        device.largest_layer = id;
+        device.largest_layer_bytes = layer.total();
+      }
+    }
+  }
+
+  // A unit's kept input: the layer's output alone (what it keeps inside is recomputed).
+  Bytes kept_output(graph::LayerId id, const plan::LayerPlacement& placement, int64_t samples) const {
+    const double sliced = cost::output_sliced(placement.split.kind) ? placement.split.parts : 1;
+    return Bytes(static_cast<double>(graph_.info(id).output_bytes) / sliced * value_scale() * static_cast<double>(samples));
+  }
+
+  // ZeRO-3: the whole (unsharded) weights of a layer, gathered while it runs.
+  void note_gathered(int rank, graph::LayerId id, const plan::LayerPlacement& placement) {
+    const double whole = cost::layer_memory(graph_, id, 0, memory_, placement.split).weights.value();
+    auto& largest = gathered_[rank];
+    if (whole > largest.first) {
+      largest.second = largest.first;
+      largest.first = whole;
+    } else {
+      largest.second = std::max(largest.second, whole);
+    }
+  }
+
+  // A tied embedding's weight, its gradient and its optimizer state are held on its heads'
+  // ranks too (plan::weight_holders), without its activations.
+  void add_tied_copies() {
+    for (graph::LayerId embedding = 0; embedding < static_cast<graph::LayerId>(graph_.size()); ++embedding) {
+      if (graph_.tied_heads(embedding).empty()) continue;
+      const std::vector<int> holders = plan::weight_holders(plan_, graph_, embedding);
+      const cost::LayerMemory copy = cost::shard_state(cost::layer_memory(graph_, embedding, 0, memory_),
+                                                       options_.zero_stage, static_cast<int>(holders.size()));
+      const auto& own = plan_.layers[static_cast<size_t>(embedding)].shards;
+      for (const int rank : holders) {
+        const bool runs = std::any_of(own.begin(), own.end(), [rank](const cost::Shard& s) { return s.rank == rank; });
+        if (!runs) devices_[static_cast<size_t>(rank)].use += copy;
+      }
+    }
+  }
+
+  void add_working_sets() {
+    for (DeviceMemory& device : devices_) {
+      const auto r = static_cast<size_t>(device.rank);
+      const auto& units = working_.by_rank_unit[r];
+      const double unit = units.empty() ? 0 : *std::max_element(units.begin(), units.end());
+      device.use.activations += Bytes(unit + working_.by_rank[r]);
+      const auto gathered = gathered_.find(device.rank);
+      if (gathered != gathered_.end()) device.use.weights += Bytes(gathered->second.first + gathered->second.second);
+    }
+  }
+
+  const plan::Plan& plan_;
+  const graph::Graph& graph_;
+  const ProgramOptions& options_;
+  cost::MemoryOptions memory_;
+  std::vector<DeviceMemory> devices_;
+  // Micro-batches each stage keeps activations for at once (its schedule's peak: GPipe all
+  // m, 1F1B p - s on stage s).
+  std::vector<int64_t> in_flight_;
+  RecomputeUnits units_;
+  RecomputeWorkingSet working_;
+  std::map<int, std::pair<double, double>> gathered_;  // rank -> its two largest whole weights
+};
+
+}  // namespace
+
+std::vector<DeviceMemory> plan_memory(const plan::Plan& plan, const graph::Graph& graph, cost::Optimizer optimizer,
+                                      const ProgramOptions& options) {
+  BURST_ASSERT(plan.layers.size() == graph.size(), "a validated plan has one placement per layer");
+  return MemoryCounter(plan, graph, optimizer, options).count();
+}
+
+const DeviceMemory& peak_memory(const std::vector<DeviceMemory>& devices) {
+  BURST_ASSERT(!devices.empty(), "a plan has at least one device");
+  const DeviceMemory* peak = &devices.front();
+  for (const DeviceMemory& device : devices) {
+    if (peak->use.total() < device.use.total()) peak = &device;
+  }
+  return *peak;
+}
+
+std::string memory_text(const DeviceMemory& peak, const graph::Graph& graph, const MemoryCapacity& capacity) {
+  const auto bytes_text = [](Bytes bytes) { return bytes_decimal(bytes.value()); };
+  const cost::LayerMemory& use = peak.use;
+  return fmt::format(
+      "rank {} needs {} (weights {}, gradients {}, optimizer state {}, activations {}; layer '{}' the most, {}) "
+      "of {} per {}",
+      peak.rank, bytes_text(use.total()), bytes_text(use.weights), bytes_text(use.gradients),
+      bytes_text(use.optimizer_state), bytes_text(use.activations), graph.layer(peak.largest_layer).name,
+      bytes_text(peak.largest_layer_bytes), bytes_text(capacity.capacity), capacity.device);
+}
+
+namespace {
+
+bool fits(const std::vector<DeviceMemory>& memory, const MemoryCapacity& capacity) {
+  return !(capacity.capacity < peak_memory(memory).use.total());
+}
+
+}  // namespace
+
+FittedPlan fit_in_memory(plan::Plan planned, const std::string& strategy, const graph::Graph& graph,
+                         cost::Optimizer optimizer, const MemoryCapacity& capacity, const ProgramOptions& options) {
+  FittedPlan fitted{std::move(planned), {}, ""};
+  fitted.memory = plan_memory(fitted.plan, graph, optimizer, options);
+  if (fits(fitted.memory, capacity)) return fitted;
+  const DeviceMemory over = peak_memory(fitted.memory);
+  std::string smallest = fmt::format("the {} plan's: {}", strategy, memory_text(over, graph, capacity));
+  if (strategy != "data-parallel") {
+    plan::Plan data_parallel = plan::plan_data_parallel(graph, fitted.plan.devices, fitted.plan.global_batch);
+    std::vector<DeviceMemory> memory = plan_memory(data_parallel, graph, optimizer, options);
+    if (fits(memory, capacity)) {
+      return FittedPlan{std::move(data_parallel), std::move(memory),
+                        fmt::format("the {} plan does not fit: {}; data parallel instead", strategy,
+                                    memory_text(over, graph, capacity))};
+    }
+    const DeviceMemory& peak = peak_memory(memory);
+    if (peak.use.total() < over.use.total()) {
+      smallest = fmt::format("the data-parallel plan's: {}", memory_text(peak, graph, capacity));
+    }
+  }
+  throw UserError(fmt::format(
+      "no plan fits in memory (optimizer {}, precision {}, recompute {}, ZeRO {}): the smallest requirement found is {}",
+      cost::optimizer_name(optimizer), cost::precision_name(options.precision), cost::recompute_name(options.recompute),
+      options.zero_stage, smallest));
+}
+
+}  // namespace burst::program
