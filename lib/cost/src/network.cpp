@@ -51,6 +51,10 @@ Seconds NetworkModel::point_to_point(int src, int dst, Bytes size) const {
   return src == dst ? Seconds(0) : message_time(link, size);
 }
 
+Seconds NetworkModel::reduce_scatter(const std::vector<int>& ranks, Bytes size) const {
+  return allreduce(ranks, size) / 2;
+}
+
 Seconds NetworkModel::allreduce(const std::vector<int>& ranks, Bytes size) const {
   return allreduce_estimate(ranks, size).best();
 }

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "burst/program/recompute_units.h"
 #include "burst/program/step_program.h"
 #include "burst/util/error.h"
 
@@ -55,6 +56,7 @@ class ProgramBuilder {
       }
     }
     deferred_.resize(static_cast<size_t>(plan.devices));
+    if (options.recompute == cost::Recompute::Full) units_ = recompute_units(graph);
   }
 
   StepProgram build() && {
@@ -90,11 +92,19 @@ class ProgramBuilder {
     return true;
   }
 
+  // Activations and gradients move in the step's precision; graphs count fp32 bytes.
+  int64_t at_precision(int64_t fp32_bytes) const {
+    return static_cast<int64_t>(static_cast<double>(fp32_bytes) * cost::value_bytes(options_.precision) / cost::kFloatBytes);
+  }
+  bool starts_unit(graph::LayerId id) const {
+    return !units_.unit_of.empty() && units_.unit_of[static_cast<size_t>(id)] != units_.unit_of[static_cast<size_t>(id - 1)];
+  }
+
   void make_segments() {
     program_.segment_of.assign(graph_.size(), -1);
     for (graph::LayerId id = 0; id < layer_count_; ++id) {
       if (id == 0 || !same_placement(placement(id - 1), placement(id)) || plan_.stage_of(id - 1) != plan_.stage_of(id) ||
-          !reads_segment_as_is(id)) {
+          !reads_segment_as_is(id) || starts_unit(id)) {
         program_.segments.push_back(Segment{{}, placement(id).shards, placement(id).split.parts});
       }
       program_.segments.back().layers.push_back(id);
@@ -265,7 +275,7 @@ class ProgramBuilder {
       piece.receiver = t.dst_rank;
       piece.samples = t.samples;
       piece.features = t.features;
-      piece.bytes = t.samples.size() * bytes_per_sample / features * t.features.size();
+      piece.bytes = at_precision(t.samples.size() * bytes_per_sample / features * t.features.size());
       if (!piece.local()) piece.tag = next_tag_++;
       list.push_back(static_cast<int32_t>(program_.pieces.size()));
       program_.pieces.push_back(piece);
@@ -319,11 +329,13 @@ class ProgramBuilder {
     std::vector<char> started(program_.groups.size(), 0);  // a bucket of the group has closed
     for (graph::LayerId id = layer_count_ - 1; id >= 0; --id) {
       if (!has_gradients(id)) continue;
-      const int64_t bytes = cost::part_params(graph_, id, placement(id).split) * 4;  // fp32 gradients
+      const int64_t params = cost::part_params(graph_, id, placement(id).split);
+      const int64_t bytes = at_precision(params * 4);
       for (const int32_t group : layer_groups_[static_cast<size_t>(id)]) {
         Bucket& bucket = open_bucket(open[static_cast<size_t>(group)], group);
         bucket.layers.push_back(id);
         bucket.bytes += bytes;
+        bucket.params += params;
         // DDP's rule: a group's first bucket (the last layers, whose gradients come first) is
         // capped at first_bucket_bytes, so its all-reduce starts early in backward.
         const bool first = !started[static_cast<size_t>(group)];
@@ -353,7 +365,10 @@ class ProgramBuilder {
   Bucket& open_bucket(int32_t& index, int32_t group) {
     if (index < 0) {
       index = static_cast<int32_t>(pending_buckets_.size());
-      pending_buckets_.push_back(Bucket{group, {}, 0, -1});
+      Bucket bucket;
+      bucket.group = group;
+      bucket.closed_by = -1;
+      pending_buckets_.push_back(bucket);
     }
     return pending_buckets_[static_cast<size_t>(index)];
   }
@@ -375,8 +390,47 @@ class ProgramBuilder {
     }
   }
 
+  bool gathers_weights(graph::LayerId id) const {
+    return options_.zero_stage == 3 && has_gradients(id) && tied_group_[static_cast<size_t>(id)].empty();
+  }
+
+  // ZeRO 3: each shard's rank gathers the layer's weights (its part's) from its gradient
+  // group before computing with them.
+  void emit_weight_gather(int32_t segment, graph::LayerId id, bool backward, int32_t micro) {
+    const Segment& seg = program_.segments[static_cast<size_t>(segment)];
+    const auto parts = static_cast<size_t>(seg.parts);
+    Op op;
+    op.kind = OpKind::AllGather;
+    op.layer = id;
+    op.segment = segment;
+    op.backward = backward;
+    op.micro = micro;
+    op.bytes = at_precision(cost::part_params(graph_, id, placement(id).split) * 4);
+    for (size_t i = 0; i < seg.shards.size(); ++i) {
+      op.group = layer_groups_[static_cast<size_t>(id)][i % parts];
+      if (op.group >= 0) emit(seg.shards[i].rank, op);
+    }
+  }
+
+  // RECOMPUTE of layer `id` on its segment's ranks: its weights first under ZeRO 3.
+  void emit_recompute(int32_t segment, graph::LayerId id, int32_t micro) {
+    if (gathers_weights(id)) emit_weight_gather(segment, id, true, micro);
+    Op op;
+    op.kind = OpKind::Recompute;
+    op.layer = id;
+    op.segment = segment;
+    op.micro = micro;
+    for (const cost::Shard& shard : program_.segments[static_cast<size_t>(segment)].shards) emit(shard.rank, op);
+  }
+
   void emit_compute(int32_t segment, graph::LayerId id, bool backward, int32_t micro) {
     const std::vector<cost::Shard>& shards = program_.segments[static_cast<size_t>(segment)].shards;
+    const bool selective = backward && options_.recompute == cost::Recompute::Selective &&
+                           graph_.layer(id).op() == graph::OpKind::SelfAttention;
+    if (selective) emit_recompute(segment, id, micro);
+    // Under full recomputation, the backward's gather came with the RECOMPUTE.
+    const bool gathered = backward && (selective || options_.recompute == cost::Recompute::Full);
+    if (gathers_weights(id) && !gathered) emit_weight_gather(segment, id, backward, micro);
     Op op;
     op.kind = backward ? OpKind::Backward : OpKind::Forward;
     op.layer = id;
@@ -409,7 +463,7 @@ class ProgramBuilder {
       op.group = tensor_groups_[static_cast<size_t>(segment)][g];
       op.backward = backward;
       op.micro = micro;
-      op.bytes = seg.shards[g * parts].samples.size() * graph_.info(summed).output_bytes;
+      op.bytes = at_precision(seg.shards[g * parts].samples.size() * graph_.info(summed).output_bytes);
       for (size_t p = 0; p < parts; ++p) emit(seg.shards[g * parts + p].rank, op);
     }
   }
@@ -455,6 +509,9 @@ class ProgramBuilder {
         emit_pieces(gradients[static_cast<size_t>(consumer)][k], OpKind::RecvGradient, OpKind::SendGradient, true);
       }
     }
+    if (options_.recompute == cost::Recompute::Full) {
+      for (const graph::LayerId id : layers) emit_recompute(segment, id, micro);
+    }
     for (auto id = layers.rbegin(); id != layers.rend(); ++id) {
       emit_compute(segment, *id, true, micro);
       if (!reduces) continue;
@@ -472,7 +529,7 @@ class ProgramBuilder {
   // at the end of its stage's ops (add_step_end).
   void emit_allreduce(graph::LayerId closing, int32_t bucket) {
     Op op;
-    op.kind = OpKind::AllReduce;
+    op.kind = options_.zero_stage >= 1 ? OpKind::ReduceScatter : OpKind::AllReduce;
     op.layer = closing;
     op.bucket = bucket;
     op.group = program_.buckets[static_cast<size_t>(bucket)].group;
@@ -500,16 +557,21 @@ class ProgramBuilder {
       const std::vector<Op>& deferred = deferred_[static_cast<size_t>(rank)];
       ops.insert(ops.end(), deferred.begin(), deferred.end());
       bool sends = false;
-      std::vector<Op> waits;
+      std::vector<Op> waits, gathers;
       for (const Op& op : ops) {
         sends = sends || op.kind == OpKind::SendActivation || op.kind == OpKind::SendGradient;
-        if (op.kind != OpKind::AllReduce) continue;
+        if (op.kind != OpKind::AllReduce && op.kind != OpKind::ReduceScatter) continue;
         Op wait = op;
         wait.kind = OpKind::WaitAllReduce;
         waits.push_back(wait);
+        if (options_.zero_stage == 1 || options_.zero_stage == 2) {
+          wait.kind = OpKind::AllGather;  // the updated shards of the bucket's weights
+          gathers.push_back(wait);
+        }
       }
       ops.insert(ops.end(), waits.begin(), waits.end());
       if (updates[static_cast<size_t>(rank)]) ops.push_back(Op{OpKind::Update});
+      ops.insert(ops.end(), gathers.begin(), gathers.end());
       if (scope_.reduce_loss) ops.push_back(Op{OpKind::ReduceLoss});
       if (sends) ops.push_back(Op{OpKind::WaitSends});
     }
@@ -540,6 +602,7 @@ class ProgramBuilder {
   std::vector<std::vector<int32_t>> closes_;  // by layer: the buckets its backward completes (one per part)
   std::vector<Bucket> pending_buckets_;
   uint32_t next_tag_ = 0;
+  RecomputeUnits units_;  // under full recomputation; empty otherwise
 };
 
 }  // namespace

@@ -137,7 +137,7 @@ void check_compute_and_buckets(const StepProgram& program, const graph::Graph& g
         }
         ++backward[static_cast<size_t>(op.layer)];
       }
-      if (op.kind == OpKind::AllReduce) {
+      if (op.kind == OpKind::AllReduce || op.kind == OpKind::ReduceScatter) {
         const Bucket& bucket = program.buckets[static_cast<size_t>(op.bucket)];
         if (!backward_done(program, graph, rank, bucket, backward)) {
           throw UserError(fmt::format("step program: rank {} starts bucket {} before its last layer's backward", rank,

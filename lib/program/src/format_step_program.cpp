@@ -20,6 +20,9 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::Update: return "UPDATE";
     case OpKind::ReduceLoss: return "REDUCE_LOSS";
     case OpKind::WaitSends: return "WAIT_SENDS";
+    case OpKind::Recompute: return "RECOMPUTE";
+    case OpKind::ReduceScatter: return "REDUCE_SCATTER";
+    case OpKind::AllGather: return "ALL_GATHER";
   }
   return "?";
 }
@@ -73,8 +76,24 @@ std::string piece_text(const StepProgram& program, const graph::Graph& graph, co
 
 std::string op_text(const StepProgram& program, const graph::Graph& graph, int rank, const Op& op) {
   switch (op.kind) {
+    case OpKind::AllGather:
+      if (op.bucket < 0) {
+        return fmt::format("{}ALL_GATHER_{}{}  {} ranks {}, {} B", op.segment, op.backward ? "B" : "F", op.micro,
+                           graph.layer(op.layer).name, program.groups[static_cast<size_t>(op.group)], op.bytes);
+      }
+      [[fallthrough]];
+    case OpKind::AllReduce:
+    case OpKind::ReduceScatter:
+    case OpKind::WaitAllReduce: {
+      const Bucket& bucket = program.buckets[static_cast<size_t>(op.bucket)];
+      std::vector<std::string> names;
+      for (const graph::LayerId id : bucket.layers) names.push_back(graph.layer(id).name);
+      return fmt::format("{} b{}  ranks {}, {} B: {}", op_kind_name(op.kind), op.bucket,
+                         program.groups[static_cast<size_t>(bucket.group)], bucket.bytes, fmt::join(names, " "));
+    }
     case OpKind::Forward:
     case OpKind::Backward:
+    case OpKind::Recompute:
       return fmt::format("{}{}{}  {} {}{}", op.segment, op_kind_name(op.kind), op.micro, graph.layer(op.layer).name,
                          samples_text(shard_of(program, op.segment, rank)), part_text(program, op.segment, op.layer, rank));
     case OpKind::TensorAllReduce:
@@ -84,14 +103,6 @@ std::string op_text(const StepProgram& program, const graph::Graph& graph, int r
       return fmt::format("{}SYNC_BN_{}{}  {} ranks {}", program.segment_of[static_cast<size_t>(op.layer)],
                          op.backward ? "B" : "F", op.micro, graph.layer(op.layer).name,
                          program.groups[static_cast<size_t>(op.group)]);
-    case OpKind::AllReduce:
-    case OpKind::WaitAllReduce: {
-      const Bucket& bucket = program.buckets[static_cast<size_t>(op.bucket)];
-      std::vector<std::string> names;
-      for (const graph::LayerId id : bucket.layers) names.push_back(graph.layer(id).name);
-      return fmt::format("{} b{}  ranks {}, {} B: {}", op_kind_name(op.kind), op.bucket,
-                         program.groups[static_cast<size_t>(bucket.group)], bucket.bytes, fmt::join(names, " "));
-    }
     case OpKind::Update:
     case OpKind::ReduceLoss:
     case OpKind::WaitSends:

@@ -37,7 +37,7 @@ GradientBuckets::GradientBuckets(const program::StepProgram& program, int rank,
         size += p.numel();
       }
     }
-    BURST_ASSERT(size * 4 == planned.bytes, "a bucket's parameters must be its layers' (fp32)");
+    BURST_ASSERT(size == planned.params, "a bucket's parameters must be its layers'");
     // The parameters' own dtype (float32, or float64 under --dtype float64); the program
     // counts the bytes in fp32.
     bucket->flat = torch::zeros({size}, bucket->parameters.front().options().requires_grad(false));

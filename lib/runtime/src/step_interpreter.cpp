@@ -185,6 +185,11 @@ class StepInterpreter {
       case OpKind::Update: return update();
       case OpKind::ReduceLoss: return reduce_loss();
       case OpKind::WaitSends: return wait_sends();
+      case OpKind::Recompute:
+      case OpKind::ReduceScatter:
+      case OpKind::AllGather:
+        // burst train refuses --recompute and --zero before a program holds these.
+        BURST_ASSERT(false, "the runtime does not run recomputation or ZeRO ops yet");
     }
   }
 

@@ -40,11 +40,14 @@ namespace {
 // What a trace calls a task.
 EventKind event_kind(timing::TaskWork work) {
   switch (work) {
-    case timing::TaskWork::Forward: return EventKind::Forward;
+    case timing::TaskWork::Forward:
+    case timing::TaskWork::Recompute: return EventKind::Forward;
     case timing::TaskWork::Backward: return EventKind::Backward;
     case timing::TaskWork::Update: return EventKind::Update;
     case timing::TaskWork::Message: return EventKind::Message;
-    case timing::TaskWork::Allreduce: return EventKind::Allreduce;
+    case timing::TaskWork::Allreduce:
+    case timing::TaskWork::ReduceScatter:
+    case timing::TaskWork::AllGather: return EventKind::Allreduce;
     case timing::TaskWork::BatchNormSync: return EventKind::BatchNormSync;
     case timing::TaskWork::TensorAllReduce: return EventKind::TensorAllReduce;
     case timing::TaskWork::StepEnd: break;

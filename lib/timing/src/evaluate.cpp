@@ -101,7 +101,7 @@ class Timelines {
 };
 
 ActivityKind compute_activity(TaskWork work) {
-  if (work == TaskWork::Forward) return ActivityKind::Forward;
+  if (work == TaskWork::Forward || work == TaskWork::Recompute) return ActivityKind::Forward;
   return work == TaskWork::Backward ? ActivityKind::Backward : ActivityKind::Update;
 }
 
@@ -109,7 +109,7 @@ ActivityKind compute_activity(TaskWork work) {
 // the all-reduce on each of its ranks' timelines.
 void add_collective(const program::StepProgram& program, const StepTasks& step, const Task& task, double start,
                     PlanEvaluation& result, Timelines& timelines) {
-  if (task.work == TaskWork::Allreduce) {
+  if (task.work == TaskWork::Allreduce || task.work == TaskWork::ReduceScatter) {
     for (const graph::LayerId id : program.buckets[static_cast<size_t>(task.item)].layers) {
       result.layers[static_cast<size_t>(id)].sync = Seconds(task.duration_s);
       result.layers[static_cast<size_t>(id)].sync_end_s = start + task.duration_s;
@@ -131,7 +131,10 @@ void fill_from_tasks(const program::StepProgram& program, const StepTasks& step,
     switch (task.kind) {
       case TaskKind::Compute:  // on every rank of its rank's class
         result.device_seconds += Seconds(task.duration_s * step.class_size[static_cast<size_t>(task.rank)]);
-        if (task.layer >= 0) add_compute(task, start, end, result.layers[static_cast<size_t>(task.layer)]);
+        // A recomputation is device time (above), not the layer's forward or backward.
+        if (task.layer >= 0 && task.work != TaskWork::Recompute) {
+          add_compute(task, start, end, result.layers[static_cast<size_t>(task.layer)]);
+        }
         timelines.record(task.rank, start, end, compute_activity(task.work), task.layer);
         break;
       case TaskKind::Message: {

@@ -262,8 +262,18 @@ class Lowering {
         cursor.waits.push_back(join_collective(tensor_allreduce(op), cursor));
         break;
       case OpKind::AllReduce:
-        join_collective(bucket_allreduce(op), cursor);
+      case OpKind::ReduceScatter:
+        join_collective(bucket_reduction(op), cursor);
         break;
+      case OpKind::AllGather:
+        cursor.waits.push_back(join_collective(op.bucket >= 0 ? bucket_gather(op) : layer_gather(op), cursor));
+        break;
+      case OpKind::Recompute: {
+        const cost::LayerTime& time = times_.at(op.layer, shard_size(rank, op.segment, cursor));
+        add_compute(rank, op.layer, time.forward * recomputed_share(op.layer) + options_.shard_overhead,
+                    TaskWork::Recompute, cursor);
+        break;
+      }
       case OpKind::WaitAllReduce:
         cursor.waits.push_back(bucket_task_[static_cast<size_t>(op.bucket)]);
         break;
@@ -320,12 +330,27 @@ class Lowering {
     return index;
   }
 
+  // What of a layer's forward a RECOMPUTE runs again: all of it under full recomputation;
+  // under selective, an attention's core, by FLOPs: QK^T and the probabilities times V, 2 x
+  // 2 x T x T x D of its forward FLOPs per sample (the projections are not recomputed).
+  double recomputed_share(graph::LayerId id) const {
+    if (options_.program.recompute != cost::Recompute::Selective) return 1.0;
+    const auto& info = context_.graph.info(id);
+    const double tokens = static_cast<double>(info.output_shape.at(0));
+    const double width = static_cast<double>(info.output_shape.at(1));
+    const double flops = static_cast<double>(info.forward_flops);
+    return flops > 0 ? std::min(1.0, 4 * tokens * tokens * width / flops) : 0.0;
+  }
+
   // A collective's task, once per step whichever member meets it first.
   int32_t collective(int32_t group, double bytes, TaskWork work, graph::LayerId layer) {
-    auto cached = collective_time_.find({group, bytes});
+    const bool half = work == TaskWork::ReduceScatter || work == TaskWork::AllGather;
+    auto cached = collective_time_.find({group, bytes, half});
     if (cached == collective_time_.end()) {
-      const Seconds time = context_.network.allreduce(step_.groups[static_cast<size_t>(group)], Bytes(bytes));
-      cached = collective_time_.emplace(std::make_pair(group, bytes), time.s()).first;
+      const std::vector<int>& ranks = step_.groups[static_cast<size_t>(group)];
+      const Seconds time = half ? context_.network.reduce_scatter(ranks, Bytes(bytes))
+                                : context_.network.allreduce(ranks, Bytes(bytes));
+      cached = collective_time_.emplace(std::make_tuple(group, bytes, half), time.s()).first;
     }
     Task task;
     task.kind = TaskKind::Collective;
@@ -356,13 +381,34 @@ class Lowering {
     tensor_task_.emplace(key, index);
     return index;
   }
-  int32_t bucket_allreduce(const program::Op& op) {
+  // A bucket's all-reduce, or its reduce-scatter under ZeRO.
+  int32_t bucket_reduction(const program::Op& op) {
     int32_t& index = bucket_task_[static_cast<size_t>(op.bucket)];
     if (index < 0) {
       const program::Bucket& bucket = program_.buckets[static_cast<size_t>(op.bucket)];
-      index = collective(bucket.group, static_cast<double>(bucket.bytes), TaskWork::Allreduce, bucket.closed_by);
+      const TaskWork work = op.kind == OpKind::ReduceScatter ? TaskWork::ReduceScatter : TaskWork::Allreduce;
+      index = collective(bucket.group, static_cast<double>(bucket.bytes), work, bucket.closed_by);
       step_.tasks[static_cast<size_t>(index)].item = op.bucket;
     }
+    return index;
+  }
+  // ZeRO 1 and 2: the bucket's updated weights gathered after the update (weights move in
+  // the step's precision, as its gradients: the bucket's bytes).
+  int32_t bucket_gather(const program::Op& op) {
+    const auto found = gather_task_.find(op.bucket);
+    if (found != gather_task_.end()) return found->second;
+    const program::Bucket& bucket = program_.buckets[static_cast<size_t>(op.bucket)];
+    const int32_t index = collective(bucket.group, static_cast<double>(bucket.bytes), TaskWork::AllGather, bucket.closed_by);
+    gather_task_.emplace(op.bucket, index);
+    return index;
+  }
+  // ZeRO 3: a layer's weights gathered before its F or B (of one micro-batch).
+  int32_t layer_gather(const program::Op& op) {
+    const auto key = std::make_tuple(op.layer, op.backward, op.micro, op.group);
+    const auto found = gather_layer_task_.find(key);
+    if (found != gather_layer_task_.end()) return found->second;
+    const int32_t index = collective(op.group, static_cast<double>(op.bytes), TaskWork::AllGather, op.layer);
+    gather_layer_task_.emplace(key, index);
     return index;
   }
   // A member joins: the collective waits for its latest compute and its previous collective.
@@ -426,7 +472,9 @@ class Lowering {
   std::vector<int32_t> collectives_;
   std::vector<std::pair<int32_t, int32_t>> edges_;
   std::pair<int32_t, int32_t> last_chain_{-1, -1};  // the latest collective -> collective edge
-  std::map<std::pair<int32_t, double>, double> collective_time_;  // (group, bytes) -> seconds
+  std::map<std::tuple<int32_t, double, bool>, double> collective_time_;  // (group, bytes, half) -> seconds
+  std::map<int32_t, int32_t> gather_task_;  // by bucket: its ALL_GATHER's task
+  std::map<std::tuple<graph::LayerId, bool, int32_t, int32_t>, int32_t> gather_layer_task_;  // as tensor_task_
   StepTasks step_;
 };
 

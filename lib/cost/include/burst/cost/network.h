@@ -48,6 +48,16 @@ class NetworkModel {
   // among `ranks`: allreduce_estimate(ranks, size).best(). 0 for a single rank.
   Seconds allreduce(const std::vector<int>& ranks, Bytes size) const;
 
+  // Reduce-scatter of `size` bytes (each rank's full buffer; each ends with its 1/n share
+  // reduced) among `ranks`, and all-gather of the n shares of a `size`-byte buffer: each is
+  // exactly half of the all-reduce of `size` bytes under either algorithm (a ring
+  // all-reduce is a ring reduce-scatter then a ring all-gather; the hierarchical one's
+  // reduce-scatter is the intra-node reduce-scatter and the inter-node ring's reduce-scatter
+  // half), so both are allreduce(ranks, size) / 2: the ring's (n-1)/n x S/B + (n-1) x alpha.
+  // 0 for a single rank.
+  Seconds reduce_scatter(const std::vector<int>& ranks, Bytes size) const;
+  Seconds all_gather(const std::vector<int>& ranks, Bytes size) const { return reduce_scatter(ranks, size); }
+
   // Both algorithms for one group. Within one node: a ring over the intra-node link.
   // Across nodes:
   //  - flat ring: each of its 2(n-1) steps sends S/n bytes over every hop at once, so a

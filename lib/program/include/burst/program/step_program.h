@@ -40,6 +40,14 @@
 // plan::forward_blocks and plan::backward_blocks; a split segment's weight gradients are
 // all-reduced among the ranks of the same part across its sample groups (one group per
 // part), so a rank's buckets are its part's.
+// Recomputation (ProgramOptions::recompute): under full, segments also end where a recompute
+// unit ends (recompute_units.h), and a segment's backward starts with RECOMPUTE of each of
+// its layers in forward order (its F ran without keeping what backward needs); under
+// selective, each self_attention layer's B is preceded by a RECOMPUTE of its core.
+// ZeRO (ProgramOptions::zero_stage): stages 1 and 2 start REDUCE_SCATTER where ALLREDUCE
+// would start, and end the step with an ALL_GATHER of each bucket after UPDATE; stage 3
+// all-reduces as 1 and 2 do, and gathers each layer's weights (ALL_GATHER with the layer)
+// before its F and its B instead of after UPDATE.
 // Buckets: walking layers in backward order, each layer with a sync group adds its fp32
 // gradients to its group's open bucket; a bucket closes when it reaches
 // ProgramOptions::bucket_bytes (a group's first bucket: first_bucket_bytes) or with the
@@ -70,6 +78,13 @@ enum class OpKind : uint8_t {
   Update,           // the optimizer step of this rank's layers
   ReduceLoss,       // world all-reduce of the loss sum (blocking)
   WaitSends,        // wait until every send posted this step is done
+  Recompute,        // the layer's forward again before its backward (ProgramOptions::recompute):
+                    // full, every layer of a recompute unit's segment; selective, an
+                    // attention layer's core
+  ReduceScatter,    // ZeRO 1 and 2: start a gradient bucket's reduce-scatter over its group
+                    // (asynchronous; WAIT_ALLREDUCE waits for it): each rank keeps its shard
+  AllGather,        // ZeRO 1 and 2: after UPDATE, a bucket's updated weight shards gathered
+                    // (blocking); ZeRO 3: a layer's weights gathered before its F or B
 };
 const char* op_kind_name(OpKind kind);  // "F", "SEND_F", ...
 
@@ -105,7 +120,8 @@ struct Segment {
 struct Bucket {
   int32_t group = 0;                   // index into StepProgram::groups
   std::vector<graph::LayerId> layers;  // in backward order (ids descending)
-  int64_t bytes = 0;                   // fp32 gradients of those layers
+  int64_t params = 0;                  // parameters (a tensor split's part's) of those layers
+  int64_t bytes = 0;                   // their gradients at the step's precision (cost::value_bytes)
   graph::LayerId closed_by = 0;        // the layer whose backward completes it (layers.back())
 };
 
@@ -114,11 +130,13 @@ struct Op {
   graph::LayerId layer = -1;  // F, B, SYNC_BN: the layer; messages: the consumer
   int32_t segment = -1;       // F, B: the layer's segment
   int32_t piece = -1;         // messages: index into StepProgram::pieces
-  int32_t bucket = -1;        // ALLREDUCE, WAIT_ALLREDUCE
-  int32_t group = -1;         // SYNC_BN, TP_ALLREDUCE, ALLREDUCE: index into StepProgram::groups
-  bool backward = false;      // SYNC_BN, TP_ALLREDUCE: of the backward
-  int32_t micro = 0;          // F, B, SYNC_BN, TP_ALLREDUCE, messages: the micro-batch
-  int64_t bytes = 0;          // TP_ALLREDUCE: the fp32 sums (the group's samples x features)
+  int32_t bucket = -1;        // ALLREDUCE, REDUCE_SCATTER, WAIT_ALLREDUCE, ALL_GATHER of a bucket
+  int32_t group = -1;         // SYNC_BN, TP_ALLREDUCE, ALLREDUCE, REDUCE_SCATTER, ALL_GATHER: index into StepProgram::groups
+  bool backward = false;      // SYNC_BN, TP_ALLREDUCE, ALL_GATHER of a layer: of the backward
+  int32_t micro = 0;          // F, B, RECOMPUTE, SYNC_BN, TP_ALLREDUCE, messages: the micro-batch
+  // TP_ALLREDUCE: the sums (the group's samples x features); ALL_GATHER: the whole weights
+  // gathered; both at the step's precision.
+  int64_t bytes = 0;
 };
 
 // How much of a step's program to build (what the step does is ProgramOptions').

@@ -54,7 +54,19 @@ enum class TaskKind : uint8_t {
 };
 
 // What a task does, as timelines and traces name it.
-enum class TaskWork : uint8_t { Forward, Backward, Update, Message, Allreduce, BatchNormSync, TensorAllReduce, StepEnd };
+enum class TaskWork : uint8_t {
+  Forward,
+  Backward,
+  Update,
+  Message,
+  Allreduce,
+  BatchNormSync,
+  TensorAllReduce,
+  StepEnd,
+  Recompute,      // a layer's forward again (full) or its attention core (selective)
+  ReduceScatter,  // ZeRO: a bucket's gradients
+  AllGather,      // ZeRO: a bucket's updated weights (1, 2) or a layer's weights (3)
+};
 
 struct Task {
   double duration_s = 0;
