@@ -77,6 +77,19 @@ TEST(NetworkModel, HierarchicalOnTwoNodesOfEight) {
               10.923333333333333, kTolerance);
 }
 
+TEST(NetworkModel, ReduceScatterAndAllGatherAreHalfAnAllReduce) {
+  // One node of 8 A100s (300 GB/s, 5 us), S = 1 GB: a ring reduce-scatter sends 7 steps of
+  // S/8: 7/8 x 1e9 / 3e11 = 2.916667 ms + 7 x 5 us = 2.951667 ms; the all-gather the same.
+  const NetworkModel model(builtin_cluster("a100", 16));
+  EXPECT_NEAR(model.reduce_scatter(ranks_from(0, 8), Bytes(1e9)).ms(), 2.9516666666666667, kTolerance);
+  EXPECT_NEAR(model.all_gather(ranks_from(0, 8), Bytes(1e9)).ms(), 2.9516666666666667, kTolerance);
+  // Across the two nodes, hierarchically: intra reduce-scatter 2.951667 ms, then the
+  // inter-node ring's reduce-scatter of S/8 between 2 nodes: 1/2 x 1.25e8 / 2.5e10 = 2.5 ms
+  // + 10 us: 5.461667 ms, half of HierarchicalOnTwoNodesOfEight's 10.923333 ms.
+  EXPECT_NEAR(model.reduce_scatter(ranks_from(0, 16), Bytes(1e9)).ms(), 5.4616666666666667, kTolerance);
+  EXPECT_EQ(model.reduce_scatter({5}, Bytes(1e9)), Seconds(0));
+}
+
 TEST(NetworkModel, OneRankPerNodeBothAlgorithmsAgree) {
   // Ranks 0 and 8 on different nodes: the flat ring is all inter-node hops,
   //   2 * 1/2 * 1e9 / 2.5e10 = 40 ms + 2 * 10 us = 40.02 ms,

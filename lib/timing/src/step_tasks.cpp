@@ -199,7 +199,9 @@ class Lowering {
     for (const program::Segment& segment : program_.segments) {
       for (const graph::LayerId id : segment.layers) {
         if (context_.graph.info(id).params == 0) continue;
-        const Seconds update = times_.update(id);
+        // Under ZeRO each of the layer's sample groups updates its shard of the weights.
+        const double shards = options_.program.zero_stage >= 1 ? static_cast<double>(segment.shards.size() / static_cast<size_t>(segment.parts)) : 1.0;
+        const Seconds update = times_.update(id) / shards;
         for (const cost::Shard& shard : segment.shards) updates[static_cast<size_t>(shard.rank)] += update;
       }
     }
