@@ -147,6 +147,13 @@ fi
 # --- bad numbers and combinations ---------------------------------------------------------------
 refused "dp with --strict-amplification" "${vgg[@]}" --strategy dp --strict-amplification
 refused "an unknown BatchNorm mode" "${vgg[@]}" --batchnorm other
+refused "ZeRO stage 4" "${vgg[@]}" --zero 4
+contains_error "--zero must be between 0 and 3, got 4"
+refused "fp8 on an A100" "${vgg[@]}" --precision fp8
+contains_error "device 'a100' has no fp8 units"
+refused "an unknown precision" "${vgg[@]}" --precision fp4
+refused "an unknown recompute" "${vgg[@]}" --recompute some
+ok "bf16, full recomputation and ZeRO 2" "${vgg[@]}" --precision bf16 --recompute full --zero 2
 refused "a negative exemption threshold" "${vgg[@]}" --amplification-exempt-ms -1
 refused "a NaN exemption threshold" "${vgg[@]}" --amplification-exempt-ms nan
 refused "an exemption threshold with dp" "${vgg[@]}" --strategy dp --amplification-exempt-ms 0.3
