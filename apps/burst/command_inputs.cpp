@@ -99,6 +99,28 @@ cluster::Cluster make_cluster(const InputOptions& options, const std::string& ki
 
 }  // namespace
 
+namespace {
+
+planner::ShapePins parse_pins(const InputOptions& options, const program::ProgramOptions& program) {
+  planner::ShapePins pins;
+  constexpr int64_t kMostDevices = 1 << 20;
+  if (!options.tensor_parallel.empty()) {
+    pins.tensor = static_cast<int>(parse_whole(options.tensor_parallel, "--tensor-parallel", 1, kMostDevices));
+  }
+  if (!options.pipeline_stages.empty()) {
+    pins.pipeline = static_cast<int>(parse_whole(options.pipeline_stages, "--pipeline-stages", 1, kMostDevices));
+  }
+  if (!options.micro_batch_size.empty()) {
+    pins.micro_batch = parse_whole(options.micro_batch_size, "--micro-batch-size", 1, std::numeric_limits<int64_t>::max());
+  }
+  if (!options.schedule.empty()) pins.schedule = plan::schedule_from_name(options.schedule);
+  if (!options.program.recompute.empty() && options.program.recompute != "auto") pins.recompute = program.recompute;
+  if (!options.program.zero.empty() && options.program.zero != "auto") pins.zero_stage = program.zero_stage;
+  return pins;
+}
+
+}  // namespace
+
 // Cheap checks first, the device (fitting its curves takes a while) last.
 Inputs read_inputs(const InputOptions& options) {
   std::optional<int64_t> global_batch;
@@ -141,8 +163,9 @@ Inputs read_inputs(const InputOptions& options) {
   }
   program::ProgramOptions program = parse_program_options(options.program, cost::default_precision(device->spec));
   cost::at_precision(device->spec, program.precision);  // refuses a precision the device lacks
-  return Inputs{std::move(graph), std::move(loaded),  std::move(cluster), std::move(*device),
-                *global_batch,    optimizer,          std::move(capacity), program};
+  planner::ShapePins pins = parse_pins(options, program);
+  return Inputs{std::move(graph), std::move(loaded),  std::move(cluster),   std::move(*device),
+                *global_batch,    optimizer,          std::move(capacity), program, pins};
 }
 
 std::string ProgramOptionsText::default_bucket_mib() {
@@ -165,12 +188,11 @@ void add_program_options(CLI::App& command, ProgramOptionsText& options) {
                      "GEMMs); default: tf32 on a100/h100/h200, fp32 on v100 and cpu");
   command.add_option("--recompute", options.recompute,
                      "Activation recomputation: none, selective (attention cores, as Megatron-LM) or full (each "
-                     "recompute unit's forward again before its backward)")
-      ->capture_default_str();
+                     "recompute unit's forward again before its backward); auto or not given: none, or chosen by "
+                     "--strategy 3d");
   command.add_option("--zero", options.zero,
                      "ZeRO stage over each layer's data-parallel group: 0 (all-reduce), 1 (optimizer state "
-                     "sharded), 2 (and gradients), 3 (and weights)")
-      ->capture_default_str();
+                     "sharded), 2 (and gradients), 3 (and weights); auto or not given: 0, or chosen by --strategy 3d");
 }
 
 program::ProgramOptions parse_program_options(const ProgramOptionsText& options, cost::Precision precision) {
@@ -180,9 +202,22 @@ program::ProgramOptions parse_program_options(const ProgramOptionsText& options,
   if (!(mib > 0)) throw UserError(fmt::format("--bucket-mb must be a positive number of MiB, got '{}'", options.bucket_mb));
   program.bucket_bytes = mib * program::kBytesPerMiB;
   program.precision = options.precision.empty() ? precision : cost::parse_precision(options.precision);
-  program.recompute = cost::parse_recompute(options.recompute);
-  program.zero_stage = static_cast<int>(parse_whole(options.zero, "--zero", 0, program::kMaxZeroStage));
+  const bool searched_recompute = options.recompute.empty() || options.recompute == "auto";
+  program.recompute = searched_recompute ? cost::Recompute::None : cost::parse_recompute(options.recompute);
+  const bool searched_zero = options.zero.empty() || options.zero == "auto";
+  program.zero_stage = searched_zero ? 0 : static_cast<int>(parse_whole(options.zero, "--zero", 0, program::kMaxZeroStage));
   return program;
+}
+
+
+void add_shape_options(CLI::App& command, InputOptions& options) {
+  command.add_option("--tensor-parallel", options.tensor_parallel,
+                     "--strategy 3d: pin the tensor-parallel size (parts of each attention and MLP; must divide the heads)");
+  command.add_option("--pipeline-stages", options.pipeline_stages, "--strategy 3d: pin the pipeline stages");
+  command.add_option("--micro-batch-size", options.micro_batch_size,
+                     "--strategy 3d: pin the samples of one data-parallel group in one micro-batch (must divide its "
+                     "share of the global batch)");
+  command.add_option("--schedule", options.schedule, "--strategy 3d: pin the pipeline schedule: gpipe or 1f1b (default)");
 }
 
 void add_memory_options(CLI::App& command, InputOptions& options) {
@@ -231,42 +266,88 @@ plan::Plan search_tensor_splits(const Inputs& inputs, const plan::PlanContext& c
   return or_data_parallel(planner::plan_tensor(context, inputs.global_batch, options).plan, inputs);
 }
 
-// Data parallelism, the burst plan, the pipeline plan, the hybrid and the tensor plan, each kept if it fits;
-// the fastest (the first of equals) is chosen. `chosen.tried` says what each gave.
+// The 3-D search under the inputs' pins, capacity and step.
+planner::ThreeDResult search_3d(const Inputs& inputs, const plan::PlanContext& context) {
+  planner::ThreeDOptions options;
+  options.pins = inputs.pins;
+  options.program = inputs.program;
+  options.capacity = inputs.capacity;
+  options.optimizer = inputs.optimizer;
+  return planner::plan_3d(context, inputs.global_batch, options);
+}
+
+bool has_attention(const graph::Graph& graph) {
+  return std::any_of(graph.layers().begin(), graph.layers().end(),
+                     [](const graph::LayerSpec& layer) { return layer.op() == graph::OpKind::SelfAttention; });
+}
+
+// One strategy's plan for `--strategy auto`, with the step it runs.
+struct AutoCandidate {
+  std::string name;
+  plan::Plan plan;
+  program::ProgramOptions program;
+  std::string why_not;  // set when the strategy has no plan that fits
+};
+
+std::vector<AutoCandidate> auto_candidates(const Inputs& inputs, const plan::PlanContext& context,
+                                           const planner::BurstOptions& burst,
+                                           const std::optional<planner::BurstPlanResult>& burst_result) {
+  std::vector<AutoCandidate> candidates;
+  const auto add = [&](std::string name, plan::Plan plan) {
+    candidates.push_back(AutoCandidate{std::move(name), std::move(plan), inputs.program, ""});
+  };
+  add("dp", plan::plan_data_parallel(inputs.graph, inputs.cluster.size(), inputs.global_batch));
+  add("burst", burst_result->plan);
+  planner::PipelinePlanResult pipelines = search_pipelines(inputs, context, burst, true, true);
+  add("pipeline", or_data_parallel(std::move(pipelines.plan), inputs));
+  add("hybrid", or_data_parallel(std::move(pipelines.hybrid), inputs));
+  add("tensor", search_tensor_splits(inputs, context, burst));
+  if (has_attention(inputs.graph)) {
+    try {
+      planner::ThreeDResult found = search_3d(inputs, context);
+      candidates.push_back(AutoCandidate{"3d", std::move(found.plan), found.program, ""});
+    } catch (const UserError& error) {
+      candidates.push_back(AutoCandidate{"3d", candidates.front().plan, inputs.program, error.what()});
+    }
+  }
+  return candidates;
+}
+
+// Data parallelism, the burst plan, the pipeline plan, the hybrid, the tensor plan and (for
+// graphs with attention) the 3-D plan, each kept if it fits; the fastest (the first of
+// equals) is chosen. `chosen.tried` says what each gave.
 void choose_automatically(const Inputs& inputs, const plan::PlanContext& context, const planner::BurstOptions& burst,
                           ChosenPlan& chosen) {
-  timing::EvaluateOptions evaluate;
-  evaluate.program = burst.program;
   std::optional<planner::BurstPlanResult> burst_result = planner::plan_burst_with_prediction(context, inputs.global_batch, burst);
-  std::vector<std::pair<std::string, plan::Plan>> candidates;
-  candidates.emplace_back("dp", plan::plan_data_parallel(inputs.graph, inputs.cluster.size(), inputs.global_batch));
-  candidates.emplace_back("burst", burst_result->plan);
-  planner::PipelinePlanResult pipelines = search_pipelines(inputs, context, burst, true, true);
-  candidates.emplace_back("pipeline", or_data_parallel(std::move(pipelines.plan), inputs));
-  candidates.emplace_back("hybrid", or_data_parallel(std::move(pipelines.hybrid), inputs));
-  candidates.emplace_back("tensor", search_tensor_splits(inputs, context, burst));
+  std::vector<AutoCandidate> candidates = auto_candidates(inputs, context, burst, burst_result);
   std::optional<Seconds> best;
-  for (auto& [name, candidate] : candidates) {
-    StrategyTried tried{name, std::nullopt, "", pipeline_text(candidate)};
-    std::vector<program::DeviceMemory> memory = program::plan_memory(candidate, inputs.graph, inputs.optimizer, inputs.program);
+  for (AutoCandidate& candidate : candidates) {
+    StrategyTried tried{candidate.name, std::nullopt, candidate.why_not, pipeline_text(candidate.plan)};
+    std::vector<program::DeviceMemory> memory =
+        program::plan_memory(candidate.plan, inputs.graph, inputs.optimizer, candidate.program);
     const program::DeviceMemory& peak = program::peak_memory(memory);
-    if (name != candidate.strategy) {  // the pipeline planner found nothing that fits: data parallel
-      tried.why_not = "no " + name + " plan fits";
+    if (!tried.why_not.empty()) {
+      // the 3-D search's own refusal
+    } else if (candidate.name != candidate.plan.strategy) {  // nothing fits: data parallel
+      tried.why_not = "no " + candidate.name + " plan fits";
     } else if (inputs.capacity.capacity < peak.use.total()) {
       tried.why_not = program::memory_text(peak, inputs.graph, inputs.capacity);
     } else {
-      tried.time = timing::evaluate_plan(candidate, context, evaluate).iteration_time;
+      timing::EvaluateOptions evaluate;
+      evaluate.program = candidate.program;
+      tried.time = timing::evaluate_plan(candidate.plan, context, evaluate).iteration_time;
       if (!best || *tried.time < *best) {
         best = tried.time;
-        chosen.plan = candidate;
+        chosen.plan = candidate.plan;
+        chosen.program = candidate.program;
         chosen.memory = std::move(memory);
-        chosen.burst = name == "burst" ? burst_result : std::nullopt;
+        chosen.burst = candidate.name == "burst" ? burst_result : std::nullopt;
       }
     }
     chosen.tried.push_back(std::move(tried));
   }
   if (!best) {  // none fits: data parallelism's fit says so, with the smallest requirement found
-    program::fit_in_memory(candidates.front().second, "data-parallel", inputs.graph, inputs.optimizer, inputs.capacity,
+    program::fit_in_memory(candidates.front().plan, "data-parallel", inputs.graph, inputs.optimizer, inputs.capacity,
                           inputs.program);
   }
 }
@@ -276,7 +357,15 @@ void choose_automatically(const Inputs& inputs, const plan::PlanContext& context
 ChosenPlan choose_plan(const Inputs& inputs, const std::string& strategy, const plan::PlanContext& context,
                        const planner::BurstOptions& burst) {
   ChosenPlan chosen;
+  chosen.program = inputs.program;
   const graph::Graph& graph = inputs.graph;
+  if (strategy == "3d" && !inputs.loaded) {
+    planner::ThreeDResult found = search_3d(inputs, context);
+    chosen.plan = std::move(found.plan);
+    chosen.program = found.program;
+    chosen.memory = program::plan_memory(chosen.plan, graph, inputs.optimizer, chosen.program);
+    return chosen;
+  }
   if (inputs.loaded) {
     chosen.plan = *inputs.loaded;  // evaluated as given, fitting or not (the report says which)
     chosen.memory = program::plan_memory(chosen.plan, graph, inputs.optimizer, inputs.program);
@@ -314,8 +403,10 @@ ChosenPlan choose_plan(const Inputs& inputs, const std::string& strategy, const 
 std::string memory_summary(const ChosenPlan& chosen, const Inputs& inputs) {
   const program::DeviceMemory& peak = program::peak_memory(chosen.memory);
   const bool over = inputs.capacity.capacity < peak.use.total();
-  return fmt::format("{} (optimizer {}){}", program::memory_text(peak, inputs.graph, inputs.capacity),
-                     cost::optimizer_name(inputs.optimizer), over ? ": DOES NOT FIT" : "");
+  return fmt::format("{} (optimizer {}, precision {}, recompute {}, ZeRO {}){}",
+                     program::memory_text(peak, inputs.graph, inputs.capacity), cost::optimizer_name(inputs.optimizer),
+                     cost::precision_name(chosen.program.precision), cost::recompute_name(chosen.program.recompute),
+                     chosen.program.zero_stage, over ? ": DOES NOT FIT" : "");
 }
 
 ModelAndBatch parse_background_option(const std::string& text, int64_t default_batch) {

@@ -10,6 +10,7 @@
 #include "burst/cost/device_models.h"
 #include "burst/graph/graph.h"
 #include "burst/planner/burst_planner.h"
+#include "burst/planner/three_d_planner.h"
 #include "burst/plan/plan.h"
 #include "burst/program/step_memory.h"
 #include "burst/program/program_options.h"
@@ -27,8 +28,8 @@ struct ProgramOptionsText {
   std::string batchnorm = "sync";
   std::string bucket_mb = default_bucket_mib();
   std::string precision;  // empty: the device kind's default (cost::default_precision)
-  std::string recompute = "none";
-  std::string zero = "0";
+  std::string recompute;  // empty or "auto": none, or the 3-D search's choice
+  std::string zero;       // likewise: 0, or searched
   static std::string default_bucket_mib();  // ProgramOptions' default, in MiB
 };
 void add_program_options(CLI::App& command, ProgramOptionsText& options);
@@ -50,7 +51,13 @@ struct InputOptions {
   std::string optimizer = "sgd";  // for the memory model: sgd, momentum or adam
   std::string device_memory;      // --device-memory GB; empty: the device kind's capacity
   ProgramOptionsText program;
+  // --tensor-parallel, --pipeline-stages, --micro-batch-size, --schedule: the 3-D search's
+  // pins (empty: searched).
+  std::string tensor_parallel, pipeline_stages, micro_batch_size, schedule;
 };
+
+// The pins above, which `burst plan` and `burst sim` share.
+void add_shape_options(CLI::App& command, InputOptions& options);
 
 // --optimizer and --device-memory, which `burst plan` and `burst sim` share.
 void add_memory_options(CLI::App& command, InputOptions& options);
@@ -93,6 +100,7 @@ struct Inputs {
   cost::Optimizer optimizer = cost::Optimizer::Sgd;
   program::MemoryCapacity capacity;  // per device: --device-memory, else the device kind's
   program::ProgramOptions program;   // the step: --precision defaults to the device kind's
+  planner::ShapePins pins;           // what --strategy 3d does not search
 };
 
 // Cheap checks first, the device (fitting its curves takes a while) last. The cluster is
@@ -110,12 +118,15 @@ struct StrategyTried {
 
 // The plan a command runs: --plan FILE as given, or made here by `strategy`: "dp", "burst",
 // "pipeline" (pipeline_planner.h: data-parallel stages), "hybrid" (burst placements inside
-// pipeline stages) or "auto" (each of those, evaluated; the fastest that fits).
+// pipeline stages), "3d" (three_d_planner.h: tensor x pipeline x data parallelism, micro-batch
+// size, ZeRO and recomputation, under the pins) or "auto" (each of those, evaluated; the
+// fastest that fits; 3d only for graphs with attention).
 // A plan made here must fit every device's memory (plan_memory.h): a burst or pipeline
 // plan that does not is replaced by data parallelism if that fits, with a note saying so;
 // when none fits, UserError "no plan fits" with the smallest requirement found.
 struct ChosenPlan {
   plan::Plan plan;
+  program::ProgramOptions program;  // the step the plan runs: the inputs', or what the 3-D search chose
   std::optional<planner::BurstPlanResult> burst;  // what the burst planner said, when it made the plan
   std::vector<program::DeviceMemory> memory;      // per rank
   std::string memory_note;                     // why the plan is not the strategy's own, or empty

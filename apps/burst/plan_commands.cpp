@@ -153,6 +153,7 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const cost::CostM
   const timing::PlanEvaluation one_device =
       timing::evaluate_plan(plan::plan_single_device(graph, devices, global_batch), context, evaluate_options);
   evaluate_options.timelines = !options.svg.empty();
+  evaluate_options.program = chosen.program;  // the 3-D search's recompute and ZeRO stage
   const timing::PlanEvaluation evaluation = timing::evaluate_plan(plan, context, evaluate_options);
 
   if (!options.output.empty()) plan::save_plan_file(plan, options.output);
@@ -241,12 +242,15 @@ void add_plan_commands(CLI::App& app) {
           "scaling curve)")};
   add_program_options(*command, options->program);
   add_memory_options(*command, *options);
+  add_shape_options(*command, *options);
   CLI::Option* strategy =
       command->add_option("--strategy", options->strategy,
                           "burst (default), dp (data parallel), pipeline (stages and micro-batches), hybrid (burst "
                           "placements inside pipeline stages), tensor (Megatron-style tensor splits of attention and "
-                          "MLPs, beyond the batch) or auto (the fastest of those that fits)")
-          ->check(CLI::IsMember({"burst", "dp", "pipeline", "hybrid", "tensor", "auto"}));
+                          "MLPs, beyond the batch), 3d (tensor x pipeline x data parallelism with micro-batch size, "
+                          "ZeRO and recomputation, for transformers; pins: --tensor-parallel, --pipeline-stages, "
+                          "--micro-batch-size, --schedule, --zero, --recompute) or auto (the fastest of those that fits)")
+          ->check(CLI::IsMember({"burst", "dp", "pipeline", "hybrid", "tensor", "3d", "auto"}));
   command->add_flag("--json", options->json, "Print JSON instead of tables");
   command->add_flag("--strict-amplification", options->strict_amplification,
                     "Keep the amplification limit even where data parallel is then faster "

@@ -182,7 +182,7 @@ void run_one(const SimOptionsText& options, const Inputs& inputs, const cost::Co
   const plan::Plan& plan = chosen.plan;
   const std::string source = plan_source(options, inputs, chosen);
   const int trace_ranks = static_cast<int>(parse_whole(options.trace_ranks, "--trace-ranks", 1, cluster::kMaxDevices));
-  sim::SimOptions sim_options = base_sim_options(options, program, co_located);
+  sim::SimOptions sim_options = base_sim_options(options, chosen.program, co_located);  // 3d: its chosen step
   sim_options.record_idle_intervals = options.intervals;
   sim_options.record_events = !options.trace.empty();
   std::optional<sim::MultiplexResult> multiplexed;
@@ -205,7 +205,7 @@ void run_one(const SimOptionsText& options, const Inputs& inputs, const cost::Co
                          inputs.cluster,
                          plan,
                          source,
-                         program,
+                         chosen.program,
                          timing::evaluate_plan(plan, context, evaluate_options).iteration_time,
                          foreground,
                          background ? std::optional<BackgroundSpec>(background->spec) : std::nullopt,
@@ -284,12 +284,13 @@ void add_sim_commands(CLI::App& app) {
                           "Profile for layers split over devices of one node, which compute them at once "
                           "(burst profile --co-located N)")};
   add_memory_options(*command, *options);
+  add_shape_options(*command, *options);
   CLI::Option* strategy =
       command->add_option("--strategy", options->strategy,
                           "burst (default), dp (data parallel), pipeline (stages and micro-batches), hybrid (burst "
                           "placements inside pipeline stages), tensor (Megatron-style tensor splits of attention and "
                           "MLPs, beyond the batch) or auto (the fastest of those that fits)")
-          ->check(CLI::IsMember({"burst", "dp", "pipeline", "hybrid", "tensor", "auto"}));
+          ->check(CLI::IsMember({"burst", "dp", "pipeline", "hybrid", "tensor", "3d", "auto"}));
   add_program_options(*command, options->program);
   command->add_option("--background-policy", options->background_policy,
                       "fit (default: a background kernel starts only if it fits in the device's idle gap as the "

@@ -154,6 +154,13 @@ contains_error "device 'a100' has no fp8 units"
 refused "an unknown precision" "${vgg[@]}" --precision fp4
 refused "an unknown recompute" "${vgg[@]}" --recompute some
 ok "bf16, full recomputation and ZeRO 2" "${vgg[@]}" --precision bf16 --recompute full --zero 2
+gpt64=(plan --model gpt2:layers=2,width=256,heads=64,seq=16,vocab=64,positions=16 --device a100 --devices 8 --global-batch 16 --strategy 3d)
+ok "a 3-D plan, searched" "${gpt64[@]}"
+ok "a 3-D plan, pinned" "${gpt64[@]}" --tensor-parallel 2 --pipeline-stages 2 --micro-batch-size 2 --zero 1 --recompute selective
+refused "a tensor-parallel size that does not divide the heads" "${gpt64[@]}" --tensor-parallel 3
+contains_error "--tensor-parallel 3 does not divide the 64 heads of 'transformer.h.0.attn'"
+refused "a micro-batch size that does not divide the batch share" "${gpt64[@]}" --tensor-parallel 2 --pipeline-stages 1 --micro-batch-size 3
+contains_error "--micro-batch-size 3 does not divide the batch share 4"
 refused "a negative exemption threshold" "${vgg[@]}" --amplification-exempt-ms -1
 refused "a NaN exemption threshold" "${vgg[@]}" --amplification-exempt-ms nan
 refused "an exemption threshold with dp" "${vgg[@]}" --strategy dp --amplification-exempt-ms 0.3
@@ -162,7 +169,7 @@ refused "an exemption threshold with dp" "${vgg[@]}" --strategy dp --amplificati
 resnet=(plan --model resnet50 --device a100 --devices 16 --global-batch 32)
 if quiet memory "${resnet[@]}"; then
   contains memory "peak memory per device:"
-  contains memory "of 40.0 GB per a100 (optimizer sgd)"
+  contains memory "of 40.0 GB per a100 (optimizer sgd, precision tf32, recompute none, ZeRO 0)"
 fi
 # At 0.7 GB per device the burst plan (976 MB on rank 0) does not fit; data parallel (506 MB) does.
 if quiet fallback "${resnet[@]}" --device-memory 0.7; then
@@ -272,7 +279,7 @@ if quiet auto "${gpt[@]}" --strategy auto --json; then
 import json, sys
 d = json.load(open(sys.argv[1]))
 tried = d["strategies_tried"]
-assert [t["strategy"] for t in tried] == ["dp", "burst", "pipeline", "hybrid", "tensor"], tried
+assert [t["strategy"] for t in tried] == ["dp", "burst", "pipeline", "hybrid", "tensor", "3d"], tried
 times = [t["iteration_time_ms"] for t in tried if t["iteration_time_ms"] is not None]
 assert times and d["iteration_time_ms"] == min(times), (d["iteration_time_ms"], times)
 ' "$work/auto.out"

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "burst/util/error.h"
+#include "stage_partition.h"
 
 namespace burst::planner {
 
@@ -39,70 +40,14 @@ struct Candidate {
   double estimate_s = 0;
 };
 
-// Forward + backward time of every layer at one shard size, as prefix sums over layers.
-class StageTimes {
- public:
-  StageTimes(const PlanContext& context, int64_t shard) : prefix_(context.graph.size() + 1, 0.0) {
-    for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(context.graph.size()); ++id) {
-      const double time = context.cost.require(context.graph, id, shard).time.total().s();
-      prefix_[static_cast<size_t>(id) + 1] = prefix_[static_cast<size_t>(id)] + time;
-    }
+// Forward + backward time of every layer at one shard size.
+std::vector<double> layer_times(const PlanContext& context, int64_t shard) {
+  std::vector<double> times;
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(context.graph.size()); ++id) {
+    times.push_back(context.cost.require(context.graph, id, shard).time.total().s());
   }
-  // Layers [begin, end).
-  double between(graph::LayerId begin, graph::LayerId end) const {
-    return prefix_[static_cast<size_t>(end)] - prefix_[static_cast<size_t>(begin)];
-  }
-
- private:
-  std::vector<double> prefix_;
-};
-
-// For every stage count 1..max_stages, the boundaries (among `cuts`) that minimise the
-// slowest stage: best[p] = {slowest stage time, stage starts}. The linear partition
-// problem: slowest[k][i], the best slowest stage of k stages covering layers up to
-// positions[i], is min over j < i of max(slowest[k-1][j], time(positions[j], positions[i])).
-class Partitions {
- public:
-  Partitions(const StageTimes& times, const std::vector<graph::LayerId>& cuts, graph::LayerId layers, int max_stages) {
-    std::vector<graph::LayerId> positions{0};
-    positions.insert(positions.end(), cuts.begin(), cuts.end());
-    positions.push_back(layers);
-    const size_t n = positions.size();
-    const auto stages = static_cast<size_t>(std::min<int64_t>(max_stages, static_cast<int64_t>(n) - 1));
-    const double inf = std::numeric_limits<double>::infinity();
-    std::vector<std::vector<double>> slowest(stages + 1, std::vector<double>(n, inf));
-    std::vector<std::vector<size_t>> from(stages + 1, std::vector<size_t>(n, 0));
-    for (size_t i = 1; i < n; ++i) slowest[1][i] = times.between(0, positions[i]);
-    for (size_t k = 2; k <= stages; ++k) {
-      for (size_t i = k; i < n; ++i) {
-        for (size_t j = k - 1; j < i; ++j) {
-          const double value = std::max(slowest[k - 1][j], times.between(positions[j], positions[i]));
-          if (value < slowest[k][i]) {
-            slowest[k][i] = value;
-            from[k][i] = j;
-          }
-        }
-      }
-    }
-    best_.resize(stages + 1);
-    for (size_t k = 1; k <= stages; ++k) {
-      std::vector<graph::LayerId> starts;
-      for (size_t i = n - 1, level = k; level > 1; --level) {
-        i = from[level][i];
-        starts.push_back(positions[i]);
-      }
-      std::reverse(starts.begin(), starts.end());
-      best_[k] = {slowest[k][n - 1], std::move(starts)};
-    }
-  }
-  int max_stages() const { return static_cast<int>(best_.size()) - 1; }
-  const std::pair<double, std::vector<graph::LayerId>>& best(int stages) const {
-    return best_[static_cast<size_t>(stages)];
-  }
-
- private:
-  std::vector<std::pair<double, std::vector<graph::LayerId>>> best_;
-};
+  return times;
+}
 
 bool has_batchnorm(const graph::Graph& graph) {
   return std::any_of(graph.layers().begin(), graph.layers().end(),
@@ -197,7 +142,7 @@ class PipelineSearch {
   const Partitions& partitions_at(int64_t shard, graph::LayerId layers) {
     auto found = partitions_.find(shard);
     if (found == partitions_.end()) {
-      const StageTimes times(context_, shard);
+      const StageTimes times(layer_times(context_, shard));
       found = partitions_.emplace(shard, Partitions(times, cuts_, layers, options_.max_stages)).first;
     }
     return found->second;

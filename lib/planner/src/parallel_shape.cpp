@@ -1,0 +1,150 @@
+// 3-D parallel plans (parallel_shape.h).
+#include "burst/planner/parallel_shape.h"
+
+#include <fmt/format.h>
+
+#include "burst/cost/tensor_split.h"
+#include "burst/planner/pipeline_planner.h"
+#include "burst/planner/tensor_planner.h"
+#include "burst/util/error.h"
+#include "stage_partition.h"
+
+namespace burst::planner {
+
+using cost::SplitKind;
+
+std::string shape_text(const ParallelShape& shape) {
+  return fmt::format("TP {} x PP {} x DP {}, micro-batch {}, {}", shape.tensor, shape.pipeline, shape.data,
+                     shape.micro_batch, plan::schedule_name(shape.schedule));
+}
+
+namespace {
+
+// The first attention layer whose heads, or linear whose output features, `parts` does not
+// divide (-1 when there is none).
+graph::LayerId first_undivided(const graph::Graph& graph, int parts) {
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
+    const graph::OpKind op = graph.layer(id).op();
+    if (op == graph::OpKind::SelfAttention && cost::divided_units(graph, id, SplitKind::Heads).count % parts != 0) {
+      return id;
+    }
+  }
+  return -1;
+}
+
+void check_sizes(const ParallelShape& shape) {
+  if (shape.tensor < 1 || shape.pipeline < 1 || shape.data < 1 || shape.micro_batch < 1) {
+    throw UserError(fmt::format("tensor-parallel, pipeline-stage, data-parallel and micro-batch sizes must be at "
+                                "least 1, got {}",
+                                shape_text(shape)));
+  }
+}
+
+}  // namespace
+
+void check_shape(const graph::Graph& graph, int devices, int64_t global_batch, const ParallelShape& shape) {
+  check_sizes(shape);
+  if (shape.tensor > 1) {
+    const graph::LayerId undivided = first_undivided(graph, shape.tensor);
+    if (undivided >= 0) {
+      throw UserError(fmt::format("--tensor-parallel {} does not divide the {} heads of '{}'", shape.tensor,
+                                  cost::divided_units(graph, undivided, SplitKind::Heads).count,
+                                  graph.layer(undivided).name));
+    }
+  }
+  const int stages = static_cast<int>(valid_stage_starts(graph).size()) + 1;
+  if (shape.pipeline > stages) {
+    throw UserError(fmt::format("--pipeline-stages {}: '{}' can be cut into at most {} stages", shape.pipeline,
+                                graph.name(), stages));
+  }
+  if (static_cast<int64_t>(shape.tensor) * shape.pipeline * shape.data != devices) {
+    throw UserError(fmt::format("{} uses {} devices, but the cluster has {}", shape_text(shape),
+                                static_cast<int64_t>(shape.tensor) * shape.pipeline * shape.data, devices));
+  }
+  if (global_batch % shape.data != 0) {
+    throw UserError(fmt::format("global batch {} does not split evenly over {} data-parallel groups", global_batch,
+                                shape.data));
+  }
+  const int64_t share = global_batch / shape.data;
+  if (share % shape.micro_batch != 0) {
+    throw UserError(fmt::format("--micro-batch-size {} does not divide the batch share {} (global batch {} over {} "
+                                "data-parallel groups)",
+                                shape.micro_batch, share, global_batch, shape.data));
+  }
+}
+
+namespace {
+
+class ShapePlanner {
+ public:
+  ShapePlanner(const plan::PlanContext& context, int64_t global_batch, const ParallelShape& shape)
+      : context_(context), graph_(context.graph), batch_(global_batch), shape_(shape),
+        kinds_(shape.tensor > 1 ? megatron_splits(graph_, shape.tensor)
+                                : std::vector<SplitKind>(graph_.size(), SplitKind::Samples)) {}
+
+  plan::Plan build() {
+    plan::Plan plan;
+    plan.model = graph_.name();
+    plan.strategy = "3d";
+    plan.global_batch = batch_;
+    plan.devices = context_.network.cluster().size();
+    plan.pipeline.micro_batches = shape_.micro_batches(batch_);
+    plan.pipeline.schedule = shape_.schedule;
+    plan.pipeline.stage_starts = stage_starts();
+    for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph_.size()); ++id) {
+      plan.layers.push_back(placement(id, plan.stage_of(id)));
+    }
+    return plan;
+  }
+
+ private:
+  int stage_width() const { return shape_.data * shape_.tensor; }
+  int64_t micro_batch() const { return static_cast<int64_t>(shape_.data) * shape_.micro_batch; }
+
+  // Layer `id` on its stage: d sample groups of t parts under its split, or (samples: the
+  // tied embedding and its heads, the loss) the micro-batch split evenly over the stage.
+  plan::LayerPlacement placement(graph::LayerId id, int stage) const {
+    const int first = stage * stage_width();
+    const SplitKind kind = kinds_[static_cast<size_t>(id)];
+    if (kind == SplitKind::Samples) {
+      std::vector<int> ranks;
+      for (int r = 0; r < std::min<int64_t>(stage_width(), micro_batch()); ++r) ranks.push_back(first + r);
+      return plan::LayerPlacement{graph_.layer(id).name, plan::even_split(ranks, micro_batch())};
+    }
+    std::vector<cost::Shard> shards;
+    for (int g = 0; g < shape_.data; ++g) {
+      const cost::SampleRange samples{g * shape_.micro_batch, (g + 1) * shape_.micro_batch};
+      for (int q = 0; q < shape_.tensor; ++q) shards.push_back(cost::Shard{first + g * shape_.tensor + q, samples});
+    }
+    return plan::LayerPlacement{graph_.layer(id).name, std::move(shards), cost::TensorSplit{kind, shape_.tensor}};
+  }
+
+  // Forward + backward of each layer at b samples under its split, balanced over p stages.
+  std::vector<graph::LayerId> stage_starts() const {
+    if (shape_.pipeline == 1) return {};
+    std::vector<double> times;
+    for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph_.size()); ++id) {
+      const SplitKind kind = kinds_[static_cast<size_t>(id)];
+      const cost::TensorSplit split = kind == SplitKind::Samples ? cost::TensorSplit{} : cost::TensorSplit{kind, shape_.tensor};
+      times.push_back(context_.cost.require_tensor(graph_, id, shape_.micro_batch, split).time.total().s());
+    }
+    const Partitions partitions(StageTimes(times), valid_stage_starts(graph_), static_cast<graph::LayerId>(graph_.size()),
+                                shape_.pipeline);
+    return partitions.best(shape_.pipeline).second;
+  }
+
+  const plan::PlanContext& context_;
+  const graph::Graph& graph_;
+  int64_t batch_;
+  ParallelShape shape_;
+  std::vector<SplitKind> kinds_;
+};
+
+}  // namespace
+
+plan::Plan plan_shape(const plan::PlanContext& context, int64_t global_batch, const ParallelShape& shape) {
+  check_shape(context.graph, context.network.cluster().size(), global_batch, shape);
+  return ShapePlanner(context, global_batch, shape).build();
+}
+
+}  // namespace burst::planner

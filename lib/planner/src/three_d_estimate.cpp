@@ -1,0 +1,93 @@
+#include "three_d_estimate.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "burst/cost/memory.h"
+#include "burst/cost/tensor_split.h"
+
+namespace burst::planner {
+namespace {
+
+// Per stage, the time of one micro-batch's forward, backward and recomputation on the
+// stage's first rank (every rank of a stage is alike), with its tensor all-reduces.
+class StageEstimate {
+ public:
+  StageEstimate(const plan::PlanContext& context, const plan::Plan& plan, const ParallelShape& shape,
+                const program::ProgramOptions& program)
+      : context_(context), plan_(plan), shape_(shape), program_(program),
+        scale_(cost::value_bytes(program.precision) / cost::kFloatBytes) {
+    for (int q = 0; q < shape.tensor; ++q) tensor_group_.push_back(q);
+  }
+
+  double layer(graph::LayerId id) const {
+    const graph::Graph& graph = context_.graph;
+    const plan::LayerPlacement& placement = plan_.layers[static_cast<size_t>(id)];
+    const int64_t shard = placement.shards.front().samples.size();
+    const cost::LayerTime time = context_.cost.require_tensor(graph, id, shard, placement.split).time;
+    double seconds = time.total().s() + recomputed(id, time.forward.s());
+    if (!placement.split.splits()) return seconds;
+    const auto bytes = [&](graph::LayerId of) {
+      return Bytes(static_cast<double>(shard * graph.info(of).output_bytes) * scale_);
+    };
+    if (cost::sums_output(placement.split.kind)) seconds += context_.network.allreduce(tensor_group_, bytes(id)).s();
+    if (cost::sums_input_gradient(placement.split.kind)) {
+      seconds += context_.network.allreduce(tensor_group_, bytes(graph.inputs(id).at(0))).s();
+    }
+    return seconds;
+  }
+
+ private:
+  double recomputed(graph::LayerId id, double forward) const {
+    if (program_.recompute == cost::Recompute::Full) return forward;
+    if (program_.recompute != cost::Recompute::Selective) return 0;
+    const auto& info = context_.graph.info(id);
+    if (context_.graph.layer(id).op() != graph::OpKind::SelfAttention || info.forward_flops <= 0) return 0;
+    const double tokens = static_cast<double>(info.output_shape.at(0)), width = static_cast<double>(info.output_shape.at(1));
+    return forward * std::min(1.0, 4 * tokens * tokens * width / static_cast<double>(info.forward_flops));
+  }
+
+  const plan::PlanContext& context_;
+  const plan::Plan& plan_;
+  const ParallelShape& shape_;
+  const program::ProgramOptions& program_;
+  double scale_;
+  std::vector<int> tensor_group_;
+};
+
+}  // namespace
+
+double estimate_3d(const plan::PlanContext& context, const plan::Plan& plan, const ParallelShape& shape,
+                   const program::ProgramOptions& program) {
+  const graph::Graph& graph = context.graph;
+  const StageEstimate stage_estimate(context, plan, shape, program);
+  std::vector<double> stage(static_cast<size_t>(shape.pipeline), 0.0), params(stage.size(), 0.0),
+      update(stage.size(), 0.0);
+  double boundary = 0;
+  const double scale = cost::value_bytes(program.precision) / cost::kFloatBytes;
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
+    const auto s = static_cast<size_t>(plan.stage_of(id));
+    stage[s] += stage_estimate.layer(id);
+    const plan::LayerPlacement& placement = plan.layers[static_cast<size_t>(id)];
+    params[s] += static_cast<double>(cost::part_params(graph, id, placement.split)) * cost::value_bytes(program.precision);
+    update[s] += context.cost.update_or_zero(graph, id).s() / (program.zero_stage >= 1 ? shape.data : 1);
+    if (s > 0 && plan.stage_of(id - 1) != plan.stage_of(id)) {
+      const double bytes = static_cast<double>(shape.micro_batch * graph.info(id - 1).output_bytes) * scale;
+      boundary = std::max(boundary, context.network.point_to_point(0, shape.data * shape.tensor, Bytes(bytes)).s());
+    }
+  }
+  const auto slowest = static_cast<size_t>(std::max_element(stage.begin(), stage.end()) - stage.begin());
+  const double m = static_cast<double>(shape.micro_batches(plan.global_batch));
+  double seconds = (m + shape.pipeline - 1) * stage[slowest] + 2 * (shape.pipeline - 1) * boundary + update[slowest];
+  if (shape.data > 1) {
+    std::vector<int> replicas;
+    for (int g = 0; g < shape.data; ++g) replicas.push_back(g * shape.tensor);
+    // All-reduce, or reduce-scatter + all-gather (the same time): not overlapped here.
+    seconds += context.network.allreduce(replicas, Bytes(params[slowest])).s();
+    // ZeRO 3 gathers the stage's weights before each micro-batch's forward and backward.
+    if (program.zero_stage == 3) seconds += 2 * m * context.network.all_gather(replicas, Bytes(params[slowest])).s();
+  }
+  return seconds;
+}
+
+}  // namespace burst::planner

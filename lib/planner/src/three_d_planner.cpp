@@ -1,0 +1,216 @@
+// The 3-D search (three_d_planner.h).
+#include "burst/planner/three_d_planner.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "burst/cost/tensor_split.h"
+#include "burst/planner/pipeline_planner.h"
+#include "burst/timing/evaluate.h"
+#include "burst/util/error.h"
+#include "three_d_estimate.h"
+
+namespace burst::planner {
+namespace {
+
+using cost::Recompute;
+
+std::vector<int> powers_of_two_dividing(int64_t value, int64_t most) {
+  std::vector<int> sizes;
+  for (int64_t size = 1; size <= std::min(value, most); size *= 2) {
+    if (value % size == 0) sizes.push_back(static_cast<int>(size));
+  }
+  return sizes;
+}
+
+std::vector<int> divisors(int value, int most) {
+  std::vector<int> found;
+  for (int d = 1; d <= std::min(value, most); ++d) {
+    if (value % d == 0) found.push_back(d);
+  }
+  return found;
+}
+
+bool has_attention(const graph::Graph& graph) {
+  return std::any_of(graph.layers().begin(), graph.layers().end(),
+                     [](const graph::LayerSpec& layer) { return layer.op() == graph::OpKind::SelfAttention; });
+}
+
+// One shape with its step options, its plan and what the search knows of it.
+struct ShapeCandidate {
+  ParallelShape shape;
+  program::ProgramOptions program;
+  plan::Plan plan;
+  double estimate_s = 0;
+};
+
+class ThreeDSearch {
+ public:
+  ThreeDSearch(const plan::PlanContext& context, int64_t global_batch, const ThreeDOptions& options)
+      : context_(context), graph_(context.graph), batch_(global_batch), options_(options),
+        devices_(context.network.cluster().size()), stages_(static_cast<int>(valid_stage_starts(graph_).size()) + 1) {}
+
+  ThreeDResult run() {
+    std::vector<ShapeCandidate> fitting;
+    for (const ParallelShape& shape : shapes()) add_fitting(shape, fitting);
+    if (fitting.empty()) throw_nothing_fits();
+    std::stable_sort(fitting.begin(), fitting.end(),
+                     [](const ShapeCandidate& a, const ShapeCandidate& b) { return a.estimate_s < b.estimate_s; });
+    ThreeDResult result;
+    result.candidates = considered_;
+    result.fitting = static_cast<int>(fitting.size());
+    const size_t timed = std::min(fitting.size(), static_cast<size_t>(std::max(1, options_.evaluated)));
+    for (size_t i = 0; i < timed; ++i) {
+      timing::EvaluateOptions evaluate;
+      evaluate.program = fitting[i].program;
+      const Seconds time = timing::evaluate_plan(fitting[i].plan, context_, evaluate).iteration_time;
+      if (i == 0 || time < result.predicted) {
+        result.predicted = time;
+        result.plan = fitting[i].plan;
+        result.shape = fitting[i].shape;
+        result.program = fitting[i].program;
+      }
+    }
+    return result;
+  }
+
+ private:
+  std::vector<int> tensor_sizes() const {
+    if (options_.pins.tensor) return {*options_.pins.tensor};
+    if (!has_attention(graph_)) return {1};
+    std::vector<int> sizes;
+    const int most = std::min(options_.max_tensor, context_.network.cluster().devices_per_node());
+    for (int t = 1; t <= most; t *= 2) {
+      if (devices_ % t == 0 && divides_heads(t)) sizes.push_back(t);
+    }
+    return sizes;
+  }
+  bool divides_heads(int t) const {
+    for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph_.size()); ++id) {
+      if (graph_.layer(id).op() != graph::OpKind::SelfAttention) continue;
+      if (cost::divided_units(graph_, id, cost::SplitKind::Heads).count % t != 0) return false;
+    }
+    return true;
+  }
+
+  // Every (t, p, d, b) the pins allow; a pinned combination that cannot be is refused with
+  // check_shape's reason.
+  std::vector<ParallelShape> shapes() const {
+    std::vector<ParallelShape> found;
+    for (const int t : tensor_sizes()) {
+      if (devices_ % t != 0) continue;
+      const std::vector<int> stage_counts =
+          options_.pins.pipeline ? std::vector<int>{*options_.pins.pipeline} : divisors(devices_ / t, stages_);
+      for (const int p : stage_counts) {
+        if ((devices_ / t) % p != 0) continue;
+        const int d = devices_ / t / p;
+        if (batch_ % d != 0) continue;
+        const std::vector<int> micro = options_.pins.micro_batch
+                                           ? std::vector<int>{static_cast<int>(*options_.pins.micro_batch)}
+                                           : powers_of_two_dividing(batch_ / d, kLargestMicroBatch);
+        for (const int b : micro) {
+          ParallelShape shape{t, p, d, b, options_.pins.schedule.value_or(plan::Schedule::OneFOneB)};
+          if (pinned_all()) check_shape(graph_, devices_, batch_, shape);
+          if (shape_fits_graph(shape)) found.push_back(shape);
+        }
+      }
+    }
+    if (found.empty()) check_pins_alone();
+    return found;
+  }
+  bool pinned_all() const { return options_.pins.tensor && options_.pins.pipeline && options_.pins.micro_batch; }
+  bool shape_fits_graph(const ParallelShape& shape) const {
+    try {
+      check_shape(graph_, devices_, batch_, shape);
+      return true;
+    } catch (const UserError&) {
+      return false;
+    }
+  }
+  // No shape satisfies the pins: say why with the first pin that cannot be met alone.
+  void check_pins_alone() const {
+    ParallelShape shape;
+    shape.tensor = options_.pins.tensor.value_or(1);
+    shape.pipeline = options_.pins.pipeline.value_or(1);
+    shape.micro_batch = options_.pins.micro_batch.value_or(1);
+    shape.data = std::max(1, devices_ / std::max(1, shape.tensor * shape.pipeline));
+    check_shape(graph_, devices_, batch_, shape);
+    throw UserError(fmt::format("no 3-D shape satisfies the pins on {} devices at global batch {}", devices_, batch_));
+  }
+
+  // Every ZeRO stage and recomputation the pins allow, for one shape: those that fit join
+  // `fitting`; the smallest requirement is remembered for the refusal.
+  void add_fitting(const ParallelShape& shape, std::vector<ShapeCandidate>& fitting) {
+    const plan::Plan plan = plan_shape(context_, batch_, shape);
+    for (const int zero : zero_stages(shape)) {
+      for (const Recompute recompute : recomputes()) {
+        ++considered_;
+        program::ProgramOptions program = options_.program;
+        program.zero_stage = zero;
+        program.recompute = recompute;
+        if (!fits(plan, program, shape)) continue;
+        fitting.push_back(ShapeCandidate{shape, program, plan, estimate(plan, shape, program)});
+      }
+    }
+  }
+  std::vector<int> zero_stages(const ParallelShape& shape) const {
+    if (options_.pins.zero_stage) return {*options_.pins.zero_stage};
+    if (shape.data == 1) return {0};
+    return {0, 1, 2, 3};
+  }
+  std::vector<Recompute> recomputes() const {
+    if (options_.pins.recompute) return {*options_.pins.recompute};
+    return {Recompute::None, Recompute::Selective, Recompute::Full};
+  }
+
+  bool fits(const plan::Plan& plan, const program::ProgramOptions& program, const ParallelShape& shape) {
+    if (!options_.capacity) return true;
+    const std::vector<program::DeviceMemory> memory = program::plan_memory(plan, graph_, options_.optimizer, program);
+    const program::DeviceMemory& peak = program::peak_memory(memory);
+    if (!(options_.capacity->capacity < peak.use.total())) return true;
+    if (!smallest_ || peak.use.total() < smallest_->use.total()) {
+      smallest_ = peak;
+      smallest_what_ = fmt::format("{}, recompute {}, ZeRO {}", shape_text(shape), cost::recompute_name(program.recompute),
+                                   program.zero_stage);
+    }
+    return false;
+  }
+  [[noreturn]] void throw_nothing_fits() const {
+    BURST_ASSERT(smallest_.has_value(), "a search with candidates and none fitting found a smallest requirement");
+    throw UserError(fmt::format("no plan fits in memory (optimizer {}, precision {}): the smallest requirement found "
+                                "is {}'s: {} ({} candidates)",
+                                cost::optimizer_name(options_.optimizer), cost::precision_name(options_.program.precision),
+                                smallest_what_, program::memory_text(*smallest_, graph_, *options_.capacity),
+                                considered_));
+  }
+
+  double estimate(const plan::Plan& plan, const ParallelShape& shape, const program::ProgramOptions& program) const {
+    return estimate_3d(context_, plan, shape, program);
+  }
+
+  static constexpr int64_t kLargestMicroBatch = 64;
+  const plan::PlanContext& context_;
+  const graph::Graph& graph_;
+  int64_t batch_;
+  const ThreeDOptions& options_;
+  int devices_;
+  int stages_;  // the most the graph can be cut into
+  int considered_ = 0;
+  std::optional<program::DeviceMemory> smallest_;
+  std::string smallest_what_;
+};
+
+}  // namespace
+
+ThreeDResult plan_3d(const plan::PlanContext& context, int64_t global_batch, const ThreeDOptions& options) {
+  if (global_batch < 1) throw UserError(fmt::format("global batch must be at least 1, got {}", global_batch));
+  if (options.pins.zero_stage && (*options.pins.zero_stage < 0 || *options.pins.zero_stage > program::kMaxZeroStage)) {
+    throw UserError(fmt::format("the ZeRO stage must be 0, 1, 2 or 3, got {}", *options.pins.zero_stage));
+  }
+  return ThreeDSearch(context, global_batch, options).run();
+}
+
+}  // namespace burst::planner

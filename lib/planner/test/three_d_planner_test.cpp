@@ -1,0 +1,111 @@
+// 3-D plans (parallel_shape.h) and the 3-D search (three_d_planner.h) on a tiny GPT-2.
+#include <gtest/gtest.h>
+
+#include "burst/cost/analytic.h"
+#include "burst/cost/network.h"
+#include "burst/graph/zoo.h"
+#include "burst/planner/parallel_shape.h"
+#include "burst/planner/three_d_planner.h"
+#include "burst/program/step_program.h"
+#include "burst/timing/evaluate.h"
+#include "burst/util/error.h"
+
+namespace burst::planner {
+namespace {
+
+// gpt2 with 4 blocks of width 64 and 4 heads on 16 built-in A100s (2 nodes of 8).
+struct TinyGpt {
+  graph::Graph graph = graph::build_zoo_model("gpt2:layers=4,width=64,heads=4,seq=16,vocab=64,positions=16");
+  cost::AnalyticCostModel cost{cost::catalog_device("a100")};
+  cost::NetworkModel network{cluster::builtin_cluster("a100", 16)};
+  plan::PlanContext context() const { return plan::PlanContext{graph, cost, network}; }
+};
+
+std::string refusal(const TinyGpt& gpt, int64_t batch, const ParallelShape& shape) {
+  try {
+    check_shape(gpt.graph, 16, batch, shape);
+  } catch (const UserError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(ParallelShape, RanksFollowMegatronsLayout) {
+  const TinyGpt gpt;
+  // t = 2, p = 2, d = 4, b = 2 at global batch 16: 16 / (4 x 2) = 2 micro-batches of 8.
+  const ParallelShape shape{2, 2, 4, 2, plan::Schedule::OneFOneB};
+  const plan::Plan plan = plan_shape(gpt.context(), 16, shape);
+  plan::validate_plan(plan, gpt.graph, gpt.network.cluster());
+  EXPECT_EQ(plan.strategy, "3d");
+  EXPECT_EQ(plan.pipeline.micro_batches, 2);
+  ASSERT_EQ(plan.stage_count(), 2);
+  // The first block's attention is on stage 0: sample group g's parts q on ranks 2g + q,
+  // samples [2g, 2g + 2) of the micro-batch, split by heads.
+  const plan::LayerPlacement& attention = plan.layers[static_cast<size_t>(*gpt.graph.find("transformer.h.0.attn"))];
+  EXPECT_EQ(attention.split.kind, cost::SplitKind::Heads);
+  ASSERT_EQ(attention.shards.size(), 8u);
+  for (int g = 0; g < 4; ++g) {
+    for (int q = 0; q < 2; ++q) {
+      const cost::Shard& shard = attention.shards[static_cast<size_t>(2 * g + q)];
+      EXPECT_EQ(shard.rank, 2 * g + q);
+      EXPECT_EQ(shard.samples.begin, 2 * g);
+      EXPECT_EQ(shard.samples.end, 2 * g + 2);
+    }
+  }
+  // The loss is on the last stage, its samples split over the stage's 8 ranks (8 to 15).
+  const plan::LayerPlacement& loss = plan.layers.back();
+  EXPECT_EQ(plan.stage_of(static_cast<graph::LayerId>(plan.layers.size() - 1)), 1);
+  EXPECT_EQ(loss.shards.front().rank, 8);
+  EXPECT_EQ(loss.shards.back().rank, 15);
+  const program::StepProgram program = program::build_step_program(gpt.graph, plan);
+  program::check_step_program(program, gpt.graph, plan);
+}
+
+TEST(ParallelShape, RefusesWhatTheModelClusterOrBatchCannotTake) {
+  const TinyGpt gpt;
+  EXPECT_EQ(refusal(gpt, 16, ParallelShape{1, 1, 15, 1}), "TP 1 x PP 1 x DP 15, micro-batch 1, 1f1b uses 15 devices, but the cluster has 16");
+  EXPECT_EQ(refusal(gpt, 16, ParallelShape{3, 1, 5, 1}), "--tensor-parallel 3 does not divide the 4 heads of 'transformer.h.0.attn'");
+  EXPECT_EQ(refusal(gpt, 16, ParallelShape{8, 1, 2, 1}), "--tensor-parallel 8 does not divide the 4 heads of 'transformer.h.0.attn'");
+  EXPECT_EQ(refusal(gpt, 16, ParallelShape{2, 2, 4, 3}),
+            "--micro-batch-size 3 does not divide the batch share 4 (global batch 16 over 4 data-parallel groups)");
+  EXPECT_EQ(refusal(gpt, 12, ParallelShape{1, 1, 16, 1}), "global batch 12 does not split evenly over 16 data-parallel groups");
+  EXPECT_NE(refusal(gpt, 16, ParallelShape{1, 16, 1, 1}).find("can be cut into at most"), std::string::npos);
+  EXPECT_EQ(refusal(gpt, 16, ParallelShape{2, 2, 4, 2}), "");
+}
+
+TEST(ThreeDPlanner, HonoursPinsAndTimesWhatItReturns) {
+  const TinyGpt gpt;
+  ThreeDOptions options;
+  options.pins.tensor = 2;
+  options.pins.recompute = cost::Recompute::Full;
+  const ThreeDResult result = plan_3d(gpt.context(), 16, options);
+  EXPECT_EQ(result.shape.tensor, 2);
+  EXPECT_EQ(result.program.recompute, cost::Recompute::Full);
+  EXPECT_GT(result.candidates, 1);
+  EXPECT_EQ(result.fitting, result.candidates);  // no capacity given
+  timing::EvaluateOptions evaluate;
+  evaluate.program = result.program;
+  EXPECT_DOUBLE_EQ(timing::evaluate_plan(result.plan, gpt.context(), evaluate).iteration_time.s(), result.predicted.s());
+}
+
+TEST(ThreeDPlanner, NoPlanFitsNamesTheSmallestRequirement) {
+  const TinyGpt gpt;
+  ThreeDOptions options;
+  options.capacity = program::MemoryCapacity{"a100", Bytes(1e3)};
+  try {
+    plan_3d(gpt.context(), 16, options);
+    ADD_FAILURE() << "expected no plan to fit in 1 kB";
+  } catch (const UserError& error) {
+    const std::string text = error.what();
+    EXPECT_EQ(text.rfind("no plan fits in memory (optimizer sgd, precision fp32): the smallest requirement found is TP", 0), 0u)
+        << text;
+    EXPECT_NE(text.find("of 1.00 kB per a100"), std::string::npos) << text;
+  }
+  // A pinned shape the model cannot take is refused with check_shape's reason.
+  options.capacity.reset();
+  options.pins.tensor = 3;
+  EXPECT_THROW(plan_3d(gpt.context(), 16, options), UserError);
+}
+
+}  // namespace
+}  // namespace burst::planner
