@@ -72,10 +72,10 @@ void check_options(const TrainArgs& args) {
   const runtime::TrainConfig& config = args.config;
   if (config.steps <= 0 && config.epochs <= 0) throw UserError("give --steps S or --epochs E (at least 1)");
   // The planner and the simulator model these; the runtime does not run them yet.
-  if (config.program.recompute != cost::Recompute::None || config.program.zero_stage != 0 ||
-      config.program.precision != cost::Precision::Fp32) {
-    throw UserError(fmt::format("burst train runs fp32 steps without recomputation or ZeRO for now; got --precision {} "
-                                "--recompute {} --zero {} (burst plan and burst sim model them)",
+  if (config.program.zero_stage != 0 || config.program.precision != cost::Precision::Fp32 ||
+      config.program.recompute == cost::Recompute::Selective) {
+    throw UserError(fmt::format("burst train runs fp32 steps, recomputing none or full, without ZeRO for now; got "
+                                "--precision {} --recompute {} --zero {} (burst plan and burst sim model them all)",
                                 cost::precision_name(config.program.precision),
                                 cost::recompute_name(config.program.recompute), config.program.zero_stage));
   }

@@ -423,14 +423,17 @@ class ProgramBuilder {
     for (const cost::Shard& shard : program_.segments[static_cast<size_t>(segment)].shards) emit(shard.rank, op);
   }
 
+  // Whether the step recomputes layer `id`: every layer under full recomputation, the
+  // attention layers under selective.
+  bool recomputed(graph::LayerId id) const {
+    if (options_.recompute == cost::Recompute::Full) return true;
+    return options_.recompute == cost::Recompute::Selective && graph_.layer(id).op() == graph::OpKind::SelfAttention;
+  }
+
   void emit_compute(int32_t segment, graph::LayerId id, bool backward, int32_t micro) {
     const std::vector<cost::Shard>& shards = program_.segments[static_cast<size_t>(segment)].shards;
-    const bool selective = backward && options_.recompute == cost::Recompute::Selective &&
-                           graph_.layer(id).op() == graph::OpKind::SelfAttention;
-    if (selective) emit_recompute(segment, id, micro);
-    // Under full recomputation, the backward's gather came with the RECOMPUTE.
-    const bool gathered = backward && (selective || options_.recompute == cost::Recompute::Full);
-    if (gathers_weights(id) && !gathered) emit_weight_gather(segment, id, backward, micro);
+    // A recomputed layer's backward gather came with its RECOMPUTE.
+    if (gathers_weights(id) && !(backward && recomputed(id))) emit_weight_gather(segment, id, backward, micro);
     Op op;
     op.kind = backward ? OpKind::Backward : OpKind::Forward;
     op.layer = id;
@@ -509,8 +512,9 @@ class ProgramBuilder {
         emit_pieces(gradients[static_cast<size_t>(consumer)][k], OpKind::RecvGradient, OpKind::SendGradient, true);
       }
     }
-    if (options_.recompute == cost::Recompute::Full) {
-      for (const graph::LayerId id : layers) emit_recompute(segment, id, micro);
+    // The segment's backward is one autograd call: what it recomputes comes first.
+    for (const graph::LayerId id : layers) {
+      if (recomputed(id)) emit_recompute(segment, id, micro);
     }
     for (auto id = layers.rbegin(); id != layers.rend(); ++id) {
       emit_compute(segment, *id, true, micro);

@@ -140,7 +140,13 @@ class StepInterpreter {
         graph_(s.graph),
         program_(program),
         batch_(batch),
-        micro_(static_cast<size_t>(program.micro_batches), MicroBatchState(graph_)) {}
+        micro_(static_cast<size_t>(program.micro_batches), MicroBatchState(graph_)),
+        recomputed_(graph_.size(), 0) {
+    // A layer this rank recomputes runs its first forward without recording autograd.
+    for (const Op& op : program.ops[static_cast<size_t>(s.rank)]) {
+      if (op.kind == OpKind::Recompute) recomputed_[static_cast<size_t>(op.layer)] = 1;
+    }
+  }
 
   double run() {
     // Drop last step's gradients instead of zeroing them: the first backward hands its result
@@ -185,11 +191,11 @@ class StepInterpreter {
       case OpKind::Update: return update();
       case OpKind::ReduceLoss: return reduce_loss();
       case OpKind::WaitSends: return wait_sends();
-      case OpKind::Recompute:
+      case OpKind::Recompute: return recompute(op.layer, op.micro);
       case OpKind::ReduceScatter:
       case OpKind::AllGather:
-        // burst train refuses --recompute and --zero before a program holds these.
-        BURST_ASSERT(false, "the runtime does not run recomputation or ZeRO ops yet");
+        // burst train refuses --zero before a program holds these.
+        BURST_ASSERT(false, "the runtime does not run ZeRO's ops yet");
     }
   }
 
@@ -273,23 +279,66 @@ class StepInterpreter {
     mark_ = Clock::now();
     const std::vector<torch::Tensor> args = arguments(id, j);
     torch::Tensor output;
-    if (layers::SyncBatchNormContext* batchnorm = s_.batchnorm[static_cast<size_t>(id)].get()) {
-      const auto& attrs = std::get<graph::BatchNorm2dAttrs>(graph_.layer(id).attrs);
-      output = layers::sync_batchnorm_forward(args.at(0), s_.modules[static_cast<size_t>(id)]->module(), attrs.eps,
-                                              attrs.momentum, *batchnorm);
+    if (recomputed_[static_cast<size_t>(id)]) {
+      torch::NoGradGuard no_autograd;  // RECOMPUTE runs it again before its backward
+      output = run_layer(id, j, args);
     } else {
-      layers::RandomKey key = step_key_;
-      key.first_sample = first_sample(j) + s_.range(id).begin;  // row 0 of this rank's rows is that global sample
-      if (s_.split(id).kind == cost::SplitKind::Features) {
-        key.features = cost::output_features(graph_, id);  // a slice: draws by the whole sample's elements
-        key.feature_begin = s_.output_held[static_cast<size_t>(id)].begin;
-      }
-      output = s_.modules[static_cast<size_t>(id)]->forward(args, key);
+      output = run_layer(id, j, args);
     }
     // A loss computed by several parts of a sample group counts once.
     if (is_loss(graph_, id) && s_.part(id) == 0) loss_sum_ += output.detach().sum().item<double>();
     micro(j).outputs[static_cast<size_t>(id)] = output;
     s_.compute_event(mark_, id, "forward");
+  }
+
+  // The layer's forward on `args`; random ops draw by the step's key and the global sample,
+  // so a recomputation draws the same masks.
+  torch::Tensor run_layer(graph::LayerId id, int32_t j, const std::vector<torch::Tensor>& args) {
+    if (layers::SyncBatchNormContext* batchnorm = s_.batchnorm[static_cast<size_t>(id)].get()) {
+      const auto& attrs = std::get<graph::BatchNorm2dAttrs>(graph_.layer(id).attrs);
+      return layers::sync_batchnorm_forward(args.at(0), s_.modules[static_cast<size_t>(id)]->module(), attrs.eps,
+                                            attrs.momentum, *batchnorm);
+    }
+    layers::RandomKey key = step_key_;
+    key.first_sample = first_sample(j) + s_.range(id).begin;  // row 0 of this rank's rows is that global sample
+    if (s_.split(id).kind == cost::SplitKind::Features) {
+      key.features = cost::output_features(graph_, id);  // a slice: draws by the whole sample's elements
+      key.feature_begin = s_.output_held[static_cast<size_t>(id)].begin;
+    }
+    return s_.modules[static_cast<size_t>(id)]->forward(args, key);
+  }
+
+  // RECOMPUTE: the layer's forward again, recording autograd, from what its first forward
+  // read: its unit's recomputed outputs, the leaves it assembled from other segments, the
+  // batch. Its buffers (BatchNorm's running statistics) are kept as the first forward left
+  // them, so the step updates them once, as one process does.
+  void recompute(graph::LayerId id, int32_t j) {
+    s_.current_layer = id;
+    mark_ = Clock::now();
+    MicroBatchState& state = micro(j);
+    const cost::SampleRange mine = s_.range(id);
+    const int64_t offset = first_sample(j);
+    std::vector<torch::Tensor> args;
+    if (graph_.layer(id).op() == graph::OpKind::Input) {
+      torch::Tensor features = batch_.features(id, offset + mine.begin, offset + mine.end);
+      args.push_back(features.is_floating_point() ? features.to(s_.device, s_.dtype) : features.to(s_.device));
+    }
+    const auto& producers = graph_.inputs(id);
+    for (size_t k = 0; k < producers.size(); ++k) {
+      args.push_back(internal(producers[k], id) ? state.outputs[static_cast<size_t>(producers[k])]
+                                                : state.leaves[static_cast<size_t>(id)][k]);
+    }
+    if (is_loss(graph_, id)) args.push_back(batch_.labels(id, offset + mine.begin, offset + mine.end).to(s_.device));
+    torch::nn::Module& module = s_.modules[static_cast<size_t>(id)]->module();
+    std::vector<torch::Tensor> buffers;
+    for (const torch::Tensor& buffer : module.buffers()) buffers.push_back(buffer.clone());
+    state.outputs[static_cast<size_t>(id)] = run_layer(id, j, args);
+    {
+      torch::NoGradGuard no_autograd;
+      size_t b = 0;
+      for (torch::Tensor& buffer : module.buffers()) buffer.copy_(buffers[b++]);
+    }
+    s_.compute_event(mark_, id, "recompute");
   }
 
   void receive_gradient(const Op& op) {
@@ -404,6 +453,7 @@ class StepInterpreter {
   std::vector<PendingReceive> receives_;
   std::vector<PendingSend> sends_;
   std::pair<int32_t, int32_t> last_backward_{-1, -1};  // (segment, micro-batch)
+  std::vector<char> recomputed_;  // by layer: this rank recomputes it (its first forward records no autograd)
   double loss_sum_ = 0;
   Clock::time_point mark_;  // where the current compute event starts
 };

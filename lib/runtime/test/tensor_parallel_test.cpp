@@ -26,33 +26,8 @@ using testing::Parameters;
 constexpr int kSteps = 20;
 constexpr int64_t kBatch = 4;
 
-// Random inputs for every input layer and labels for every loss, per step: token ids in
-// [0, vocab) or N(0, 1) images, labels in [0, classes) per sample or per token.
 std::function<BatchSource(int64_t)> random_batches(const graph::Graph& graph) {
-  return [&graph](int64_t step) {
-    torch::manual_seed(static_cast<uint64_t>(1000 + step));
-    std::map<graph::LayerId, torch::Tensor> features, labels;
-    for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
-      const auto& info = graph.info(id);
-      std::vector<int64_t> shape{kBatch};
-      if (const auto* input = std::get_if<graph::InputAttrs>(&graph.layer(id).attrs)) {
-        shape.insert(shape.end(), info.output_shape.begin(), info.output_shape.end());
-        features[id] = input->vocab > 0 ? torch::randint(input->vocab, shape, torch::kInt64) : torch::randn(shape);
-      } else if (graph.layer(id).op() == graph::OpKind::SoftmaxCrossEntropy) {
-        const graph::Shape& logits = graph.info(graph.inputs(id).at(0)).output_shape;
-        shape.insert(shape.end(), logits.begin(), logits.end() - 1);
-        labels[id] = torch::randint(logits.back(), shape, torch::kInt64);
-      }
-    }
-    BatchSource source;
-    source.features = [features](graph::LayerId id, int64_t begin, int64_t end) {
-      return features.at(id).slice(0, begin, end);
-    };
-    source.labels = [labels](graph::LayerId id, int64_t begin, int64_t end) {
-      return labels.at(id).slice(0, begin, end);
-    };
-    return source;
-  };
+  return testing::random_batches(graph, kBatch);
 }
 
 ExecutorOptions sgd_options() { return testing::sgd_with_momentum(5, 0.05); }

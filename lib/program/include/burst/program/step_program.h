@@ -43,7 +43,8 @@
 // Recomputation (ProgramOptions::recompute): under full, segments also end where a recompute
 // unit ends (recompute_units.h), and a segment's backward starts with RECOMPUTE of each of
 // its layers in forward order (its F ran without keeping what backward needs); under
-// selective, each self_attention layer's B is preceded by a RECOMPUTE of its core.
+// selective, a segment's backward starts with a RECOMPUTE of the core of each of its
+// self_attention layers.
 // ZeRO (ProgramOptions::zero_stage): stages 1 and 2 start REDUCE_SCATTER where ALLREDUCE
 // would start, and end the step with an ALL_GATHER of each bucket after UPDATE; stage 3
 // all-reduces as 1 and 2 do, and gathers each layer's weights (ALL_GATHER with the layer)

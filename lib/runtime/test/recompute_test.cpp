@@ -1,0 +1,83 @@
+// Activation recomputation run for real (docs/step-program.md, RECOMPUTE): ranks as
+// threads, float64, a few SGD steps with momentum; every plan with --recompute full must
+// give the parameters of one rank that recomputes nothing, to 1e-9 (the
+// recomputed forward draws the same dropout masks, keyed by sample and layer, and BatchNorm's
+// running statistics are updated once).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "burst/cost/analytic.h"
+#include "burst/cost/network.h"
+#include "burst/graph/zoo.h"
+#include "burst/plan/plan.h"
+#include "burst/planner/parallel_shape.h"
+#include "burst/program/step_program.h"
+#include "in_process_communicator.h"
+#include "threaded_training.h"
+
+// Its own namespace: a unity build compiles it with the other runtime tests.
+namespace burst::runtime::recompute_test {
+namespace {
+
+using testing::InProcessWorld;
+
+constexpr int kSteps = 4;
+constexpr int64_t kBatch = 8;
+
+ExecutorOptions float64_options(cost::Recompute recompute) {
+  ExecutorOptions options = testing::sgd_with_momentum(11, 0.05);
+  options.dtype = torch::kFloat64;
+  options.program.recompute = recompute;
+  return options;
+}
+
+// The largest relative parameter difference of `plan` under `recompute` from one rank
+// without recomputation; the plan's program must recompute something.
+double error_against_one_rank(const graph::Graph& graph, const plan::Plan& plan, cost::Recompute recompute) {
+  const ExecutorOptions options = float64_options(recompute);
+  const program::StepProgram program = program::build_step_program(graph, plan, options.program);
+  program::check_step_program(program, graph, plan);
+  int recomputes = 0;
+  for (const auto& ops : program.ops) {
+    for (const program::Op& op : ops) recomputes += op.kind == program::OpKind::Recompute ? 1 : 0;
+  }
+  EXPECT_GT(recomputes, 0);
+  InProcessWorld one(1, std::chrono::seconds(60));
+  const auto expected = testing::train_threads(graph, plan::plan_data_parallel(graph, 1, kBatch), kSteps, one,
+                                               float64_options(cost::Recompute::None),
+                                               testing::random_batches(graph, kBatch))
+                            .first;
+  InProcessWorld world(plan.devices, std::chrono::seconds(60));
+  const auto actual =
+      testing::train_threads(graph, plan, kSteps, world, options, testing::random_batches(graph, kBatch)).first;
+  return testing::largest_relative_error(expected, actual);
+}
+
+const graph::Graph& tiny_gpt2() {
+  static const graph::Graph graph = graph::build_zoo_model("gpt2:layers=2,width=64,heads=4,seq=16,vocab=64");
+  return graph;
+}
+
+TEST(RecomputeRuntime, Gpt2DataParallelWithFullRecomputationEqualsOneRank) {
+  const plan::Plan plan = plan::plan_data_parallel(tiny_gpt2(), 2, kBatch);
+  EXPECT_LT(error_against_one_rank(tiny_gpt2(), plan, cost::Recompute::Full), 1e-9);
+}
+
+TEST(RecomputeRuntime, Gpt2ThreeDPlanWithFullRecomputationEqualsOneRank) {
+  // Tensor parallel 2 x 2 pipeline stages x 1 group, micro-batches of 4 (2 of them), 1F1B:
+  // the 3-D search's plan layout (planner::plan_shape), recomputed unit by unit.
+  const cost::AnalyticCostModel cost(cost::catalog_device("a100"));
+  const cost::NetworkModel network(cluster::builtin_cluster("cpu", 4));
+  const plan::PlanContext context{tiny_gpt2(), cost, network};
+  const plan::Plan plan = planner::plan_shape(context, kBatch, planner::ParallelShape{2, 2, 1, 4});
+  EXPECT_LT(error_against_one_rank(tiny_gpt2(), plan, cost::Recompute::Full), 1e-9);
+}
+
+TEST(RecomputeRuntime, CnnWithBatchNormAndFullRecomputationEqualsOneRank) {
+  const graph::Graph graph = graph::build_zoo_model("fmnist_cnn");
+  const plan::Plan plan = plan::plan_data_parallel(graph, 2, kBatch);
+  EXPECT_LT(error_against_one_rank(graph, plan, cost::Recompute::Full), 1e-9);
+}
+
+}  // namespace
+}  // namespace burst::runtime::recompute_test
