@@ -72,12 +72,16 @@ void check_options(const TrainArgs& args) {
   const runtime::TrainConfig& config = args.config;
   if (config.steps <= 0 && config.epochs <= 0) throw UserError("give --steps S or --epochs E (at least 1)");
   // The planner and the simulator model these; the runtime does not run them yet.
-  if (config.program.zero_stage != 0 || config.program.precision != cost::Precision::Fp32 ||
-      config.program.recompute == cost::Recompute::Selective) {
-    throw UserError(fmt::format("burst train runs fp32 steps, recomputing none or full, without ZeRO for now; got "
-                                "--precision {} --recompute {} --zero {} (burst plan and burst sim model them all)",
-                                cost::precision_name(config.program.precision),
+  if (config.program.zero_stage != 0 || config.program.recompute == cost::Recompute::Selective) {
+    throw UserError(fmt::format("burst train recomputes none or full, without ZeRO, for now; got --recompute {} --zero "
+                                "{} (burst plan and burst sim model them all)",
                                 cost::recompute_name(config.program.recompute), config.program.zero_stage));
+  }
+  const cost::Precision precision = config.program.precision;
+  const bool on_cpu = config.device == "cpu";
+  if (precision == cost::Precision::Fp8 || (on_cpu && precision != cost::Precision::Fp32 && precision != cost::Precision::Bf16)) {
+    throw UserError(fmt::format("burst train computes in fp32 or bf16{}, not {}", on_cpu ? " on the CPU" : ", tf32 or fp16",
+                                cost::precision_name(precision)));
   }
   if (config.steps > 0 && config.epochs > 0) throw UserError("give --steps or --epochs, not both");
   if (!(config.learning_rate > 0)) throw UserError(fmt::format("--lr must be > 0, got {}", config.learning_rate));

@@ -66,7 +66,7 @@ torch::Tensor sample_dropout_mask(const torch::Tensor& x, double p, const Random
   BURST_ASSERT(key.features == 0 || (width > 0 && key.feature_begin + width <= key.features),
                "a slice's features lie inside the whole sample's");
   const uint64_t philox = philox_key(key, layer);
-  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "sample_dropout_mask", [&] {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "sample_dropout_mask", [&] {
     fill_mask(mask.data_ptr<scalar_t>(), rows, per_row, width, p, philox, key);
   });
   return mask;

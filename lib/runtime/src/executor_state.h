@@ -124,6 +124,9 @@ struct ExecutorState {
   int rank = 0;
   uint64_t seed = 0;  // the run's: layers' initial weights and random ops draw from it
   torch::Dtype dtype = torch::kFloat32;  // of floating point tensors (ExecutorOptions)
+  // fp32 or tf32: every layer in `dtype`; bf16 or fp16: layers' forwards under autocast
+  // (autocast_scope.h), parameters and messages in `dtype`.
+  cost::Precision precision = cost::Precision::Fp32;
   torch::Device device = torch::kCPU;    // of every tensor of a step (ExecutorOptions)
   bool high_priority = true;             // of the step's GPU stream (ExecutorOptions)
   // The step programs: with the loss reduction (steps whose loss is reported) and without.

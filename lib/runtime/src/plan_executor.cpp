@@ -165,6 +165,14 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
   }
   s.dtype = options.dtype;
   s.device = options.device;
+  s.precision = options.program.precision;
+  if (s.device.is_cuda()) {
+    // fp32 means plain FP32 matrix products; tf32 lets cuBLAS and cuDNN use TF32 tensor
+    // cores (per process: each worker runs one executor on its GPU).
+    const bool tf32 = s.precision == cost::Precision::Tf32;
+    at::globalContext().setAllowTF32CuBLAS(tf32);
+    at::globalContext().setAllowTF32CuDNN(tf32);
+  }
   s.high_priority = options.high_priority;
   s.reporting = program::build_step_program(graph, s.plan, options.program);
   program::BuildScope quiet;

@@ -4,6 +4,8 @@
 
 #include <torch/autograd.h>
 
+#include "autocast_scope.h"
+
 namespace burst::runtime::detail {
 namespace {
 
@@ -58,7 +60,8 @@ class GradientSum {
       return;
     }
     if (!owned_) {
-      torch::Tensor zeros = torch::zeros_like(like);
+      // In the gradients' dtype (the run's: a 16-bit output's gradient sums in it too).
+      torch::Tensor zeros = torch::zeros_like(like, rows.options());
       if (sum_.defined()) zeros += sum_;
       sum_ = zeros;
       owned_ = true;
@@ -176,6 +179,11 @@ class StepInterpreter {
   }
   static Area area(const Piece& p) { return {p.samples, p.features}; }
 
+  // A 16-bit activation (mixed precision) in the run's dtype, as messages carry it.
+  torch::Tensor in_run_dtype(const torch::Tensor& values) const {
+    return values.is_floating_point() && values.scalar_type() != s_.dtype ? values.to(s_.dtype) : values;
+  }
+
   void execute(const Op& op) {
     switch (op.kind) {
       case OpKind::RecvActivation: return receive_activation(op);
@@ -204,8 +212,8 @@ class StepInterpreter {
     MicroBatchState& state = micro(p.micro);
     auto& parts = state.parts[static_cast<size_t>(p.consumer)][static_cast<size_t>(p.input)];
     if (p.local()) {
-      parts.push_back(InputPiece{
-          area(p), area_of(state.outputs[static_cast<size_t>(p.producer)].detach(), output_area(p.producer), area(p))});
+      parts.push_back(InputPiece{area(p), in_run_dtype(area_of(state.outputs[static_cast<size_t>(p.producer)].detach(),
+                                                               output_area(p.producer), area(p)))});
       return;
     }
     parts.push_back(InputPiece{area(p), empty_block(graph_, p.producer, p.samples.size(), p.features.size(), s_.dtype, s_.device)});
@@ -237,9 +245,9 @@ class StepInterpreter {
 
   void send_activation(const Op& op) {
     const Piece& p = piece(op);
-    torch::Tensor rows =
+    torch::Tensor rows = in_run_dtype(
         area_of(micro(p.micro).outputs[static_cast<size_t>(p.producer)].detach(), output_area(p.producer), area(p))
-            .contiguous();
+            .contiguous());
     auto work = s_.comm.send(rows, p.receiver, p.tag);
     sends_.push_back(PendingSend{op.piece, std::move(rows), std::move(work)});
   }
@@ -294,10 +302,16 @@ class StepInterpreter {
   // The layer's forward on `args`; random ops draw by the step's key and the global sample,
   // so a recomputation draws the same masks.
   torch::Tensor run_layer(graph::LayerId id, int32_t j, const std::vector<torch::Tensor>& args) {
-    if (layers::SyncBatchNormContext* batchnorm = s_.batchnorm[static_cast<size_t>(id)].get()) {
-      const auto& attrs = std::get<graph::BatchNorm2dAttrs>(graph_.layer(id).attrs);
-      return layers::sync_batchnorm_forward(args.at(0), s_.modules[static_cast<size_t>(id)]->module(), attrs.eps,
-                                            attrs.momentum, *batchnorm);
+    const AutocastScope autocast(s_.precision, s_.device.type());
+    if (graph_.layer(id).op() == graph::OpKind::BatchNorm2d) {
+      // BatchNorm normalises in the run's dtype, as autocast's float32 ops do on a GPU.
+      const torch::Tensor input = in_run_dtype(args.at(0));
+      if (layers::SyncBatchNormContext* batchnorm = s_.batchnorm[static_cast<size_t>(id)].get()) {
+        const auto& attrs = std::get<graph::BatchNorm2dAttrs>(graph_.layer(id).attrs);
+        return layers::sync_batchnorm_forward(input, s_.modules[static_cast<size_t>(id)]->module(), attrs.eps,
+                                              attrs.momentum, *batchnorm);
+      }
+      return s_.modules[static_cast<size_t>(id)]->forward({input}, step_key_);
     }
     layers::RandomKey key = step_key_;
     key.first_sample = first_sample(j) + s_.range(id).begin;  // row 0 of this rank's rows is that global sample
@@ -377,6 +391,7 @@ class StepInterpreter {
       torch::Tensor gradient = is_loss(graph_, id) ? torch::full_like(output, inverse_batch)
                                                    : state.gradients[static_cast<size_t>(id)].value();
       if (!gradient.defined()) continue;
+      if (gradient.scalar_type() != output.scalar_type()) gradient = gradient.to(output.scalar_type());
       roots.push_back(output);
       gradients.push_back(gradient);
     }
