@@ -210,6 +210,17 @@ program::ProgramOptions parse_program_options(const ProgramOptionsText& options,
 }
 
 
+CLI::Option* add_strategy_option(CLI::App& command, std::string& strategy) {
+  return command
+      .add_option("--strategy", strategy,
+                  "burst (default), dp (data parallel), pipeline (stages and micro-batches), hybrid (burst placements "
+                  "inside pipeline stages), tensor (Megatron-style tensor splits of attention and MLPs, beyond the "
+                  "batch), 3d (tensor x pipeline x data parallelism with micro-batch size, ZeRO and recomputation, "
+                  "for transformers; pins: --tensor-parallel, --pipeline-stages, --micro-batch-size, --schedule, "
+                  "--zero, --recompute) or auto (the fastest of those that fits)")
+      ->check(CLI::IsMember({"burst", "dp", "pipeline", "hybrid", "tensor", "3d", "auto"}));
+}
+
 void add_shape_options(CLI::App& command, InputOptions& options) {
   command.add_option("--tensor-parallel", options.tensor_parallel,
                      "--strategy 3d: pin the tensor-parallel size (parts of each attention and MLP; must divide the heads)");

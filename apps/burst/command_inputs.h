@@ -59,6 +59,9 @@ struct InputOptions {
 // The pins above, which `burst plan` and `burst sim` share.
 void add_shape_options(CLI::App& command, InputOptions& options);
 
+// --strategy, with the words choose_plan takes; `burst plan` and `burst sim` share it.
+CLI::Option* add_strategy_option(CLI::App& command, std::string& strategy);
+
 // --optimizer and --device-memory, which `burst plan` and `burst sim` share.
 void add_memory_options(CLI::App& command, InputOptions& options);
 

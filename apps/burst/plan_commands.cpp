@@ -243,14 +243,7 @@ void add_plan_commands(CLI::App& app) {
   add_program_options(*command, options->program);
   add_memory_options(*command, *options);
   add_shape_options(*command, *options);
-  CLI::Option* strategy =
-      command->add_option("--strategy", options->strategy,
-                          "burst (default), dp (data parallel), pipeline (stages and micro-batches), hybrid (burst "
-                          "placements inside pipeline stages), tensor (Megatron-style tensor splits of attention and "
-                          "MLPs, beyond the batch), 3d (tensor x pipeline x data parallelism with micro-batch size, "
-                          "ZeRO and recomputation, for transformers; pins: --tensor-parallel, --pipeline-stages, "
-                          "--micro-batch-size, --schedule, --zero, --recompute) or auto (the fastest of those that fits)")
-          ->check(CLI::IsMember({"burst", "dp", "pipeline", "hybrid", "tensor", "3d", "auto"}));
+  CLI::Option* strategy = add_strategy_option(*command, options->strategy);
   command->add_flag("--json", options->json, "Print JSON instead of tables");
   command->add_flag("--strict-amplification", options->strict_amplification,
                     "Keep the amplification limit even where data parallel is then faster "

@@ -286,11 +286,7 @@ void add_sim_commands(CLI::App& app) {
   add_memory_options(*command, *options);
   add_shape_options(*command, *options);
   CLI::Option* strategy =
-      command->add_option("--strategy", options->strategy,
-                          "burst (default), dp (data parallel), pipeline (stages and micro-batches), hybrid (burst "
-                          "placements inside pipeline stages), tensor (Megatron-style tensor splits of attention and "
-                          "MLPs, beyond the batch) or auto (the fastest of those that fits)")
-          ->check(CLI::IsMember({"burst", "dp", "pipeline", "hybrid", "tensor", "3d", "auto"}));
+      add_strategy_option(*command, options->strategy);
   add_program_options(*command, options->program);
   command->add_option("--background-policy", options->background_policy,
                       "fit (default: a background kernel starts only if it fits in the device's idle gap as the "

@@ -163,6 +163,24 @@ struct SampleGroups {
   std::map<std::string, std::vector<const Sample*>> by_op;
 };
 
+// A CPU's usable peak and bandwidth are whatever its best layers achieved; every precision
+// the CPU has is taken at the peak its fp32 layers reached.
+void take_best_rates(DeviceSpec& device, const std::vector<Sample>& samples) {
+  double best_flops = 0, best_bytes = 0;
+  for (const Sample& sample : samples) {
+    if (op_class(sample.work.op) == OpClass::Memory) {
+      best_bytes = std::max(best_bytes, sample.work.bytes / sample.forward);
+    } else {
+      best_flops = std::max(best_flops, sample.work.flops / sample.forward);
+    }
+  }
+  if (best_flops > 0) {
+    for (double& peak : device.peaks.flops) peak = peak > 0 ? best_flops : 0;
+    device.peak_flops = best_flops;
+  }
+  if (best_bytes > 0) device.memory_bandwidth = Bandwidth(best_bytes);
+}
+
 double median_backward_ratio(const std::vector<const Sample*>& samples) {
   std::vector<double> ratios;
   for (const Sample* s : samples) ratios.push_back(s->backward_ratio);
@@ -392,23 +410,7 @@ DeviceSpec fit_device(DeviceSpec device, const Profile& profile) {
     throw UserError("cannot fit a device model: the profile has no entry with a positive forward time");
   }
   double min_forward = std::numeric_limits<double>::infinity();
-  if (device.kind == "cpu") {
-    // A CPU's usable peak and bandwidth are whatever its best layers achieved.
-    double best_flops = 0, best_bytes = 0;
-    for (const Sample& sample : samples) {
-      if (op_class(sample.work.op) == OpClass::Memory) {
-        best_bytes = std::max(best_bytes, sample.work.bytes / sample.forward);
-      } else {
-        best_flops = std::max(best_flops, sample.work.flops / sample.forward);
-      }
-    }
-    if (best_flops > 0) {
-      // Every precision the CPU has is taken at the peak its fp32 layers reached.
-      for (double& peak : device.peaks.flops) peak = peak > 0 ? best_flops : 0;
-      device.peak_flops = best_flops;
-    }
-    if (best_bytes > 0) device.memory_bandwidth = Bandwidth(best_bytes);
-  }
+  if (device.kind == "cpu") take_best_rates(device, samples);
   SampleGroups groups;
   for (Sample& sample : samples) {
     sample.roofline = roofline_seconds(device, sample.work);
