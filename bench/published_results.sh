@@ -33,6 +33,7 @@ rows=(
   "Megatron 7.5B|36,4096,32,51200|a100-80gb|128|200|512|4|1|16|fp16|full|0|3.70|SC'21 Table 1 (142 TFLOP/s)"
   "Megatron 18.4B|40,6144,48,51200|a100-80gb|256|200|1024|8|1|8|fp16|full|0|9.40|SC'21 Table 1 (135 TFLOP/s)"
   "Megatron 39.1B|48,8192,64,51200|a100-80gb|512|200|1536|8|2|4|fp16|full|0|14.5|SC'21 Table 1 (138 TFLOP/s)"
+  "Megatron 1T|128,25600,160,51200|a100-80gb|3072|200|3072|8|64|1|fp16|full|0|103|SC'21 Table 1 (163 TFLOP/s)"
   "Korthikanti 22B full|48,6144,64,51200|a100-80gb|8|200|4|8|1|4|fp16|full|0|1.42|Korthikanti et al. 2022, Table 5"
   "Korthikanti 1T full|128,25600,160,51200|a100-80gb|512|200|512|8|64|1|fp16|full|0|94.42|Korthikanti et al. 2022, Table 5"
   "GPT-NeoX-20B|44,6144,64,50432|a100|96|100|1536|2|4|4|fp16|full|1|47.1|Black et al. 2022 (117 TFLOP/s, Eq3)"

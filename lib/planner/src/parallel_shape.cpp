@@ -102,14 +102,24 @@ class ShapePlanner {
   int64_t micro_batch() const { return static_cast<int64_t>(shape_.data) * shape_.micro_batch; }
 
   // Layer `id` on its stage: d sample groups of t parts under its split, or (samples: the
-  // tied embedding and its heads, the loss) the micro-batch split evenly over the stage.
+  // tied embedding and its heads, the loss) each group's samples split evenly over its parts.
   plan::LayerPlacement placement(graph::LayerId id, int stage) const {
     const int first = stage * stage_width();
     const SplitKind kind = kinds_[static_cast<size_t>(id)];
     if (kind == SplitKind::Samples) {
-      std::vector<int> ranks;
-      for (int r = 0; r < std::min<int64_t>(stage_width(), micro_batch()); ++r) ranks.push_back(first + r);
-      return plan::LayerPlacement{graph_.layer(id).name, plan::even_split(ranks, micro_batch())};
+      // Each sample group's samples over its own parts, so replicas exchange nothing.
+      std::vector<cost::Shard> shards;
+      for (int g = 0; g < shape_.data; ++g) {
+        std::vector<int> ranks;
+        for (int q = 0; q < std::min<int64_t>(shape_.tensor, shape_.micro_batch); ++q) {
+          ranks.push_back(first + g * shape_.tensor + q);
+        }
+        for (cost::Shard shard : plan::even_split(ranks, shape_.micro_batch)) {
+          shard.samples = cost::SampleRange{shard.samples.begin + g * shape_.micro_batch, shard.samples.end + g * shape_.micro_batch};
+          shards.push_back(shard);
+        }
+      }
+      return plan::LayerPlacement{graph_.layer(id).name, std::move(shards)};
     }
     std::vector<cost::Shard> shards;
     for (int g = 0; g < shape_.data; ++g) {

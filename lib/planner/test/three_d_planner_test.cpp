@@ -52,11 +52,15 @@ TEST(ParallelShape, RanksFollowMegatronsLayout) {
       EXPECT_EQ(shard.samples.end, 2 * g + 2);
     }
   }
-  // The loss is on the last stage, its samples split over the stage's 8 ranks (8 to 15).
+  // The loss is on the last stage (ranks 8 to 15), each group's 2 samples split over its 2
+  // parts: sample 2g + q on rank 8 + 2g + q.
   const plan::LayerPlacement& loss = plan.layers.back();
   EXPECT_EQ(plan.stage_of(static_cast<graph::LayerId>(plan.layers.size() - 1)), 1);
-  EXPECT_EQ(loss.shards.front().rank, 8);
-  EXPECT_EQ(loss.shards.back().rank, 15);
+  ASSERT_EQ(loss.shards.size(), 8u);
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_EQ(loss.shards[static_cast<size_t>(r)].rank, 8 + r);
+    EXPECT_EQ(loss.shards[static_cast<size_t>(r)].samples.begin, r);
+  }
   const program::StepProgram program = program::build_step_program(gpt.graph, plan);
   program::check_step_program(program, gpt.graph, plan);
 }
@@ -105,6 +109,33 @@ TEST(ThreeDPlanner, NoPlanFitsNamesTheSmallestRequirement) {
   options.capacity.reset();
   options.pins.tensor = 3;
   EXPECT_THROW(plan_3d(gpt.context(), 16, options), UserError);
+}
+
+// 3-D plans' data-parallel replicas mirror each other: the evaluator times one replica's
+// ranks (program::StepProgram::mirrored) and must give what timing every rank gives, under
+// both schedules, with ZeRO and recomputation, on one node and across nodes.
+TEST(ThreeDPlanner, MirroredReplicasTimeAsEveryRank) {
+  const TinyGpt gpt;
+  const cost::NetworkModel two_nodes{cluster::builtin_cluster("a100", 16)};
+  const std::vector<ParallelShape> shapes = {
+      ParallelShape{2, 2, 4, 1, plan::Schedule::OneFOneB}, ParallelShape{2, 2, 4, 2, plan::Schedule::GPipe},
+      ParallelShape{1, 4, 4, 1, plan::Schedule::OneFOneB}, ParallelShape{4, 2, 2, 2, plan::Schedule::OneFOneB}};
+  for (const ParallelShape& shape : shapes) {
+    const plan::Plan plan = plan_shape(gpt.context(), 16, shape);
+    program::BuildScope scope;
+    scope.one_rank_per_class = true;
+    EXPECT_TRUE(program::build_step_program(gpt.graph, plan, {}, scope).mirrored) << shape_text(shape);
+    for (const int zero : {0, 1, 3}) {
+      timing::EvaluateOptions reduced, every_rank;
+      reduced.program.zero_stage = every_rank.program.zero_stage = zero;
+      reduced.program.recompute = every_rank.program.recompute = cost::Recompute::Full;
+      every_rank.time_each_rank = true;
+      const timing::PlanEvaluation a = timing::evaluate_plan(plan, gpt.context(), reduced);
+      const timing::PlanEvaluation b = timing::evaluate_plan(plan, gpt.context(), every_rank);
+      EXPECT_DOUBLE_EQ(a.iteration_time.s(), b.iteration_time.s()) << shape_text(shape) << ", ZeRO " << zero;
+      EXPECT_NEAR(a.device_seconds.s(), b.device_seconds.s(), 1e-12 * b.device_seconds.s()) << shape_text(shape);
+    }
+  }
 }
 
 }  // namespace

@@ -288,6 +288,7 @@ class ProgramBuilder {
   // pieces of a rank without messages are copies, whichever its samples.
   void choose_representatives() {
     const auto ranks = static_cast<size_t>(program_.ranks);
+    program_.mirrored = false;
     std::vector<std::vector<std::tuple<int32_t, int64_t, int32_t>>> shards_of(ranks);
     for (size_t s = 0; s < program_.segments.size(); ++s) {
       const Segment& segment = program_.segments[s];
@@ -296,11 +297,12 @@ class ProgramBuilder {
             static_cast<int32_t>(s), segment.shards[i].samples.size(), static_cast<int32_t>(i % static_cast<size_t>(segment.parts)));
       }
     }
+    program_.representative.assign(ranks, -1);
+    if (scope_.one_rank_per_class && mirrored_classes(shards_of)) return;
     std::vector<char> exchanges(ranks, 0);
     for (const Piece& piece : program_.pieces) {
       if (!piece.local()) exchanges[static_cast<size_t>(piece.sender)] = exchanges[static_cast<size_t>(piece.receiver)] = 1;
     }
-    program_.representative.assign(ranks, -1);
     std::map<std::vector<std::tuple<int32_t, int64_t, int32_t>>, int32_t> classes;
     for (size_t rank = 0; rank < ranks; ++rank) {
       if (shards_of[rank].empty()) continue;
@@ -310,6 +312,47 @@ class ProgramBuilder {
       }
       program_.representative[rank] = representative;
     }
+  }
+
+  // Classes that exchange messages, when they mirror each other (a 3-D plan's data-parallel
+  // replicas: part q of sample group g talks only to part q of group g next door): every
+  // rank in the class of the lowest rank with its shard list, kept only if (1) a
+  // representative's messages all go to and come from representatives, and (2) each rank's
+  // messages, described by direction, the peer's class, the piece's layers, input,
+  // micro-batch, kind and sizes, are its representative's. Then a representative's timeline
+  // is each member's, messages and ports included, and StepProgram::mirrored says so.
+  bool mirrored_classes(const std::vector<std::vector<std::tuple<int32_t, int64_t, int32_t>>>& shards_of) {
+    const size_t ranks = shards_of.size();
+    std::vector<int32_t> representative(ranks, -1);
+    std::map<std::vector<std::tuple<int32_t, int64_t, int32_t>>, int32_t> classes;
+    bool merges = false;
+    for (size_t rank = 0; rank < ranks; ++rank) {
+      if (shards_of[rank].empty()) continue;
+      representative[rank] = classes.emplace(shards_of[rank], static_cast<int32_t>(rank)).first->second;
+      merges = merges || representative[rank] != static_cast<int32_t>(rank);
+    }
+    if (!merges) return false;
+    using Message = std::tuple<bool, int32_t, graph::LayerId, graph::LayerId, int32_t, int32_t, bool, int64_t, int64_t, int64_t>;
+    std::vector<std::vector<Message>> messages(ranks);
+    for (const Piece& piece : program_.pieces) {
+      if (piece.local()) continue;
+      const auto sender = static_cast<size_t>(piece.sender), receiver = static_cast<size_t>(piece.receiver);
+      const bool sender_stands = representative[sender] == piece.sender;
+      if (sender_stands != (representative[receiver] == piece.receiver)) return false;  // not closed
+      const auto describe = [&](bool receives, size_t peer) {
+        return Message{receives, representative[peer], piece.producer, piece.consumer, piece.input, piece.micro,
+                       piece.gradient, piece.bytes, piece.samples.size(), piece.features.size()};
+      };
+      messages[sender].push_back(describe(false, receiver));
+      messages[receiver].push_back(describe(true, sender));
+    }
+    for (auto& list : messages) std::sort(list.begin(), list.end());
+    for (size_t rank = 0; rank < ranks; ++rank) {
+      if (representative[rank] >= 0 && messages[rank] != messages[static_cast<size_t>(representative[rank])]) return false;
+    }
+    program_.representative = std::move(representative);
+    program_.mirrored = true;
+    return true;
   }
 
   // In backward order, each layer with a sync group joins its group's open bucket (a split

@@ -169,7 +169,8 @@ PlanEvaluation evaluate_plan(const Plan& plan, const PlanContext& context, const
   scope.reduce_loss = false;  // not timed
   scope.one_rank_per_class = !options.time_each_rank;
   program::StepProgram program = build_step_program(context.graph, plan, timing.program, scope);
-  if (ports_may_contend(program) && stands_for_others(program)) {  // classes time alike only without contention
+  // Classes time alike without contention, or when they mirror each other's messages.
+  if (ports_may_contend(program) && stands_for_others(program) && !program.mirrored) {
     scope.one_rank_per_class = false;
     program = build_step_program(context.graph, plan, timing.program, scope);
   }

@@ -6,7 +6,9 @@
 //
 // Ranks: stage s, sample group g, tensor part q is rank s·d·t + g·t + q, so a tensor group
 // is t consecutive ranks (one node's fast links when t divides the devices per node) and a
-// stage holds d·t consecutive ranks. Stage boundaries are chosen among the places where one
+// stage holds d·t consecutive ranks. Layers that take no tensor split (tied embeddings and
+// their heads, the loss) split each sample group's samples over its own parts, so sample
+// groups exchange no activations. Stage boundaries are chosen among the places where one
 // tensor crosses (valid_stage_starts) to balance the stages' forward + backward time at b
 // samples (the pipeline planner's linear partition).
 #include <cstdint>

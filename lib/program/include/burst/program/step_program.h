@@ -169,6 +169,10 @@ struct StepProgram {
   // By rank: the rank whose ops stand for its own (itself, without
   // BuildScope::one_rank_per_class); -1 for a rank that holds no shard.
   std::vector<int32_t> representative;
+  // Whether classes of ranks that exchange messages were merged because they mirror each
+  // other (BuildScope::one_rank_per_class; the builder verifies it): the representatives'
+  // messages and ports stand for their members'.
+  bool mirrored = false;
 };
 
 // Builds the program of every rank. The plan must be valid for the graph (validate_plan);
