@@ -36,6 +36,7 @@ class MemoryCounter {
     if (options.recompute == cost::Recompute::Full) units_ = recompute_units(graph);
     working_.by_rank_unit.assign(static_cast<size_t>(plan.devices), std::vector<double>(units_.count(), 0.0));
     working_.by_rank.assign(static_cast<size_t>(plan.devices), 0.0);
+    gathered_.assign(static_cast<size_t>(plan.devices), {0.0, 0.0});
   }
 
   std::vector<DeviceMemory> count() && {
@@ -48,34 +49,59 @@ class MemoryCounter {
  private:
   double value_scale() const { return cost::value_bytes(options_.precision) / cost::kFloatBytes; }
 
+  // What one shard of a layer adds to its rank, at its sample count.
+  struct ShardMemory {
+    cost::LayerMemory use;
+    double unit_working = 0;  // full recomputation: its activations of one micro-batch
+    double core = 0;          // selective: its attention probabilities of one micro-batch
+    double gathered = 0;      // ZeRO 3: its whole weights, gathered while it runs
+  };
+
+  ShardMemory shard_memory(graph::LayerId id, const plan::LayerPlacement& placement, int64_t samples, int64_t held) const {
+    const int replicas = static_cast<int>(placement.sample_groups());
+    ShardMemory shard;
+    shard.use = cost::shard_state(cost::layer_memory(graph_, id, samples * held, memory_, placement.split),
+                                  options_.zero_stage, replicas);
+    if (options_.recompute == cost::Recompute::Full) {
+      // One micro-batch of it is rebuilt while its unit runs backward; only a unit's kept
+      // inputs stay for every micro-batch in flight.
+      shard.unit_working = shard.use.activations.value() / static_cast<double>(held);
+      shard.use.activations = units_.kept[static_cast<size_t>(id)] ? kept_output(id, placement, samples * held) : Bytes(0);
+    }
+    if (options_.recompute == cost::Recompute::Selective) {
+      const double heads = placement.split.kind == cost::SplitKind::Heads ? placement.split.parts : 1;
+      shard.core = cost::attention_core_per_sample(graph_, id).value() * value_scale() / heads * static_cast<double>(samples);
+    }
+    if (options_.zero_stage == 3 && replicas > 1) {
+      shard.gathered = cost::layer_memory(graph_, id, 0, memory_, placement.split).weights.value();
+    }
+    return shard;
+  }
+
+  // Each shard's memory on its rank; shards of one size are counted once (data parallelism
+  // on thousands of ranks has thousands of equal shards).
   void add_layer(graph::LayerId id) {
     const int64_t held = in_flight_[static_cast<size_t>(plan_.stage_of(id))];
     const plan::LayerPlacement& placement = plan_.layers[static_cast<size_t>(id)];
-    const int replicas = static_cast<int>(placement.sample_groups());
-    for (const cost::Shard& shard : placement.shards) {
-      BURST_ASSERT(shard.rank >= 0 && shard.rank < plan_.devices, "a validated plan's ranks are in its cluster");
-      DeviceMemory& device = devices_[static_cast<size_t>(shard.rank)];
-      const int64_t samples = shard.samples.size();
-      cost::LayerMemory layer = cost::shard_state(
-          cost::layer_memory(graph_, id, samples * held, memory_, placement.split), options_.zero_stage, replicas);
+    int64_t known_samples = -1;
+    ShardMemory shard;
+    for (const cost::Shard& placed : placement.shards) {
+      BURST_ASSERT(placed.rank >= 0 && placed.rank < plan_.devices, "a validated plan's ranks are in its cluster");
+      if (placed.samples.size() != known_samples) {
+        known_samples = placed.samples.size();
+        shard = shard_memory(id, placement, known_samples, held);
+      }
+      const auto rank = static_cast<size_t>(placed.rank);
       if (options_.recompute == cost::Recompute::Full) {
-        // One micro-batch of it is rebuilt while its unit runs backward; only a unit's
-        // kept inputs stay for every micro-batch in flight.
-        working_.by_rank_unit[static_cast<size_t>(shard.rank)][static_cast<size_t>(units_.unit_of[static_cast<size_t>(id)])] +=
-            layer.activations.value() / static_cast<double>(held);
-        layer.activations = units_.kept[static_cast<size_t>(id)] ? kept_output(id, placement, samples * held) : Bytes(0);
+        working_.by_rank_unit[rank][static_cast<size_t>(units_.unit_of[static_cast<size_t>(id)])] += shard.unit_working;
       }
-      if (options_.recompute == cost::Recompute::Selective) {
-        const double heads = placement.split.kind == cost::SplitKind::Heads ? placement.split.parts : 1;
-        const double core = cost::attention_core_per_sample(graph_, id).value() * value_scale() / heads;
-        double& largest = working_.by_rank[static_cast<size_t>(shard.rank)];
-        largest = std::max(largest, core * static_cast<double>(samples));
-      }
-      if (options_.zero_stage == 3 && replicas > 1) note_gathered(shard.rank, id, placement);
-      device.use += layer;
-      if (device.largest_layer_bytes < layer.total()) {
+      working_.by_rank[rank] = std::max(working_.by_rank[rank], shard.core);
+      if (shard.gathered > 0) note_gathered(rank, shard.gathered);
+      DeviceMemory& device = devices_[rank];
+      device.use += shard.use;
+      if (device.largest_layer_bytes < shard.use.total()) {
         device.largest_layer = id;
-        device.largest_layer_bytes = layer.total();
+        device.largest_layer_bytes = shard.use.total();
       }
     }
   }
@@ -86,9 +112,8 @@ class MemoryCounter {
     return Bytes(static_cast<double>(graph_.info(id).output_bytes) / sliced * value_scale() * static_cast<double>(samples));
   }
 
-  // ZeRO-3: the whole (unsharded) weights of a layer, gathered while it runs.
-  void note_gathered(int rank, graph::LayerId id, const plan::LayerPlacement& placement) {
-    const double whole = cost::layer_memory(graph_, id, 0, memory_, placement.split).weights.value();
+  // ZeRO-3: a rank's two largest whole weights (the layer computing and the one gathered ahead).
+  void note_gathered(size_t rank, double whole) {
     auto& largest = gathered_[rank];
     if (whole > largest.first) {
       largest.second = largest.first;
@@ -120,8 +145,8 @@ class MemoryCounter {
       const auto& units = working_.by_rank_unit[r];
       const double unit = units.empty() ? 0 : *std::max_element(units.begin(), units.end());
       device.use.activations += Bytes(unit + working_.by_rank[r]);
-      const auto gathered = gathered_.find(device.rank);
-      if (gathered != gathered_.end()) device.use.weights += Bytes(gathered->second.first + gathered->second.second);
+      const auto& gathered = gathered_[r];
+      device.use.weights += Bytes(gathered.first + gathered.second);
     }
   }
 
@@ -135,7 +160,7 @@ class MemoryCounter {
   std::vector<int64_t> in_flight_;
   RecomputeUnits units_;
   RecomputeWorkingSet working_;
-  std::map<int, std::pair<double, double>> gathered_;  // rank -> its two largest whole weights
+  std::vector<std::pair<double, double>> gathered_;  // by rank: its two largest whole weights (ZeRO 3)
 };
 
 }  // namespace
