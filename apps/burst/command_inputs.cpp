@@ -287,11 +287,6 @@ planner::ThreeDResult search_3d(const Inputs& inputs, const plan::PlanContext& c
   return planner::plan_3d(context, inputs.global_batch, options);
 }
 
-bool has_attention(const graph::Graph& graph) {
-  return std::any_of(graph.layers().begin(), graph.layers().end(),
-                     [](const graph::LayerSpec& layer) { return layer.op() == graph::OpKind::SelfAttention; });
-}
-
 // One strategy's plan for `--strategy auto`, with the step it runs.
 struct AutoCandidate {
   std::string name;
@@ -313,7 +308,7 @@ std::vector<AutoCandidate> auto_candidates(const Inputs& inputs, const plan::Pla
   add("pipeline", or_data_parallel(std::move(pipelines.plan), inputs));
   add("hybrid", or_data_parallel(std::move(pipelines.hybrid), inputs));
   add("tensor", search_tensor_splits(inputs, context, burst));
-  if (has_attention(inputs.graph)) {
+  if (planner::has_attention(inputs.graph)) {
     try {
       planner::ThreeDResult found = search_3d(inputs, context);
       candidates.push_back(AutoCandidate{"3d", std::move(found.plan), found.program, ""});

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "burst/util/error.h"
@@ -76,6 +78,13 @@ Bytes attention_core_per_sample(const graph::Graph& graph, graph::LayerId id) {
   if (graph.layer(id).op() != graph::OpKind::SelfAttention) return Bytes(0);
   const AttentionShape a = attention_shape(graph, id);
   return Bytes(a.heads * a.tokens * a.tokens * kFloatBytes);
+}
+
+double attention_core_forward_share(const graph::Graph& graph, graph::LayerId id) {
+  const double flops = static_cast<double>(graph.info(id).forward_flops);
+  if (graph.layer(id).op() != graph::OpKind::SelfAttention || !(flops > 0)) return 0;
+  const AttentionShape a = attention_shape(graph, id);
+  return std::min(1.0, 4 * a.tokens * a.tokens * a.width / flops);
 }
 
 Bytes saved_inside_per_sample(const graph::Graph& graph, graph::LayerId id, Recompute recompute) {

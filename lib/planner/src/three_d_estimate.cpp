@@ -41,10 +41,7 @@ class StageEstimate {
   double recomputed(graph::LayerId id, double forward) const {
     if (program_.recompute == cost::Recompute::Full) return forward;
     if (program_.recompute != cost::Recompute::Selective) return 0;
-    const auto& info = context_.graph.info(id);
-    if (context_.graph.layer(id).op() != graph::OpKind::SelfAttention || info.forward_flops <= 0) return 0;
-    const double tokens = static_cast<double>(info.output_shape.at(0)), width = static_cast<double>(info.output_shape.at(1));
-    return forward * std::min(1.0, 4 * tokens * tokens * width / static_cast<double>(info.forward_flops));
+    return forward * cost::attention_core_forward_share(context_.graph, id);
   }
 
   const plan::PlanContext& context_;

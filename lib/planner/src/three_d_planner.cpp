@@ -34,11 +34,6 @@ std::vector<int> divisors(int value, int most) {
   return found;
 }
 
-bool has_attention(const graph::Graph& graph) {
-  return std::any_of(graph.layers().begin(), graph.layers().end(),
-                     [](const graph::LayerSpec& layer) { return layer.op() == graph::OpKind::SelfAttention; });
-}
-
 // One shape with its step options, its plan and what the search knows of it.
 struct ShapeCandidate {
   ParallelShape shape;
@@ -204,6 +199,11 @@ class ThreeDSearch {
 };
 
 }  // namespace
+
+bool has_attention(const graph::Graph& graph) {
+  return std::any_of(graph.layers().begin(), graph.layers().end(),
+                     [](const graph::LayerSpec& layer) { return layer.op() == graph::OpKind::SelfAttention; });
+}
 
 ThreeDResult plan_3d(const plan::PlanContext& context, int64_t global_batch, const ThreeDOptions& options) {
   if (global_batch < 1) throw UserError(fmt::format("global batch must be at least 1, got {}", global_batch));

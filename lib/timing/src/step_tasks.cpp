@@ -5,6 +5,7 @@
 #include <tuple>
 #include <utility>
 
+#include "burst/cost/memory.h"
 #include "burst/util/error.h"
 
 namespace burst::timing {
@@ -261,14 +262,14 @@ class Lowering {
         cursor.waits.push_back(join_collective(batchnorm_sync(op), cursor));
         break;
       case OpKind::TensorAllReduce:
-        cursor.waits.push_back(join_collective(tensor_allreduce(op), cursor));
+        cursor.waits.push_back(join_collective(layer_collective(op, TaskWork::TensorAllReduce), cursor));
         break;
       case OpKind::AllReduce:
       case OpKind::ReduceScatter:
         join_collective(bucket_reduction(op), cursor);
         break;
       case OpKind::AllGather:
-        cursor.waits.push_back(join_collective(op.bucket >= 0 ? bucket_gather(op) : layer_gather(op), cursor));
+        cursor.waits.push_back(join_collective(op.bucket >= 0 ? bucket_gather(op) : layer_collective(op, TaskWork::AllGather), cursor));
         break;
       case OpKind::Recompute: {
         const cost::LayerTime& time = times_.at(op.layer, shard_size(rank, op.segment, cursor));
@@ -332,16 +333,11 @@ class Lowering {
     return index;
   }
 
-  // What of a layer's forward a RECOMPUTE runs again: all of it under full recomputation;
-  // under selective, an attention's core, by FLOPs: QK^T and the probabilities times V, 2 x
-  // 2 x T x T x D of its forward FLOPs per sample (the projections are not recomputed).
+  // What of a layer's forward a RECOMPUTE runs again: all of it under full recomputation,
+  // an attention's core under selective.
   double recomputed_share(graph::LayerId id) const {
     if (options_.program.recompute != cost::Recompute::Selective) return 1.0;
-    const auto& info = context_.graph.info(id);
-    const double tokens = static_cast<double>(info.output_shape.at(0));
-    const double width = static_cast<double>(info.output_shape.at(1));
-    const double flops = static_cast<double>(info.forward_flops);
-    return flops > 0 ? std::min(1.0, 4 * tokens * tokens * width / flops) : 0.0;
+    return cost::attention_core_forward_share(context_.graph, id);
   }
 
   // A collective's task, once per step whichever member meets it first.
@@ -374,13 +370,14 @@ class Lowering {
     }
     return index;
   }
-  // A split layer's all-reduce over one tensor group (of one micro-batch, one direction).
-  int32_t tensor_allreduce(const program::Op& op) {
-    const auto key = std::make_tuple(op.layer, op.backward, op.micro, op.group);
-    const auto found = tensor_task_.find(key);
-    if (found != tensor_task_.end()) return found->second;
-    const int32_t index = collective(op.group, static_cast<double>(op.bytes), TaskWork::TensorAllReduce, op.layer);
-    tensor_task_.emplace(key, index);
+  // A layer's collective of one micro-batch and direction over one group: a split layer's
+  // tensor all-reduce, or ZeRO 3's gather of its weights.
+  int32_t layer_collective(const program::Op& op, TaskWork work) {
+    const auto key = std::make_tuple(op.layer, op.backward, op.micro, op.group, work);
+    const auto found = layer_task_.find(key);
+    if (found != layer_task_.end()) return found->second;
+    const int32_t index = collective(op.group, static_cast<double>(op.bytes), work, op.layer);
+    layer_task_.emplace(key, index);
     return index;
   }
   // A bucket's all-reduce, or its reduce-scatter under ZeRO.
@@ -402,15 +399,6 @@ class Lowering {
     const program::Bucket& bucket = program_.buckets[static_cast<size_t>(op.bucket)];
     const int32_t index = collective(bucket.group, static_cast<double>(bucket.bytes), TaskWork::AllGather, bucket.closed_by);
     gather_task_.emplace(op.bucket, index);
-    return index;
-  }
-  // ZeRO 3: a layer's weights gathered before its F or B (of one micro-batch).
-  int32_t layer_gather(const program::Op& op) {
-    const auto key = std::make_tuple(op.layer, op.backward, op.micro, op.group);
-    const auto found = gather_layer_task_.find(key);
-    if (found != gather_layer_task_.end()) return found->second;
-    const int32_t index = collective(op.group, static_cast<double>(op.bytes), TaskWork::AllGather, op.layer);
-    gather_layer_task_.emplace(key, index);
     return index;
   }
   // A member joins: the collective waits for its latest compute and its previous collective.
@@ -467,7 +455,8 @@ class Lowering {
   std::vector<int32_t> message_task_;     // by piece
   std::vector<int32_t> bucket_task_;      // by bucket
   std::vector<int32_t> batchnorm_task_;   // by layer x 2 + (backward)
-  std::map<std::tuple<graph::LayerId, bool, int32_t, int32_t>, int32_t> tensor_task_;  // (layer, backward, micro, group)
+  // (layer, backward, micro, group, work) -> its task: layer_collective's
+  std::map<std::tuple<graph::LayerId, bool, int32_t, int32_t, TaskWork>, int32_t> layer_task_;
   std::vector<std::vector<std::pair<int32_t, int64_t>>> shards_by_rank_;
   std::vector<int32_t> last_computes_;
   std::vector<int32_t> messages_;
@@ -476,7 +465,6 @@ class Lowering {
   std::pair<int32_t, int32_t> last_chain_{-1, -1};  // the latest collective -> collective edge
   std::map<std::tuple<int32_t, double, bool>, double> collective_time_;  // (group, bytes, half) -> seconds
   std::map<int32_t, int32_t> gather_task_;  // by bucket: its ALL_GATHER's task
-  std::map<std::tuple<graph::LayerId, bool, int32_t, int32_t>, int32_t> gather_layer_task_;  // as tensor_task_
   StepTasks step_;
 };
 

@@ -63,6 +63,11 @@ Bytes saved_inside_per_sample(const graph::Graph& graph, graph::LayerId id, Reco
 // values; 0 for other ops): what selective recomputation recomputes and does not keep.
 Bytes attention_core_per_sample(const graph::Graph& graph, graph::LayerId id);
 
+// The share of a self_attention layer's forward that selective recomputation runs again:
+// its core's FLOPs (QK^T and the probabilities times V, 2 x 2 x T x T x D a sample) over the
+// layer's; 0 for other ops. The projections are not recomputed.
+double attention_core_forward_share(const graph::Graph& graph, graph::LayerId id);
+
 // Under a tensor split, one part's: its part_params, a sliced output's slice, and a heads
 // split's share of what attention keeps inside (each part's heads). Activations in the
 // precision's value_bytes.

@@ -59,6 +59,9 @@ struct ThreeDResult {
   int fitting = 0;                  // of those, the ones that fit
 };
 
+// Whether `graph` has attention layers (the graphs the 3-D search is for).
+bool has_attention(const graph::Graph& graph);
+
 // Plans `global_batch` samples on the context's cluster. UserError for a pinned value the
 // model, cluster or batch cannot take (check_shape's reasons), a graph without attention
 // layers when t > 1 is pinned, or when no candidate fits.
