@@ -72,10 +72,13 @@ void check_options(const TrainArgs& args) {
   const runtime::TrainConfig& config = args.config;
   if (config.steps <= 0 && config.epochs <= 0) throw UserError("give --steps S or --epochs E (at least 1)");
   // The planner and the simulator model these; the runtime does not run them yet.
-  if (config.program.zero_stage != 0 || config.program.recompute == cost::Recompute::Selective) {
-    throw UserError(fmt::format("burst train recomputes none or full, without ZeRO, for now; got --recompute {} --zero "
-                                "{} (burst plan and burst sim model them all)",
-                                cost::recompute_name(config.program.recompute), config.program.zero_stage));
+  if (config.program.zero_stage > 2) {
+    throw UserError(fmt::format("burst train runs ZeRO stages 0, 1 and 2, not --zero {} (burst plan and burst sim "
+                                "model stage 3)",
+                                config.program.zero_stage));
+  }
+  if (config.program.recompute == cost::Recompute::Selective) {
+    throw UserError("burst train recomputes none or full, not --recompute selective (burst plan and burst sim model it)");
   }
   const cost::Precision precision = config.program.precision;
   const bool on_cpu = config.device == "cpu";

@@ -132,6 +132,12 @@ train burst --nproc 4 --plan "$work/burst4.json" --steps 4 --checkpoint-dir "$wo
 train dp --nproc 2 --steps 8 --checkpoint-dir "$work/burst" --resume --save-params "$work/burst_to_dp.pt"
 compare "burst plan on 4, resumed with data parallelism on 2" "$work/burst_to_dp.pt" 1e-9 "$work/reference8.pt"
 
+# ZeRO: a checkpoint holds the optimizer state whole (gathered from the shards), so it resumes
+# under another stage and layout.
+train zero_four --nproc 4 --zero 1 --steps 4 --checkpoint-dir "$work/zero"
+train zero_two --nproc 2 --zero 2 --steps 8 --checkpoint-dir "$work/zero" --resume --save-params "$work/zero.pt"
+compare "ZeRO 1 on 4 workers, resumed with ZeRO 2 on 2" "$work/zero.pt" 1e-9 "$work/reference8.pt"
+
 # Refusals, before any worker starts.
 latest="$work/bitwise/step-000000012.ckpt"
 mkdir "$work/truncated" "$work/flipped"

@@ -8,7 +8,7 @@
 #                       [DATASET (synthetic)] [GLOBAL_BATCH (16)] [DTYPE (float64)]
 # Runs 20 (STEPS) SGD steps (momentum 0.9, so errors would compound) of MODEL (a file or a
 # zoo name) at global batch 16 on synthetic data: once on one process, then with
-# data-parallel plans on 2, 3 and 4 workers, a hand-written uneven plan (3 ranks holding
+# data-parallel plans on 2, 3 and 4 workers (and on 2 and 4 under ZeRO 1 and 2), a hand-written uneven plan (3 ranks holding
 # 5/5/6 samples of 16), a plan with one layer on 1 rank between layers on 4, and burst plans
 # for 2, 3 and 4 devices. Models with dropout pass too: masks are drawn per global sample
 # (docs/runtime.md, "Randomness"), so they do not depend on the plan.
@@ -65,6 +65,9 @@ fi
 echo "dtype $dtype: tolerance $tolerance"
 
 for workers in 2 3 4; do run "dp-$workers" --nproc "$workers"; done
+# ZeRO 1 and 2: each replica updates its shard of every gradient bucket (docs/runtime.md, "ZeRO").
+run "dp-2-zero-1" --nproc 2 --zero 1
+run "dp-4-zero-2" --nproc 4 --zero 2
 
 # Hand-written plans from the model's layer names.
 "$burst" model show "$model" --json > "$work/model.json"
@@ -102,7 +105,7 @@ source "$here/compare_runs.sh"
 compare_runs "$python" "$work/reference.pt" "$tolerance" "${trained[@]}"
 failures=$((failures + compare_failures))
 if [ "$failures" -gt 0 ]; then
-  echo "$failures of 8 runs differ from one process"
+  echo "$failures of 10 runs differ from one process"
   exit 1
 fi
-echo "all 8 runs equal one process within $tolerance ($dtype)"
+echo "all 10 runs equal one process within $tolerance ($dtype)"

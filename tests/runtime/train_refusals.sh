@@ -40,6 +40,8 @@ refused "a bucket of 0 MiB" "${vgg[@]}" --global-batch 16 --nproc 2 --bucket-mb 
 refused "a negative bucket" "${vgg[@]}" --global-batch 16 --nproc 2 --bucket-mb -1
 refused "a NaN bucket" "${vgg[@]}" --global-batch 16 --nproc 2 --bucket-mb nan
 refused "an unknown BatchNorm mode" "${vgg[@]}" --global-batch 16 --nproc 2 --batchnorm other
+refused "ZeRO stage 3 (planned, not run)" "${vgg[@]}" --global-batch 16 --nproc 2 --zero 3
+refused "selective recomputation (planned, not run)" "${vgg[@]}" --global-batch 16 --nproc 2 --recompute selective
 
 echo '{"format": "burst-train-job", "version": 99}' >"$work/future_job.json"
 refused "a job file with other options" train --job "$work/future_job.json" --steps 2

@@ -220,6 +220,8 @@ std::vector<checkpoint::TensorBytes> PlanExecutor::gather_training_state() {
   constexpr size_t kSizeSlot = 62, kBytesSlot = 63;
   std::vector<checkpoint::TensorBytes> gathered;
   std::vector<std::pair<torch::Tensor, std::unique_ptr<PendingWork>>> sends;
+  // ZeRO: the parameters' optimizer state, whole, from the shards (every rank of a bucket).
+  if (s.optimizer && s.buckets->sharded()) s.buckets->gather_parameter_state(*s.optimizer);
   for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(s.graph.size()); ++id) {
     const std::vector<int> sources = state_sources(s.plan, id);
     const std::string prefix = s.graph.layer(id).name + ".";
@@ -255,6 +257,7 @@ std::vector<checkpoint::TensorBytes> PlanExecutor::gather_training_state() {
     for (auto& tensor : join_training_state(s.plan, id, prefix, std::move(blocks))) gathered.push_back(std::move(tensor));
   }
   for (auto& [tensor, work] : sends) detail::wait_or_fail(*work, "sending to rank 0");
+  if (s.optimizer && s.buckets->sharded()) s.buckets->drop_parameter_state(*s.optimizer);
   return gathered;
 }
 
@@ -290,6 +293,7 @@ void PlanExecutor::load_training_state(const std::vector<checkpoint::TensorBytes
     detail::load_layer_training_state(s.modules[static_cast<size_t>(id)]->module(), s.optimizer.get(),
                                       s.graph.layer(id).name + ".", by_name);
   }
+  if (s.buckets->sharded()) s.buckets->shard_loaded_state(s.optimizer.get());
 }
 
 }  // namespace burst::runtime

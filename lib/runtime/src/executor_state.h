@@ -88,6 +88,14 @@ class TimedCommunicator final : public Communicator {
   std::unique_ptr<PendingWork> allreduce_sum_world(std::vector<torch::Tensor>& tensors) override {
     return timed(inner_.allreduce_sum_world(tensors));
   }
+  std::unique_ptr<PendingWork> reduce_scatter_sum(torch::Tensor& shard, torch::Tensor& whole,
+                                                  const std::vector<int>& group) override {
+    return timed(inner_.reduce_scatter_sum(shard, whole, group));
+  }
+  std::unique_ptr<PendingWork> all_gather(torch::Tensor& whole, torch::Tensor& shard,
+                                          const std::vector<int>& group) override {
+    return timed(inner_.all_gather(whole, shard, group));
+  }
   void barrier() override { inner_.barrier(); }
 
  private:

@@ -118,10 +118,19 @@ class GlooCommunicator : public Communicator {
 
   std::unique_ptr<PendingWork> allreduce_sum(std::vector<torch::Tensor>& tensors,
                                              const std::vector<int>& group) override {
-    const auto& groups = on_gpu(tensors) ? groups_gpu_ : groups_;
-    const auto found = groups.find(group);
-    BURST_ASSERT(found != groups.end(), fmt::format("all-reduce in an unprepared {}", group_key(group)));
-    return std::make_unique<GlooWork>(found->second->allreduce(tensors));
+    return std::make_unique<GlooWork>(prepared(group, on_gpu(tensors))->allreduce(tensors));
+  }
+
+  std::unique_ptr<PendingWork> reduce_scatter_sum(torch::Tensor& shard, torch::Tensor& whole,
+                                                  const std::vector<int>& group) override {
+    c10d::ReduceScatterOptions options;
+    options.reduceOp = c10d::ReduceOp::SUM;
+    return std::make_unique<GlooWork>(prepared(group, shard.is_cuda())->_reduce_scatter_base(shard, whole, options));
+  }
+
+  std::unique_ptr<PendingWork> all_gather(torch::Tensor& whole, torch::Tensor& shard,
+                                          const std::vector<int>& group) override {
+    return std::make_unique<GlooWork>(prepared(group, shard.is_cuda())->_allgather_base(whole, shard));
   }
 
   std::unique_ptr<PendingWork> allreduce_sum_world(std::vector<torch::Tensor>& tensors) override {
@@ -170,6 +179,14 @@ class GlooCommunicator : public Communicator {
   GlooOptions options_;
   c10::intrusive_ptr<c10d::Store> store_;
   Devices devices_;
+  // `group`'s process group for CPU tensors (Gloo's) or GPU ones (NCCL's); prepared before.
+  const Group& prepared(const std::vector<int>& group, bool gpu) const {
+    const auto& groups = gpu ? groups_gpu_ : groups_;
+    const auto found = groups.find(group);
+    BURST_ASSERT(found != groups.end(), fmt::format("a collective in an unprepared {}", group_key(group)));
+    return found->second;
+  }
+
   // The group of all ranks for these tensors: NCCL's for GPU tensors, else Gloo's.
   const Group& world(const std::vector<at::Tensor>& tensors) const {
     BURST_ASSERT(!on_gpu(tensors) || world_gpu_, "GPU tensors in a run without NCCL groups");

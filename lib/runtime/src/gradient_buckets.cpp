@@ -6,22 +6,12 @@
 
 namespace burst::runtime::detail {
 
-struct GradientBuckets::Bucket {
-  std::vector<int> group;
-  std::vector<torch::Tensor> parameters;  // in backward order of their layers
-  std::vector<int64_t> offsets;           // of each parameter in `flat`
-  std::vector<int> expected;              // by parameter: gradient contributions per step
-  std::vector<int> arrived;               // by parameter: contributions so far this step
-  size_t missing = 0;                     // parameters without a gradient yet
-  torch::Tensor flat;                     // [sum of numel] fp32
-  std::unique_ptr<PendingWork> work;      // the all-reduce in flight
-};
-
 GradientBuckets::GradientBuckets(const program::StepProgram& program, int rank,
                                  const std::function<std::vector<torch::Tensor>(graph::LayerId)>& parameters,
                                  const std::function<int(graph::LayerId)>& contributions,
-                                 Communicator& communicator)
-    : communicator_(communicator), local_index_(program.buckets.size(), -1) {
+                                 Communicator& communicator, int zero_stage)
+    : communicator_(communicator), zero_stage_(zero_stage), local_index_(program.buckets.size(), -1) {
+  BURST_ASSERT(zero_stage >= 0 && zero_stage <= 2, "the runtime shards buckets under ZeRO stages 1 and 2");
   for (size_t b = 0; b < program.buckets.size(); ++b) {
     const program::Bucket& planned = program.buckets[b];
     const std::vector<int>& group = program.groups[static_cast<size_t>(planned.group)];
@@ -38,10 +28,14 @@ GradientBuckets::GradientBuckets(const program::StepProgram& program, int rank,
       }
     }
     BURST_ASSERT(size == planned.params, "a bucket's parameters must be its layers'");
+    bucket->size = size;
+    const auto members = static_cast<int64_t>(group.size());
+    bucket->padded = sharded() ? (size + members - 1) / members * members : size;
     // The parameters' own dtype (float32, or float64 under --dtype float64); the program
-    // counts the bytes in fp32.
-    bucket->flat = torch::zeros({size}, bucket->parameters.front().options().requires_grad(false));
+    // counts the bytes at the step's precision.
+    bucket->flat = torch::zeros({bucket->padded}, bucket->parameters.front().options().requires_grad(false));
     bucket->arrived.assign(bucket->parameters.size(), 0);
+    if (sharded()) make_shard(*bucket, rank);
     local_index_[b] = static_cast<int32_t>(buckets_.size());
     const size_t index = buckets_.size();
     for (size_t slot = 0; slot < bucket->parameters.size(); ++slot) {
@@ -56,6 +50,11 @@ GradientBuckets::~GradientBuckets() = default;
 
 void GradientBuckets::begin_step() {
   for (auto& bucket : buckets_) {
+    if (!bucket->flat.defined()) {
+      // ZeRO 2 dropped it at the last step's end; gradients overwrite all but the padding.
+      bucket->flat = torch::empty({bucket->padded}, bucket->shard.options().requires_grad(false));
+      bucket->flat.narrow(0, bucket->size, bucket->padded - bucket->size).zero_();
+    }
     std::fill(bucket->arrived.begin(), bucket->arrived.end(), 0);
     bucket->missing = bucket->parameters.size();
     bucket->work.reset();
@@ -87,6 +86,10 @@ void GradientBuckets::start_ready_in_order() {
 }
 
 void GradientBuckets::launch(Bucket& bucket) {
+  if (sharded()) {
+    bucket.work = communicator_.reduce_scatter_sum(bucket.shard_gradient, bucket.flat, bucket.group);
+    return;
+  }
   std::vector<torch::Tensor> buffers{bucket.flat};
   bucket.work = communicator_.allreduce_sum(buffers, bucket.group);
 }
@@ -111,6 +114,10 @@ void GradientBuckets::finish(int32_t program_bucket, const std::function<void(Pe
   Bucket& bucket = *buckets_.at(static_cast<size_t>(local_index_.at(static_cast<size_t>(program_bucket))));
   BURST_ASSERT(bucket.work != nullptr, "WAIT_ALLREDUCE before its ALLREDUCE");
   on_wait(*bucket.work);
+  if (sharded()) {
+    bucket.shard.mutable_grad() = bucket.shard_gradient;
+    return;
+  }
   for (size_t slot = 0; slot < bucket.parameters.size(); ++slot) {
     torch::Tensor& p = bucket.parameters[slot];
     p.mutable_grad() = bucket.flat.narrow(0, bucket.offsets[slot], p.numel()).view_as(p);
@@ -119,7 +126,7 @@ void GradientBuckets::finish(int32_t program_bucket, const std::function<void(Pe
 
 int64_t GradientBuckets::bytes(int32_t program_bucket) const {
   const Bucket& bucket = *buckets_.at(static_cast<size_t>(local_index_.at(static_cast<size_t>(program_bucket))));
-  return bucket.flat.nbytes();
+  return bucket.padded * static_cast<int64_t>(bucket.parameters.front().element_size());
 }
 
 }  // namespace burst::runtime::detail

@@ -173,6 +173,10 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
     at::globalContext().setAllowTF32CuBLAS(tf32);
     at::globalContext().setAllowTF32CuDNN(tf32);
   }
+  if (options.program.zero_stage > 2) {
+    throw UserError(fmt::format("the runtime runs ZeRO stages 0, 1 and 2, not {} (stage 3 is planned and simulated)",
+                                options.program.zero_stage));
+  }
   s.high_priority = options.high_priority;
   s.reporting = program::build_step_program(graph, s.plan, options.program);
   program::BuildScope quiet;
@@ -193,10 +197,10 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
     if (!module) continue;
     for (const torch::Tensor& p : module->parameters()) parameters.push_back(p);
   }
-  s.optimizer = make_optimizer(parameters, options.optimizer);
   s.buckets = std::make_unique<detail::GradientBuckets>(
       s.reporting, s.rank, [&s](graph::LayerId id) { return s.modules[static_cast<size_t>(id)]->parameters(); },
-      [&s](graph::LayerId id) { return gradient_contributions(s, id); }, communicator);
+      [&s](graph::LayerId id) { return gradient_contributions(s, id); }, communicator, options.program.zero_stage);
+  s.optimizer = make_optimizer(s.buckets->optimizer_parameters(parameters), options.optimizer);
 }
 
 PlanExecutor::~PlanExecutor() = default;

@@ -200,10 +200,8 @@ class StepInterpreter {
       case OpKind::ReduceLoss: return reduce_loss();
       case OpKind::WaitSends: return wait_sends();
       case OpKind::Recompute: return recompute(op.layer, op.micro);
-      case OpKind::ReduceScatter:
-      case OpKind::AllGather:
-        // burst train refuses --zero before a program holds these.
-        BURST_ASSERT(false, "the runtime does not run ZeRO's ops yet");
+      case OpKind::ReduceScatter: return s_.buckets->start(op.bucket);  // the bucket's, under ZeRO
+      case OpKind::AllGather: return gather_bucket(op);
     }
   }
 
@@ -421,6 +419,18 @@ class StepInterpreter {
       s_.wait(work, trace::Lane::allreduce, false, [&] {
         return std::make_pair(fmt::format("gradient bucket {} all-reduce", bucket),
                               fmt::format("\"bytes\": {}", s_.buckets->bytes(bucket)));
+      });
+    });
+  }
+
+  // ZeRO 1 and 2: a bucket's updated shards back into its parameters (the executor refuses
+  // stage 3, whose ALL_GATHERs are a layer's).
+  void gather_bucket(const Op& op) {
+    BURST_ASSERT(op.bucket >= 0, "the runtime gathers buckets, not layers (ZeRO 3)");
+    s_.buckets->gather(op.bucket, [&](PendingWork& work) {
+      s_.wait(work, trace::Lane::allreduce, false, [&] {
+        return std::make_pair(fmt::format("gradient bucket {} weight all-gather", op.bucket),
+                              fmt::format("\"bytes\": {}", s_.buckets->bytes(op.bucket)));
       });
     });
   }

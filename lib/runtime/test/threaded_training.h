@@ -30,20 +30,29 @@ inline ExecutorOptions sgd_with_momentum(uint64_t seed, double learning_rate) {
   return options;
 }
 
+// What a test does on every rank around its steps (collectives included): before the
+// first step (loading a checkpoint) and after the last (gathering one). Steps are numbered
+// from `first_step` (a resumed run's).
+struct RankHooks {
+  int64_t first_step = 0;
+  std::function<void(PlanExecutor&)> before_steps;
+  std::function<void(PlanExecutor&)> after_steps;
+};
+
 // Trains `steps` steps of `plan` (step i's batch: batch_of(i), drawn before the threads
 // start); returns the gathered parameters (none without `gather`) and each rank's last
 // step result. `report_loss`: every step reduces the loss.
 inline std::pair<Parameters, std::vector<StepResult>> train_threads(
     const graph::Graph& graph, const plan::Plan& plan, int steps, InProcessWorld& world,
     const ExecutorOptions& options, const std::function<BatchSource(int64_t)>& batch_of, bool report_loss = true,
-    bool gather = true) {
+    bool gather = true, const RankHooks& hooks = {}) {
   torch::set_num_threads(1);
   std::vector<std::unique_ptr<PlanExecutor>> executors;
   for (int r = 0; r < plan.devices; ++r) {
     executors.push_back(std::make_unique<PlanExecutor>(graph, plan, world.rank(r), options));
   }
   std::vector<BatchSource> batches;
-  for (int64_t step = 0; step < steps; ++step) batches.push_back(batch_of(step));
+  for (int64_t step = 0; step < steps; ++step) batches.push_back(batch_of(hooks.first_step + step));
   const auto ranks = static_cast<size_t>(plan.devices);
   std::vector<StepResult> results(ranks);
   std::vector<std::string> errors(ranks);
@@ -53,9 +62,12 @@ inline std::pair<Parameters, std::vector<StepResult>> train_threads(
     threads.emplace_back([&, r] {
       try {
         PlanExecutor& executor = *executors[static_cast<size_t>(r)];
+        if (hooks.before_steps) hooks.before_steps(executor);
         for (int64_t step = 0; step < steps; ++step) {
-          results[static_cast<size_t>(r)] = executor.step(batches[static_cast<size_t>(step)], step, report_loss);
+          results[static_cast<size_t>(r)] =
+              executor.step(batches[static_cast<size_t>(step)], hooks.first_step + step, report_loss);
         }
+        if (hooks.after_steps) hooks.after_steps(executor);
         if (!gather) return;
         for (auto& [name, tensor] : executor.gather_parameters()) parameters.emplace(name, tensor);  // rank 0's
       } catch (const std::exception& error) {

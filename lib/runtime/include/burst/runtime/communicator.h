@@ -45,6 +45,17 @@ class Communicator {
   // Sums over all ranks, in place.
   virtual std::unique_ptr<PendingWork> allreduce_sum_world(std::vector<torch::Tensor>& tensors) = 0;
 
+  // ZeRO's collectives over `group` (prepared; this rank is member m of its n ranks).
+  // `whole` holds n equal contiguous chunks of `shard`'s size. reduce_scatter_sum: `shard`
+  // becomes chunk m of the element-wise sum of every member's `whole`. all_gather: chunk k
+  // of `whole` becomes member k's `shard`. Both tensors must stay alive until the work is
+  // done. The defaults run them as one all-reduce (twice the bytes a reduce-scatter or
+  // all-gather moves, with the same result); GlooCommunicator runs c10d's own.
+  virtual std::unique_ptr<PendingWork> reduce_scatter_sum(torch::Tensor& shard, torch::Tensor& whole,
+                                                          const std::vector<int>& group);
+  virtual std::unique_ptr<PendingWork> all_gather(torch::Tensor& whole, torch::Tensor& shard,
+                                                  const std::vector<int>& group);
+
   virtual void barrier() = 0;
 };
 
