@@ -178,7 +178,8 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const cost::CostM
                           chosen.memory_note,
                           inputs.capacity.capacity,
                           &chosen.tried,
-                          cost::at_precision(inputs.device.spec, inputs.program.precision).peak_flops};
+                          cost::at_precision(inputs.device.spec, inputs.program.precision).peak_flops,
+                          chosen.program.recompute};
   if (options.json) {
     std::cout << plan_report_json(report).dump(2) << '\n';
     return;

@@ -165,11 +165,22 @@ double mfu(const PlanReport& report) {
                                        report.cluster.size(), report.peak_flops);
 }
 
-// "12.3% (3 x forward FLOPs of the batch per second over 64 x 156 TFLOP/s)".
+double hfu(const PlanReport& report) {
+  return timing::hardware_flops_utilisation(report.graph, report.plan.global_batch, report.evaluation.iteration_time,
+                                          report.cluster.size(), report.peak_flops, report.recompute);
+}
+
+// "12.3% (3 x forward FLOPs of the batch per second over 64 x 156 TFLOP/s); hardware 16.4%
+// with recomputation".
 std::string mfu_text(const PlanReport& report) {
   if (!(report.peak_flops > 0)) return "-";
-  return fmt::format("{:.1f}% (3 x the forward FLOPs of the batch per second, over {} x {:.0f} TFLOP/s)",
-                     100 * mfu(report), report.cluster.size(), report.peak_flops / 1e12);
+  const std::string hardware =
+      report.recompute == cost::Recompute::None
+          ? std::string()
+          : fmt::format("; hardware FLOPs {:.1f}% with the {} recomputation", 100 * hfu(report),
+                        cost::recompute_name(report.recompute));
+  return fmt::format("{:.1f}% (3 x the forward FLOPs of the batch per second, over {} x {:.0f} TFLOP/s){}",
+                     100 * mfu(report), report.cluster.size(), report.peak_flops / 1e12, hardware);
 }
 
 // The per-layer table, with the lines that say what its columns are.
@@ -315,6 +326,7 @@ json plan_report_json(const PlanReport& report) {
           {"speedup_vs_dp", ratio(report.data_parallel.iteration_time, iteration)},
           {"speedup_vs_one_device", ratio(report.one_device.iteration_time, iteration)},
           {"mfu", report.peak_flops > 0 ? json(mfu(report)) : json(nullptr)},
+          {"hfu", report.peak_flops > 0 ? json(hfu(report)) : json(nullptr)},
           {"peak_tflops", report.peak_flops > 0 ? json(report.peak_flops / 1e12) : json(nullptr)},
           {"memory", memory_json(report)},
           {"pipeline", pipeline_json(report.plan)},

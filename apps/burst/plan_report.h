@@ -46,6 +46,8 @@ struct PlanReport {
   const std::vector<StrategyTried>* tried = nullptr;  // --strategy auto: what each strategy gave
   // One device's peak FLOP/s, for the model FLOPs utilisation (0: not reported).
   double peak_flops = 0;
+  // The step's recomputation, for the hardware FLOPs utilisation beside it.
+  cost::Recompute recompute = cost::Recompute::None;
 };
 
 // "4 stages (from layers a, b, c), 8 micro-batches of 64, 1f1b" (no schedule for one

@@ -6,6 +6,7 @@
 #include <limits>
 #include <utility>
 
+#include "burst/cost/memory.h"
 #include "burst/program/step_program.h"
 #include "burst/timing/step_tasks.h"
 #include "burst/timing/task_timer.h"
@@ -194,15 +195,39 @@ PlanEvaluation evaluate_plan(const Plan& plan, const PlanContext& context, const
   return result;
 }
 
+namespace {
+
+// Forward FLOPs of one sample through the whole graph, and the part `recompute` runs again.
+std::pair<double, double> forward_and_recomputed_flops(const graph::Graph& graph, cost::Recompute recompute) {
+  double forward = 0, again = 0;
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
+    const auto flops = static_cast<double>(graph.info(id).forward_flops);
+    forward += flops;
+    if (recompute == cost::Recompute::Full) again += flops;
+    if (recompute == cost::Recompute::Selective && graph.layer(id).op() == graph::OpKind::SelfAttention) {
+      again += flops * cost::attention_core_forward_share(graph, id);
+    }
+  }
+  return {forward, again};
+}
+
+double utilisation(double flops_per_sample, int64_t global_batch, Seconds iteration, int devices, double peak_flops) {
+  if (!(iteration.s() > 0) || !(peak_flops > 0) || devices < 1) return 0;
+  return flops_per_sample * static_cast<double>(global_batch) / iteration.s() / (static_cast<double>(devices) * peak_flops);
+}
+
+}  // namespace
+
 double model_flops_utilisation(const graph::Graph& graph, int64_t global_batch, Seconds iteration, int devices,
                                double peak_flops) {
-  if (!(iteration.s() > 0) || !(peak_flops > 0) || devices < 1) return 0;
-  double forward = 0;
-  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
-    forward += static_cast<double>(graph.info(id).forward_flops);
-  }
-  const double training = 3 * forward * static_cast<double>(global_batch);
-  return training / iteration.s() / (static_cast<double>(devices) * peak_flops);
+  const double forward = forward_and_recomputed_flops(graph, cost::Recompute::None).first;
+  return utilisation(3 * forward, global_batch, iteration, devices, peak_flops);
+}
+
+double hardware_flops_utilisation(const graph::Graph& graph, int64_t global_batch, Seconds iteration, int devices,
+                                  double peak_flops, cost::Recompute recompute) {
+  const auto [forward, again] = forward_and_recomputed_flops(graph, recompute);
+  return utilisation(3 * forward + again, global_batch, iteration, devices, peak_flops);
 }
 
 }  // namespace burst::timing

@@ -13,6 +13,7 @@
 
 #include "burst/cluster/cluster.h"
 #include "burst/cost/device_models.h"
+#include "burst/cost/memory.h"
 #include "burst/graph/builder.h"
 #include "burst/graph/model_json.h"
 #include "hand_plan.h"
@@ -252,6 +253,28 @@ TEST(StepTiming, OneRankPerClassTimesAsEveryRank) {
       both(plan_data_parallel(resnet, 16, batch), context, sync, fmt::format("resnet50 dp batch {} sync {}", batch, sync));
     }
   }
+}
+
+// MFU counts 3 forward passes of the batch; HFU adds what recomputation runs again. Tiny
+// GPT-2 at batch 8, 1 s, 2 devices of 1 TFLOP/s: MFU = 3F x 8 / 2e12 with F the graph's
+// forward FLOPs per sample; full recomputation adds F (HFU = 4/3 MFU); selective adds each
+// attention layer's core share of its forward FLOPs.
+TEST(Utilisation, ModelAndHardwareFlops) {
+  const graph::Graph gpt2 = graph::load_model("gpt2:layers=2,width=64,heads=4,seq=16,vocab=64");
+  const auto forward = static_cast<double>(gpt2.total_forward_flops());
+  const double mfu = model_flops_utilisation(gpt2, 8, Seconds(1.0), 2, 1e12);
+  EXPECT_DOUBLE_EQ(mfu, 3 * forward * 8 / 2e12);
+  EXPECT_DOUBLE_EQ(hardware_flops_utilisation(gpt2, 8, Seconds(1.0), 2, 1e12, cost::Recompute::None), mfu);
+  EXPECT_DOUBLE_EQ(hardware_flops_utilisation(gpt2, 8, Seconds(1.0), 2, 1e12, cost::Recompute::Full), mfu * 4 / 3);
+  double cores = 0;
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(gpt2.size()); ++id) {
+    if (gpt2.layer(id).op() != graph::OpKind::SelfAttention) continue;
+    cores += static_cast<double>(gpt2.info(id).forward_flops) * cost::attention_core_forward_share(gpt2, id);
+  }
+  EXPECT_GT(cores, 0);
+  EXPECT_DOUBLE_EQ(hardware_flops_utilisation(gpt2, 8, Seconds(1.0), 2, 1e12, cost::Recompute::Selective),
+                   (3 * forward + cores) * 8 / 2e12);
+  EXPECT_EQ(model_flops_utilisation(gpt2, 8, Seconds(0.0), 2, 1e12), 0);
 }
 
 }  // namespace

@@ -106,4 +106,11 @@ PlanEvaluation evaluate_plan(const plan::Plan& plan, const PlanContext& context,
 double model_flops_utilisation(const graph::Graph& graph, int64_t global_batch, Seconds iteration, int devices,
                                double peak_flops);
 
+// Hardware FLOPs utilisation (HFU, as Megatron-LM and PaLM report it beside MFU): the FLOPs
+// the devices compute, recomputation included: 3 x the forward FLOPs plus the forward FLOPs
+// `recompute` runs again (full: every layer's; selective: the attention cores', by
+// cost::attention_core_forward_share), per second, over `devices` x `peak_flops`.
+double hardware_flops_utilisation(const graph::Graph& graph, int64_t global_batch, Seconds iteration, int devices,
+                                  double peak_flops, cost::Recompute recompute);
+
 }  // namespace burst::timing
