@@ -91,6 +91,7 @@ class ShapePlanner {
     plan.pipeline.micro_batches = shape_.micro_batches(batch_);
     plan.pipeline.schedule = shape_.schedule;
     plan.pipeline.stage_starts = stage_starts();
+    plan.layers.reserve(graph_.size());
     for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph_.size()); ++id) {
       plan.layers.push_back(placement(id, plan.stage_of(id)));
     }
@@ -109,6 +110,7 @@ class ShapePlanner {
     if (kind == SplitKind::Samples) {
       // Each sample group's samples over its own parts, so replicas exchange nothing.
       std::vector<cost::Shard> shards;
+      shards.reserve(static_cast<size_t>(stage_width()));
       for (int g = 0; g < shape_.data; ++g) {
         std::vector<int> ranks;
         for (int q = 0; q < std::min<int64_t>(shape_.tensor, shape_.micro_batch); ++q) {
@@ -122,6 +124,7 @@ class ShapePlanner {
       return plan::LayerPlacement{graph_.layer(id).name, std::move(shards)};
     }
     std::vector<cost::Shard> shards;
+    shards.reserve(static_cast<size_t>(stage_width()));
     for (int g = 0; g < shape_.data; ++g) {
       const cost::SampleRange samples{g * shape_.micro_batch, (g + 1) * shape_.micro_batch};
       for (int q = 0; q < shape_.tensor; ++q) shards.push_back(cost::Shard{first + g * shape_.tensor + q, samples});

@@ -34,11 +34,12 @@ std::vector<int> divisors(int value, int most) {
   return found;
 }
 
-// One shape with its step options, its plan and what the search knows of it.
+// One shape with its step options and what the search knows of it (its plan is
+// plan_shape's, made again for the few that are timed: thousands of plans of thousands of
+// ranks are not kept).
 struct ShapeCandidate {
   ParallelShape shape;
   program::ProgramOptions program;
-  plan::Plan plan;
   double estimate_s = 0;
 };
 
@@ -61,10 +62,11 @@ class ThreeDSearch {
     for (size_t i = 0; i < timed; ++i) {
       timing::EvaluateOptions evaluate;
       evaluate.program = fitting[i].program;
-      const Seconds time = timing::evaluate_plan(fitting[i].plan, context_, evaluate).iteration_time;
+      plan::Plan plan = plan_shape(context_, batch_, fitting[i].shape);
+      const Seconds time = timing::evaluate_plan(plan, context_, evaluate).iteration_time;
       if (i == 0 || time < result.predicted) {
         result.predicted = time;
-        result.plan = fitting[i].plan;
+        result.plan = std::move(plan);
         result.shape = fitting[i].shape;
         result.program = fitting[i].program;
       }
@@ -140,14 +142,15 @@ class ThreeDSearch {
   // `fitting`; the smallest requirement is remembered for the refusal.
   void add_fitting(const ParallelShape& shape, std::vector<ShapeCandidate>& fitting) {
     const plan::Plan plan = plan_shape(context_, batch_, shape);
+    const program::RankSelection replica = program::select_ranks(plan, first_replica(plan, shape));
     for (const int zero : zero_stages(shape)) {
       for (const Recompute recompute : recomputes()) {
         ++considered_;
         program::ProgramOptions program = options_.program;
         program.zero_stage = zero;
         program.recompute = recompute;
-        if (!fits(plan, program, shape)) continue;
-        fitting.push_back(ShapeCandidate{shape, program, plan, estimate(plan, shape, program)});
+        if (!fits(plan, replica, program, shape)) continue;
+        fitting.push_back(ShapeCandidate{shape, program, estimate(plan, shape, program)});
       }
     }
   }
@@ -161,9 +164,28 @@ class ThreeDSearch {
     return {Recompute::None, Recompute::Selective, Recompute::Full};
   }
 
-  bool fits(const plan::Plan& plan, const program::ProgramOptions& program, const ParallelShape& shape) {
+  // The ranks of the first data-parallel replica: those holding samples of [0, b) of a
+  // micro-batch. plan_shape's replicas hold equal sample groups of the same layers, so their
+  // memory is the same: the search counts one replica's.
+  static std::vector<int> first_replica(const plan::Plan& plan, const ParallelShape& shape) {
+    std::vector<char> in(static_cast<size_t>(plan.devices), 0);
+    for (const plan::LayerPlacement& placement : plan.layers) {
+      for (const cost::Shard& shard : placement.shards) {
+        if (shard.samples.begin < shape.micro_batch) in[static_cast<size_t>(shard.rank)] = 1;
+      }
+    }
+    std::vector<int> ranks;
+    for (int rank = 0; rank < plan.devices; ++rank) {
+      if (in[static_cast<size_t>(rank)]) ranks.push_back(rank);
+    }
+    return ranks;
+  }
+
+  bool fits(const plan::Plan& plan, const program::RankSelection& replica, const program::ProgramOptions& program,
+            const ParallelShape& shape) {
     if (!options_.capacity) return true;
-    const std::vector<program::DeviceMemory> memory = program::plan_memory(plan, graph_, options_.optimizer, program);
+    const std::vector<program::DeviceMemory> memory =
+        program::plan_memory_of_ranks(plan, graph_, options_.optimizer, program, replica);
     const program::DeviceMemory& peak = program::peak_memory(memory);
     if (!(options_.capacity->capacity < peak.use.total())) return true;
     if (!smallest_ || peak.use.total() < smallest_->use.total()) {

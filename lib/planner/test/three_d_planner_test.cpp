@@ -1,4 +1,6 @@
 // 3-D plans (parallel_shape.h) and the 3-D search (three_d_planner.h) on a tiny GPT-2.
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include "burst/cost/analytic.h"
@@ -6,6 +8,7 @@
 #include "burst/graph/zoo.h"
 #include "burst/planner/parallel_shape.h"
 #include "burst/planner/three_d_planner.h"
+#include "burst/program/step_memory.h"
 #include "burst/program/step_program.h"
 #include "burst/timing/evaluate.h"
 #include "burst/util/error.h"
@@ -134,6 +137,32 @@ TEST(ThreeDPlanner, MirroredReplicasTimeAsEveryRank) {
       const timing::PlanEvaluation b = timing::evaluate_plan(plan, gpt.context(), every_rank);
       EXPECT_DOUBLE_EQ(a.iteration_time.s(), b.iteration_time.s()) << shape_text(shape) << ", ZeRO " << zero;
       EXPECT_NEAR(a.device_seconds.s(), b.device_seconds.s(), 1e-12 * b.device_seconds.s()) << shape_text(shape);
+    }
+  }
+}
+
+// The search counts the memory of one data-parallel replica (the ranks holding samples
+// [0, b) of a micro-batch): every replica needs the same, so its peak is the plan's.
+TEST(ThreeDPlanner, OneReplicaNeedsWhatEveryReplicaNeeds) {
+  const TinyGpt gpt;
+  for (const ParallelShape& shape : {ParallelShape{2, 2, 4, 1}, ParallelShape{4, 1, 4, 2}, ParallelShape{1, 2, 8, 2}}) {
+    const plan::Plan plan = plan_shape(gpt.context(), 16, shape);
+    std::set<int> replica;
+    for (const plan::LayerPlacement& placement : plan.layers) {
+      for (const cost::Shard& shard : placement.shards) {
+        if (shard.samples.begin < shape.micro_batch) replica.insert(shard.rank);
+      }
+    }
+    EXPECT_EQ(static_cast<int>(replica.size()), shape.tensor * shape.pipeline) << shape_text(shape);
+    for (const int zero : {0, 1, 3}) {
+      program::ProgramOptions options;
+      options.zero_stage = zero;
+      options.recompute = cost::Recompute::Full;
+      const auto all = program::plan_memory(plan, gpt.graph, cost::Optimizer::Adam, options);
+      const auto one = program::plan_memory_of_ranks(plan, gpt.graph, cost::Optimizer::Adam, options,
+                                                     program::select_ranks(plan, {replica.begin(), replica.end()}));
+      EXPECT_EQ(program::peak_memory(one).use.total().value(), program::peak_memory(all).use.total().value())
+          << shape_text(shape) << ", ZeRO " << zero;
     }
   }
 }

@@ -23,18 +23,24 @@ struct RecomputeWorkingSet {
 
 class MemoryCounter {
  public:
+  // `selection`: the ranks to count (null: every rank).
   MemoryCounter(const plan::Plan& plan, const graph::Graph& graph, cost::Optimizer optimizer,
-                const ProgramOptions& options)
+                const ProgramOptions& options, const RankSelection* selection)
       : plan_(plan), graph_(graph), options_(options),
         memory_{optimizer, options.precision, options.recompute},
-        devices_(static_cast<size_t>(plan.devices)) {
+        devices_(static_cast<size_t>(plan.devices)),
+        selection_(selection),
+        counted_(selection ? selection->selected : std::vector<char>(static_cast<size_t>(plan.devices), 1)) {
     for (int rank = 0; rank < plan.devices; ++rank) devices_[static_cast<size_t>(rank)].rank = rank;
     for (int stage = 0; stage < plan.stage_count(); ++stage) {
       in_flight_.push_back(
           in_flight_micro_batches(plan.pipeline.schedule, plan.stage_count(), stage, plan.pipeline.micro_batches));
     }
     if (options.recompute == cost::Recompute::Full) units_ = recompute_units(graph);
-    working_.by_rank_unit.assign(static_cast<size_t>(plan.devices), std::vector<double>(units_.count(), 0.0));
+    working_.by_rank_unit.resize(static_cast<size_t>(plan.devices));
+    for (size_t rank = 0; rank < counted_.size(); ++rank) {
+      if (counted_[rank]) working_.by_rank_unit[rank].assign(units_.count(), 0.0);
+    }
     working_.by_rank.assign(static_cast<size_t>(plan.devices), 0.0);
     gathered_.assign(static_cast<size_t>(plan.devices), {0.0, 0.0});
   }
@@ -43,7 +49,11 @@ class MemoryCounter {
     for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph_.size()); ++id) add_layer(id);
     add_tied_copies();
     add_working_sets();
-    return std::move(devices_);
+    std::vector<DeviceMemory> counted;
+    for (DeviceMemory& device : devices_) {
+      if (counted_[static_cast<size_t>(device.rank)]) counted.push_back(std::move(device));
+    }
+    return counted;
   }
 
  private:
@@ -85,7 +95,10 @@ class MemoryCounter {
     const plan::LayerPlacement& placement = plan_.layers[static_cast<size_t>(id)];
     int64_t known_samples = -1;
     ShardMemory shard;
-    for (const cost::Shard& placed : placement.shards) {
+    const auto count = selection_ ? selection_->shards[static_cast<size_t>(id)].size() : placement.shards.size();
+    for (size_t i = 0; i < count; ++i) {
+      const cost::Shard& placed =
+          placement.shards[selection_ ? static_cast<size_t>(selection_->shards[static_cast<size_t>(id)][i]) : i];
       BURST_ASSERT(placed.rank >= 0 && placed.rank < plan_.devices, "a validated plan's ranks are in its cluster");
       if (placed.samples.size() != known_samples) {
         known_samples = placed.samples.size();
@@ -133,6 +146,7 @@ class MemoryCounter {
                                                        options_.zero_stage, static_cast<int>(holders.size()));
       const auto& own = plan_.layers[static_cast<size_t>(embedding)].shards;
       for (const int rank : holders) {
+        if (!counted_[static_cast<size_t>(rank)]) continue;
         const bool runs = std::any_of(own.begin(), own.end(), [rank](const cost::Shard& s) { return s.rank == rank; });
         if (!runs) devices_[static_cast<size_t>(rank)].use += copy;
       }
@@ -142,6 +156,7 @@ class MemoryCounter {
   void add_working_sets() {
     for (DeviceMemory& device : devices_) {
       const auto r = static_cast<size_t>(device.rank);
+      if (!counted_[r]) continue;
       const auto& units = working_.by_rank_unit[r];
       const double unit = units.empty() ? 0 : *std::max_element(units.begin(), units.end());
       device.use.activations += Bytes(unit + working_.by_rank[r]);
@@ -155,6 +170,8 @@ class MemoryCounter {
   const ProgramOptions& options_;
   cost::MemoryOptions memory_;
   std::vector<DeviceMemory> devices_;
+  const RankSelection* selection_;  // null: every rank
+  std::vector<char> counted_;         // by rank
   // Micro-batches each stage keeps activations for at once (its schedule's peak: GPipe all
   // m, 1F1B p - s on stage s).
   std::vector<int64_t> in_flight_;
@@ -168,7 +185,34 @@ class MemoryCounter {
 std::vector<DeviceMemory> plan_memory(const plan::Plan& plan, const graph::Graph& graph, cost::Optimizer optimizer,
                                       const ProgramOptions& options) {
   BURST_ASSERT(plan.layers.size() == graph.size(), "a validated plan has one placement per layer");
-  return MemoryCounter(plan, graph, optimizer, options).count();
+  return MemoryCounter(plan, graph, optimizer, options, nullptr).count();
+}
+
+RankSelection select_ranks(const plan::Plan& plan, const std::vector<int>& ranks) {
+  RankSelection selection;
+  selection.ranks = ranks;
+  std::sort(selection.ranks.begin(), selection.ranks.end());
+  selection.selected.assign(static_cast<size_t>(plan.devices), 0);
+  for (const int rank : selection.ranks) {
+    BURST_ASSERT(rank >= 0 && rank < plan.devices, "selected ranks are the plan's");
+    selection.selected[static_cast<size_t>(rank)] = 1;
+  }
+  selection.shards.resize(plan.layers.size());
+  for (size_t id = 0; id < plan.layers.size(); ++id) {
+    const auto& shards = plan.layers[id].shards;
+    for (size_t i = 0; i < shards.size(); ++i) {
+      if (selection.selected[static_cast<size_t>(shards[i].rank)]) selection.shards[id].push_back(static_cast<int32_t>(i));
+    }
+  }
+  return selection;
+}
+
+std::vector<DeviceMemory> plan_memory_of_ranks(const plan::Plan& plan, const graph::Graph& graph,
+                                               cost::Optimizer optimizer, const ProgramOptions& options,
+                                               const RankSelection& selection) {
+  BURST_ASSERT(plan.layers.size() == graph.size() && selection.shards.size() == graph.size(),
+               "a validated plan has one placement per layer, and its selection one entry per layer");
+  return MemoryCounter(plan, graph, optimizer, options, &selection).count();
 }
 
 const DeviceMemory& peak_memory(const std::vector<DeviceMemory>& devices) {

@@ -127,3 +127,30 @@ TEST(ScaleMemory, SelectiveRecomputeHoldsOneAttentionCoreAtATime) {
 
 }  // namespace
 }  // namespace burst::program
+
+namespace burst::program {
+namespace {
+
+// Counting some ranks gives exactly their entries of counting all.
+TEST(ScaleMemory, CountingSomeRanksGivesTheirEntriesOfAll) {
+  const graph::Graph graph = zero_paper_model();
+  const plan::Plan plan = plan::plan_data_parallel(graph, 4, 6);  // 2, 2, 1, 1 samples
+  for (const int zero : {0, 3}) {
+    ProgramOptions options;
+    options.zero_stage = zero;
+    options.recompute = cost::Recompute::Full;
+    const auto all = plan_memory(plan, graph, cost::Optimizer::Adam, options);
+    const auto some = plan_memory_of_ranks(plan, graph, cost::Optimizer::Adam, options, select_ranks(plan, {1, 3}));
+    ASSERT_EQ(some.size(), 2u);
+    for (size_t i = 0; i < some.size(); ++i) {
+      const DeviceMemory& expected = all[static_cast<size_t>(some[i].rank)];
+      EXPECT_EQ(some[i].rank, i == 0 ? 1 : 3);
+      EXPECT_EQ(some[i].use.total().value(), expected.use.total().value());
+      EXPECT_EQ(some[i].use.activations.value(), expected.use.activations.value());
+      EXPECT_EQ(some[i].largest_layer, expected.largest_layer);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace burst::program

@@ -34,6 +34,21 @@ struct DeviceMemory {
 std::vector<DeviceMemory> plan_memory(const plan::Plan& plan, const graph::Graph& graph, cost::Optimizer optimizer,
                                       const ProgramOptions& options = {});
 
+// Some ranks of a plan, with where their shards are: made once, counted under many step
+// options by a search that knows the other ranks mirror these (a 3-D plan's data-parallel
+// replicas).
+struct RankSelection {
+  std::vector<int> ranks;                         // ascending
+  std::vector<char> selected;                     // by rank
+  std::vector<std::vector<int32_t>> shards;       // by layer: indices of the selected ranks' shards
+};
+RankSelection select_ranks(const plan::Plan& plan, const std::vector<int>& ranks);
+
+// The same counts for the selected ranks only, one entry each, in rank order.
+std::vector<DeviceMemory> plan_memory_of_ranks(const plan::Plan& plan, const graph::Graph& graph,
+                                               cost::Optimizer optimizer, const ProgramOptions& options,
+                                               const RankSelection& selection);
+
 // The rank that needs the most (the lowest such rank).
 const DeviceMemory& peak_memory(const std::vector<DeviceMemory>& devices);
 
