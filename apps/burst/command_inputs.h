@@ -17,6 +17,7 @@
 
 namespace CLI {
 class App;
+class Option;
 }
 
 namespace burst::cli {

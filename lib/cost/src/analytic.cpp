@@ -62,6 +62,7 @@ struct GpuSheet {
   const char* description;
   double fp32, tf32, bf16, fp16, fp8;
   double bandwidth_gb_s, memory_gb;
+  double gemm_tflops_16bit = 0;  // best bf16 GEMM rate measured (TFLOP/s; 0: none known)
 };
 
 DeviceSpec gpu(const GpuSheet& sheet) {
@@ -79,6 +80,7 @@ DeviceSpec gpu(const GpuSheet& sheet) {
   spec.memory_bandwidth = Bandwidth::gigabytes_per_s(sheet.bandwidth_gb_s);
   spec.memory = Bytes(sheet.memory_gb * 1e9);
   spec.overhead = Seconds::from_us(10);
+  spec.gemm_efficiency_16bit = sheet.bf16 > 0 ? sheet.gemm_tflops_16bit / sheet.bf16 : 0;
   spec.curves = {EfficiencyCurve{0.5, 8, Scale::Batch, 2}, EfficiencyCurve{0.6, 8, Scale::Batch, 2},
                  EfficiencyCurve{0.7, 2, Scale::Batch, 1.5}};
   return spec;
@@ -187,6 +189,29 @@ double median_backward_ratio(const std::vector<const Sample*>& samples) {
   return median(ratios);
 }
 
+// Times the [heads, T, T] score matrix of an unfused attention core spends in memory, as
+// Megatron-LM (2021) and PyTorch's eager attention run it, in passes over the matrix
+// (docs/cost-model.md, "Attention core"). Forward: the scores' GEMM writes it (1), the
+// fused scale-mask-softmax reads and writes it (2), the bmm with V reads it (1); attention
+// dropout reads it and writes its output (2) and a 1-byte mask. Backward: the bmm's
+// backward writes the probabilities' gradient and reads the probabilities (2), softmax's
+// backward reads the gradient and the output and writes the gradient (3), the scores'
+// GEMM backward reads it twice, for Q and for K (2); dropout's backward reads and writes
+// the gradient (2) and reads the mask.
+struct ScorePasses {
+  double values;  // passes of value_bytes per element
+  double masks;   // passes of one byte per element
+};
+constexpr ScorePasses kScoreForward{4, 0}, kScoreBackward{7, 0};
+constexpr ScorePasses kScoreDropoutForward{2, 1}, kScoreDropoutBackward{2, 1};
+
+// The score matrix's memory traffic of one call, in bytes: `elements` scores x the passes.
+double score_bytes(double elements, ScorePasses passes, ScorePasses dropout, bool has_dropout, double value) {
+  const double values = passes.values + (has_dropout ? dropout.values : 0);
+  const double masks = passes.masks + (has_dropout ? dropout.masks : 0);
+  return elements * (values * value + masks);
+}
+
 }  // namespace
 
 LayerWork layer_work(const std::string& op, int64_t batch, int64_t flops_per_sample,
@@ -259,12 +284,18 @@ std::optional<std::string> catalog_kind_of_gpu(const std::string& name) {
 // NVIDIA's datasheets, dense (no structured sparsity): V100 SXM2 (FP32 15.7, FP16 tensor
 // cores 125), A100 SXM4 (FP32 19.5, TF32 156, BF16/FP16 312), H100 SXM5 and H200 SXM (FP32
 // 67, TF32 494.7, BF16/FP16 989.4, FP8 1978.9).
+// The last figure is the best bf16 GEMM rate measured with cuBLAS (TFLOP/s): the "maximum
+// achievable matmul FLOPS" table of S. Bekman's ML Engineering book (mamf-finder.py, CUDA
+// 12.1): A100 SXM 267.9 (85.9% of 312), H100 SXM 792.1 (80.1% of 989). None is taken for
+// the V100 or the H200 (not in that table).
 const GpuSheet kGpuSheets[] = {
     {"v100", "NVIDIA V100-SXM2-32GB (FP32 15.7, FP16 125 TFLOP/s; 900 GB/s)", 15.7, 0, 0, 125, 0, 900, 32},
-    {"a100", "NVIDIA A100-SXM4-40GB (TF32 156, BF16 312 TFLOP/s; 1555 GB/s)", 19.5, 156, 312, 312, 0, 1555, 40},
-    {"a100-80gb", "NVIDIA A100-SXM4-80GB (TF32 156, BF16 312 TFLOP/s; 2039 GB/s)", 19.5, 156, 312, 312, 0, 2039, 80},
+    {"a100", "NVIDIA A100-SXM4-40GB (TF32 156, BF16 312 TFLOP/s; 1555 GB/s)", 19.5, 156, 312, 312, 0, 1555, 40,
+     267.9},
+    {"a100-80gb", "NVIDIA A100-SXM4-80GB (TF32 156, BF16 312 TFLOP/s; 2039 GB/s)", 19.5, 156, 312, 312, 0, 2039, 80,
+     267.9},
     {"h100-sxm", "NVIDIA H100-SXM5-80GB (TF32 495, BF16 989, FP8 1979 TFLOP/s dense; 3350 GB/s)", 67, 494.7, 989.4,
-     989.4, 1978.9, 3350, 80},
+     989.4, 1978.9, 3350, 80, 792.1},
     {"h200", "NVIDIA H200-SXM-141GB (TF32 495, BF16 989, FP8 1979 TFLOP/s dense; 4800 GB/s)", 67, 494.7, 989.4,
      989.4, 1978.9, 4800, 141},
 };
@@ -284,6 +315,15 @@ DeviceSpec catalog_device(const std::string& kind) {
   std::string kinds;
   for (const auto& known : catalog_kinds()) kinds += (kinds.empty() ? "" : ", ") + known;
   throw UserError(fmt::format("unknown device kind '{}' (known: {})", kind, kinds));
+}
+
+EfficiencyCurve DeviceSpec::curve_at_precision(const std::string& op) const {
+  EfficiencyCurve chosen = curve(op);
+  const bool sixteen_bit = precision == Precision::Bf16 || precision == Precision::Fp16;
+  if (sixteen_bit && op_class(op) == OpClass::Matmul && gemm_efficiency_16bit > 0) {
+    chosen.eff_max = gemm_efficiency_16bit;
+  }
+  return chosen;
 }
 
 double DeviceSpec::peak_for(const std::string& op) const {
@@ -312,7 +352,7 @@ DeviceSpec at_precision(DeviceSpec device, Precision precision) {
 }
 
 LayerTime AnalyticCostModel::time(const LayerWork& work) const {
-  const EfficiencyCurve& curve = device_.curve(work.op);
+  const EfficiencyCurve curve = device_.curve_at_precision(work.op);
   // LayerWork counts fp32 values; the step moves value_bytes each.
   LayerWork moved = work;
   moved.bytes *= value_bytes(device_.precision) / kFloatBytes;
@@ -328,6 +368,29 @@ std::optional<Seconds> AnalyticCostModel::update(const graph::Graph& graph, grap
   return Bytes(kBytesPerParameter * static_cast<double>(params)) / device_.memory_bandwidth;
 }
 
+LayerTime AnalyticCostModel::attention_core_memory(const graph::Graph& graph, graph::LayerId id, int64_t batch,
+                                                   int64_t parts) const {
+  if (graph.layer(id).op() != graph::OpKind::SelfAttention) return LayerTime{};
+  const auto& attrs = std::get<graph::SelfAttentionAttrs>(graph.layer(id).attrs);
+  const double tokens = static_cast<double>(graph.info(id).output_shape.at(0));
+  const double elements = static_cast<double>(attrs.heads / parts) * tokens * tokens * static_cast<double>(batch);
+  const double value = value_bytes(device_.precision);
+  const bool dropout = attrs.dropout > 0;
+  // Element-wise kernels on the device's memory curve (the "softmax" op's: its class's where
+  // the profile has no softmax); no launch overhead of their own, the layer's covers it.
+  const EfficiencyCurve curve = device_.curve_at_precision("softmax");
+  const auto seconds = [&](double bytes) {
+    LayerWork work;
+    work.op = "softmax";
+    work.batch = batch;
+    work.bytes = bytes;
+    work.rows = elements;
+    return Seconds(roofline_seconds(device_, work) / curve.efficiency(work));
+  };
+  return LayerTime{seconds(score_bytes(elements, kScoreForward, kScoreDropoutForward, dropout, value)),
+                   seconds(score_bytes(elements, kScoreBackward, kScoreDropoutBackward, dropout, value))};
+}
+
 std::optional<LayerEstimate> AnalyticCostModel::estimate(const graph::Graph& graph,
                                                          graph::LayerId id, int64_t batch) const {
   // A model input computes nothing: feeding it is the data pipeline's (and, across devices,
@@ -340,7 +403,7 @@ std::optional<LayerEstimate> AnalyticCostModel::estimate(const graph::Graph& gra
   const auto& info = graph.info(id);
   const LayerWork work = layer_work(graph::op_name(graph.layer(id).op()), batch, info.forward_flops,
                                     input_bytes, info.output_bytes, info.params);
-  return LayerEstimate{time(work), CostSource::Analytic};
+  return LayerEstimate{time(work) + attention_core_memory(graph, id, batch, 1), CostSource::Analytic};
 }
 
 std::optional<LayerEstimate> AnalyticCostModel::estimate_tensor(const graph::Graph& graph, graph::LayerId id,
@@ -354,7 +417,8 @@ std::optional<LayerEstimate> AnalyticCostModel::estimate_tensor(const graph::Gra
                                     input_sliced(split.kind) ? input_bytes / k : input_bytes,
                                     output_sliced(split.kind) ? info.output_bytes / k : info.output_bytes,
                                     part_params(graph, id, split));
-  return LayerEstimate{time(work), CostSource::Analytic};
+  const int64_t head_parts = split.kind == SplitKind::Heads ? k : 1;
+  return LayerEstimate{time(work) + attention_core_memory(graph, id, batch, head_parts), CostSource::Analytic};
 }
 
 std::optional<LayerEstimate> LayeredCostModel::estimate_tensor(const graph::Graph& graph, graph::LayerId id,

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "burst/timing/evaluate.h"
 #include "burst/util/error.h"
 #include "stage_partition.h"
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "burst/timing/evaluate.h"
 #include "burst/util/error.h"
 
 namespace burst::planner {

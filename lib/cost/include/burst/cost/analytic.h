@@ -69,9 +69,17 @@ struct DeviceSpec {
   Seconds overhead;         // per layer call: kernel launches, framework dispatch
   std::array<EfficiencyCurve, kOpClassCount> curves;  // per class: the fallback
   std::map<std::string, EfficiencyCurve> op_curves;     // per op kind, where measured
+  // The fraction of the bf16/fp16 peak that cuBLAS reaches on large 16-bit GEMMs
+  // (docs/cost-model.md, "16-bit GEMMs"): what a matmul-class op's curve tops out at under
+  // bf16 and fp16, in place of the eff_max fitted on measurements at the default precision.
+  // 0 where no such figure is known: the fitted curve serves every precision.
+  double gemm_efficiency_16bit = 0;
 
   // The curve for an op: its own when fitted, else its class's.
   const EfficiencyCurve& curve(const std::string& op) const;
+  // The curve an op runs on at this precision: curve(op), but a matmul-class op under bf16
+  // or fp16 tops out at gemm_efficiency_16bit where the device has that figure.
+  EfficiencyCurve curve_at_precision(const std::string& op) const;
   // The peak an op runs against: peak_flops, but under fp8 only linear and attention GEMMs
   // use FP8 units (Transformer Engine) and the rest runs at the bf16 peak.
   double peak_for(const std::string& op) const;
@@ -140,6 +148,11 @@ class AnalyticCostModel : public CostModel {
   std::optional<Seconds> update(const graph::Graph& graph, graph::LayerId id) const override;
   // The same formula from a layer's work (for fitting and for profile entries).
   LayerTime time(const LayerWork& work) const;
+  // What a self_attention layer adds to time(): its [heads, T, T] score matrix moved through
+  // memory by the unfused attention core (scores, softmax, dropout, the product with V),
+  // forward and backward, for `batch` samples with its heads divided into `parts`; zero for
+  // other ops. The roofline of time() counts the core's FLOPs but not this traffic.
+  LayerTime attention_core_memory(const graph::Graph& graph, graph::LayerId id, int64_t batch, int64_t parts) const;
   const DeviceSpec& spec() const { return device_; }
 
  private:

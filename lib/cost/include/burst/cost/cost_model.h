@@ -16,6 +16,9 @@ struct LayerTime {
   Seconds backward;
   Seconds total() const { return forward + backward; }
 };
+inline LayerTime operator+(const LayerTime& a, const LayerTime& b) {
+  return LayerTime{a.forward + b.forward, a.backward + b.backward};
+}
 
 // Where a time came from, for reports ("measured" profile data or the "analytic" model).
 enum class CostSource { Measured, Interpolated, Analytic };
