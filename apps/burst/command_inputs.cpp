@@ -14,6 +14,7 @@
 #include "burst/planner/pipeline_planner.h"
 #include "burst/planner/tensor_planner.h"
 #include "burst/util/error.h"
+#include "burst/util/format.h"
 #include "burst/util/json_io.h"
 #include "plan_report.h"
 
@@ -295,18 +296,76 @@ struct AutoCandidate {
   std::string why_not;  // set when the strategy has no plan that fits
 };
 
+// Why no plan that splits no layer's tensors can fit (program::largest_unsplit_layer_state
+// over the device's capacity), or empty when one may: then the burst, pipeline and hybrid
+// searches are skipped (on a 1T-parameter model they would search for minutes to find
+// nothing).
+std::string why_unsplit_cannot_fit(const Inputs& inputs) {
+  const program::LayerStateBound bound = program::largest_unsplit_layer_state(
+      inputs.graph, inputs.optimizer, inputs.program, inputs.cluster.size());
+  if (!(inputs.capacity.capacity < bound.bytes)) return "";
+  return fmt::format("not searched: layer '{}' alone needs {} of weights, gradients and optimizer state (ZeRO {}) "
+                     "without tensor splits, more than the {} of a {}",
+                     inputs.graph.layer(bound.layer).name, bytes_decimal(bound.bytes.value()),
+                     inputs.program.zero_stage, bytes_decimal(inputs.capacity.capacity.value()), inputs.capacity.device);
+}
+
+// Why no pipeline of data-parallel or burst stages (the pipeline planner's, at most its
+// max_stages) can fit (program::unsplit_pipeline_state_bound), or empty when one may.
+std::string why_pipelines_cannot_fit(const Inputs& inputs) {
+  const int max_stages = planner::PipelineOptions{}.max_stages;
+  const Bytes bound = program::unsplit_pipeline_state_bound(inputs.graph, inputs.optimizer, inputs.program,
+                                                            inputs.cluster.size(), max_stages);
+  if (!(inputs.capacity.capacity < bound)) return "";
+  return fmt::format("not searched: in any pipeline of up to {} stages without tensor splits some device holds at "
+                     "least {} of weights, gradients and optimizer state (ZeRO {}), more than the {} of a {}",
+                     max_stages, bytes_decimal(bound.value()), inputs.program.zero_stage,
+                     bytes_decimal(inputs.capacity.capacity.value()), inputs.capacity.device);
+}
+
+// The burst planner's work grows with layers x devices (its tables hold every layer's
+// placements on every device count); `auto` runs it, alone and inside pipeline stages (the
+// hybrid), up to this many, so that planning stays in seconds. `--strategy burst` and
+// `--strategy hybrid` run it at any size.
+constexpr double kAutoBurstBudget = 2e5;
+
+std::string over_burst_budget(const Inputs& inputs) {
+  const double work = static_cast<double>(inputs.graph.size()) * inputs.cluster.size();
+  if (work <= kAutoBurstBudget) return "";
+  return fmt::format("not searched: {} layers x {} devices is past auto's {:g} for the burst planner (--strategy "
+                     "burst or hybrid runs it)",
+                     inputs.graph.size(), inputs.cluster.size(), kAutoBurstBudget);
+}
+
 std::vector<AutoCandidate> auto_candidates(const Inputs& inputs, const plan::PlanContext& context,
                                            const planner::BurstOptions& burst,
-                                           const std::optional<planner::BurstPlanResult>& burst_result) {
+                                           const std::optional<planner::BurstPlanResult>& burst_result,
+                                           const std::string& unsplit_refusal) {
   std::vector<AutoCandidate> candidates;
+  const plan::Plan data_parallel = plan::plan_data_parallel(inputs.graph, inputs.cluster.size(), inputs.global_batch);
   const auto add = [&](std::string name, plan::Plan plan) {
     candidates.push_back(AutoCandidate{std::move(name), std::move(plan), inputs.program, ""});
   };
-  add("dp", plan::plan_data_parallel(inputs.graph, inputs.cluster.size(), inputs.global_batch));
-  add("burst", burst_result->plan);
-  planner::PipelinePlanResult pipelines = search_pipelines(inputs, context, burst, true, true);
-  add("pipeline", or_data_parallel(std::move(pipelines.plan), inputs));
-  add("hybrid", or_data_parallel(std::move(pipelines.hybrid), inputs));
+  const auto refuse = [&](std::string name, const std::string& why) {
+    candidates.push_back(AutoCandidate{std::move(name), data_parallel, inputs.program, why});
+  };
+  add("dp", data_parallel);
+  const std::string burst_refusal = unsplit_refusal.empty() ? over_burst_budget(inputs) : unsplit_refusal;
+  if (burst_refusal.empty()) {
+    add("burst", burst_result->plan);
+  } else {
+    refuse("burst", burst_refusal);
+  }
+  const std::string pipeline_refusal = unsplit_refusal.empty() ? why_pipelines_cannot_fit(inputs) : unsplit_refusal;
+  if (pipeline_refusal.empty()) {
+    planner::PipelinePlanResult pipelines = search_pipelines(inputs, context, burst, true, burst_refusal.empty());
+    add("pipeline", or_data_parallel(std::move(pipelines.plan), inputs));
+    if (burst_refusal.empty()) add("hybrid", or_data_parallel(std::move(pipelines.hybrid), inputs));
+  }
+  if (!pipeline_refusal.empty()) refuse("pipeline", pipeline_refusal);
+  if (!pipeline_refusal.empty() || !burst_refusal.empty()) {
+    refuse("hybrid", pipeline_refusal.empty() ? burst_refusal : pipeline_refusal);
+  }
   add("tensor", search_tensor_splits(inputs, context, burst));
   if (planner::has_attention(inputs.graph)) {
     try {
@@ -324,17 +383,23 @@ std::vector<AutoCandidate> auto_candidates(const Inputs& inputs, const plan::Pla
 // equals) is chosen. `chosen.tried` says what each gave.
 void choose_automatically(const Inputs& inputs, const plan::PlanContext& context, const planner::BurstOptions& burst,
                           ChosenPlan& chosen) {
-  std::optional<planner::BurstPlanResult> burst_result = planner::plan_burst_with_prediction(context, inputs.global_batch, burst);
-  std::vector<AutoCandidate> candidates = auto_candidates(inputs, context, burst, burst_result);
+  const std::string unsplit_refusal = why_unsplit_cannot_fit(inputs);
+  std::optional<planner::BurstPlanResult> burst_result;
+  if (unsplit_refusal.empty() && over_burst_budget(inputs).empty()) {
+    burst_result = planner::plan_burst_with_prediction(context, inputs.global_batch, burst);
+  }
+  std::vector<AutoCandidate> candidates = auto_candidates(inputs, context, burst, burst_result, unsplit_refusal);
   std::optional<Seconds> best;
   for (AutoCandidate& candidate : candidates) {
     StrategyTried tried{candidate.name, std::nullopt, candidate.why_not, pipeline_text(candidate.plan)};
+    if (!tried.why_not.empty()) {  // the 3-D search's own refusal, or not searched
+      chosen.tried.push_back(std::move(tried));
+      continue;
+    }
     std::vector<program::DeviceMemory> memory =
         program::plan_memory(candidate.plan, inputs.graph, inputs.optimizer, candidate.program);
     const program::DeviceMemory& peak = program::peak_memory(memory);
-    if (!tried.why_not.empty()) {
-      // the 3-D search's own refusal
-    } else if (candidate.name != candidate.plan.strategy) {  // nothing fits: data parallel
+    if (candidate.name != candidate.plan.strategy) {  // nothing fits: data parallel
       tried.why_not = "no " + candidate.name + " plan fits";
     } else if (inputs.capacity.capacity < peak.use.total()) {
       tried.why_not = program::memory_text(peak, inputs.graph, inputs.capacity);

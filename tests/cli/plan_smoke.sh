@@ -284,6 +284,18 @@ times = [t["iteration_time_ms"] for t in tried if t["iteration_time_ms"] is not 
 assert times and d["iteration_time_ms"] == min(times), (d["iteration_time_ms"], times)
 ' "$work/auto.out"
 fi
+# auto's effort bound: 67 layers x 4,096 devices is past what it gives the burst planner;
+# burst and hybrid are listed as not searched, the rest still run.
+if quiet auto_budget plan --model gpt2:layers=6,width=64,heads=4,seq=16,vocab=64 --device a100 --devices 4096 \
+     --global-batch 4096 --strategy auto --json; then
+  py_check "auto says what it did not search" '
+import json, sys
+tried = {t["strategy"]: t for t in json.load(open(sys.argv[1]))["strategies_tried"]}
+for name in ("burst", "hybrid"):
+    assert tried[name]["why_not"].startswith("not searched: 67 layers x 4096 devices"), tried[name]
+assert tried["3d"]["iteration_time_ms"] is not None, tried["3d"]
+' "$work/auto_budget.out"
+fi
 if quiet pipe_dp plan --model fmnist_cnn --device a100 --devices 2 --global-batch 16 --strategy dp -o "$work/cnn.json" &&
    quiet gpt_dp "${gpt[@]}" --strategy dp -o "$work/gpt_dp.json"; then
   "$python" - "$work" <<'PY'

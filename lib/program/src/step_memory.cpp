@@ -215,6 +215,29 @@ std::vector<DeviceMemory> plan_memory_of_ranks(const plan::Plan& plan, const gra
   return MemoryCounter(plan, graph, optimizer, options, &selection).count();
 }
 
+LayerStateBound largest_unsplit_layer_state(const graph::Graph& graph, cost::Optimizer optimizer,
+                                            const ProgramOptions& options, int devices) {
+  const cost::MemoryOptions memory{optimizer, options.precision, options.recompute};
+  LayerStateBound largest;
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
+    const cost::LayerMemory state =
+        cost::shard_state(cost::layer_memory(graph, id, 0, memory), options.zero_stage, std::max(1, devices));
+    if (largest.bytes < state.total()) largest = LayerStateBound{id, state.total()};
+  }
+  return largest;
+}
+
+Bytes unsplit_pipeline_state_bound(const graph::Graph& graph, cost::Optimizer optimizer, const ProgramOptions& options,
+                                   int devices, int max_stages) {
+  const cost::MemoryOptions memory{optimizer, options.precision, options.recompute};
+  cost::LayerMemory whole;
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
+    whole += cost::layer_memory(graph, id, 0, memory);
+  }
+  return Bytes(cost::shard_state(whole, options.zero_stage, std::max(1, devices)).total().value() /
+               static_cast<double>(std::max(1, max_stages)));
+}
+
 const DeviceMemory& peak_memory(const std::vector<DeviceMemory>& devices) {
   BURST_ASSERT(!devices.empty(), "a plan has at least one device");
   const DeviceMemory* peak = &devices.front();

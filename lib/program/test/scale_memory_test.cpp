@@ -131,6 +131,24 @@ TEST(ScaleMemory, SelectiveRecomputeHoldsOneAttentionCoreAtATime) {
 namespace burst::program {
 namespace {
 
+// The lower bounds `--strategy auto` skips the searches without tensor splits by, on the
+// ZeRO paper's model (one 7.5e9-parameter layer, mixed-precision Adam, 16 bytes a parameter).
+TEST(ScaleMemory, UnsplitStateBounds) {
+  const graph::Graph graph = zero_paper_model();
+  ProgramOptions options;
+  options.precision = cost::Precision::Bf16;
+  // One layer's state, unsharded: 120 GB; under ZeRO-1 over all 64 devices: 31.40625 GB.
+  const LayerStateBound layer = largest_unsplit_layer_state(graph, cost::Optimizer::Adam, options, 64);
+  EXPECT_EQ(graph.layer(layer.layer).name, "fc");
+  EXPECT_DOUBLE_EQ(layer.bytes.value(), 120e9);
+  // A pipeline of at most 64 stages: 120 GB / 64 = 1.875 GB; under ZeRO-1, 31.40625 / 64.
+  EXPECT_DOUBLE_EQ(unsplit_pipeline_state_bound(graph, cost::Optimizer::Adam, options, 64, 64).value(), 1.875e9);
+  options.zero_stage = 1;
+  EXPECT_DOUBLE_EQ(largest_unsplit_layer_state(graph, cost::Optimizer::Adam, options, 64).bytes.value(), 31.40625e9);
+  EXPECT_DOUBLE_EQ(unsplit_pipeline_state_bound(graph, cost::Optimizer::Adam, options, 64, 64).value(),
+                   31.40625e9 / 64);
+}
+
 // Counting some ranks gives exactly their entries of counting all.
 TEST(ScaleMemory, CountingSomeRanksGivesTheirEntriesOfAll) {
   const graph::Graph graph = zero_paper_model();

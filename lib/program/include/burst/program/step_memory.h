@@ -49,6 +49,26 @@ std::vector<DeviceMemory> plan_memory_of_ranks(const plan::Plan& plan, const gra
                                                cost::Optimizer optimizer, const ProgramOptions& options,
                                                const RankSelection& selection);
 
+// The most model state (weights, gradients, optimizer state) a device must hold for one
+// layer in any plan that splits no layer's tensors: the layer's whole state, sharded by
+// the step's ZeRO stage over as many replicas as there are `devices` (the most any plan
+// can give it). A lower bound: when it exceeds a device's capacity, no plan without tensor
+// splits fits, whatever its placement.
+struct LayerStateBound {
+  graph::LayerId layer = 0;
+  Bytes bytes;
+};
+LayerStateBound largest_unsplit_layer_state(const graph::Graph& graph, cost::Optimizer optimizer,
+                                            const ProgramOptions& options, int devices);
+
+// A lower bound on the model state some device holds in any pipeline of at most
+// `max_stages` stages of consecutive layers that splits no layer's tensors: the largest
+// stage holds at least 1/max_stages of the whole model's state unsharded, and a ZeRO-sharded
+// term is at least its whole over `devices`; shard_state(whole, ZeRO, devices) / max_stages
+// is below both.
+Bytes unsplit_pipeline_state_bound(const graph::Graph& graph, cost::Optimizer optimizer, const ProgramOptions& options,
+                                   int devices, int max_stages);
+
 // The rank that needs the most (the lowest such rank).
 const DeviceMemory& peak_memory(const std::vector<DeviceMemory>& devices);
 
