@@ -337,10 +337,24 @@ std::string over_burst_budget(const Inputs& inputs) {
                      inputs.graph.size(), inputs.cluster.size(), kAutoBurstBudget);
 }
 
+// Why `auto` skips a search (empty: it runs it): the burst planner alone, the pipeline
+// planner, and the hybrid (which needs both).
+struct SkippedSearches {
+  std::string burst;
+  std::string pipeline;
+  const std::string& hybrid() const { return !pipeline.empty() ? pipeline : burst; }
+};
+
+SkippedSearches skipped_searches(const Inputs& inputs) {
+  const std::string unsplit = why_unsplit_cannot_fit(inputs);
+  if (!unsplit.empty()) return SkippedSearches{unsplit, unsplit};
+  return SkippedSearches{over_burst_budget(inputs), why_pipelines_cannot_fit(inputs)};
+}
+
 std::vector<AutoCandidate> auto_candidates(const Inputs& inputs, const plan::PlanContext& context,
                                            const planner::BurstOptions& burst,
                                            const std::optional<planner::BurstPlanResult>& burst_result,
-                                           const std::string& unsplit_refusal) {
+                                           const SkippedSearches& skipped) {
   std::vector<AutoCandidate> candidates;
   const plan::Plan data_parallel = plan::plan_data_parallel(inputs.graph, inputs.cluster.size(), inputs.global_batch);
   const auto add = [&](std::string name, plan::Plan plan) {
@@ -350,21 +364,22 @@ std::vector<AutoCandidate> auto_candidates(const Inputs& inputs, const plan::Pla
     candidates.push_back(AutoCandidate{std::move(name), data_parallel, inputs.program, why});
   };
   add("dp", data_parallel);
-  const std::string burst_refusal = unsplit_refusal.empty() ? over_burst_budget(inputs) : unsplit_refusal;
-  if (burst_refusal.empty()) {
+  if (skipped.burst.empty()) {
     add("burst", burst_result->plan);
   } else {
-    refuse("burst", burst_refusal);
+    refuse("burst", skipped.burst);
   }
-  const std::string pipeline_refusal = unsplit_refusal.empty() ? why_pipelines_cannot_fit(inputs) : unsplit_refusal;
-  if (pipeline_refusal.empty()) {
-    planner::PipelinePlanResult pipelines = search_pipelines(inputs, context, burst, true, burst_refusal.empty());
-    add("pipeline", or_data_parallel(std::move(pipelines.plan), inputs));
-    if (burst_refusal.empty()) add("hybrid", or_data_parallel(std::move(pipelines.hybrid), inputs));
+  std::optional<planner::PipelinePlanResult> pipelines;
+  if (skipped.pipeline.empty()) pipelines = search_pipelines(inputs, context, burst, true, skipped.hybrid().empty());
+  if (pipelines) {
+    add("pipeline", or_data_parallel(std::move(pipelines->plan), inputs));
+  } else {
+    refuse("pipeline", skipped.pipeline);
   }
-  if (!pipeline_refusal.empty()) refuse("pipeline", pipeline_refusal);
-  if (!pipeline_refusal.empty() || !burst_refusal.empty()) {
-    refuse("hybrid", pipeline_refusal.empty() ? burst_refusal : pipeline_refusal);
+  if (skipped.hybrid().empty()) {
+    add("hybrid", or_data_parallel(std::move(pipelines->hybrid), inputs));
+  } else {
+    refuse("hybrid", skipped.hybrid());
   }
   add("tensor", search_tensor_splits(inputs, context, burst));
   if (planner::has_attention(inputs.graph)) {
@@ -383,12 +398,10 @@ std::vector<AutoCandidate> auto_candidates(const Inputs& inputs, const plan::Pla
 // equals) is chosen. `chosen.tried` says what each gave.
 void choose_automatically(const Inputs& inputs, const plan::PlanContext& context, const planner::BurstOptions& burst,
                           ChosenPlan& chosen) {
-  const std::string unsplit_refusal = why_unsplit_cannot_fit(inputs);
+  const SkippedSearches skipped = skipped_searches(inputs);
   std::optional<planner::BurstPlanResult> burst_result;
-  if (unsplit_refusal.empty() && over_burst_budget(inputs).empty()) {
-    burst_result = planner::plan_burst_with_prediction(context, inputs.global_batch, burst);
-  }
-  std::vector<AutoCandidate> candidates = auto_candidates(inputs, context, burst, burst_result, unsplit_refusal);
+  if (skipped.burst.empty()) burst_result = planner::plan_burst_with_prediction(context, inputs.global_batch, burst);
+  std::vector<AutoCandidate> candidates = auto_candidates(inputs, context, burst, burst_result, skipped);
   std::optional<Seconds> best;
   for (AutoCandidate& candidate : candidates) {
     StrategyTried tried{candidate.name, std::nullopt, candidate.why_not, pipeline_text(candidate.plan)};

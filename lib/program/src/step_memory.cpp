@@ -29,8 +29,7 @@ class MemoryCounter {
       : plan_(plan), graph_(graph), options_(options),
         memory_{optimizer, options.precision, options.recompute},
         devices_(static_cast<size_t>(plan.devices)),
-        selection_(selection),
-        counted_(selection ? selection->selected : std::vector<char>(static_cast<size_t>(plan.devices), 1)) {
+        selection_(selection) {
     for (int rank = 0; rank < plan.devices; ++rank) devices_[static_cast<size_t>(rank)].rank = rank;
     for (int stage = 0; stage < plan.stage_count(); ++stage) {
       in_flight_.push_back(
@@ -38,8 +37,8 @@ class MemoryCounter {
     }
     if (options.recompute == cost::Recompute::Full) units_ = recompute_units(graph);
     working_.by_rank_unit.resize(static_cast<size_t>(plan.devices));
-    for (size_t rank = 0; rank < counted_.size(); ++rank) {
-      if (counted_[rank]) working_.by_rank_unit[rank].assign(units_.count(), 0.0);
+    for (size_t rank = 0; rank < devices_.size(); ++rank) {
+      if (counted(rank)) working_.by_rank_unit[rank].assign(units_.count(), 0.0);
     }
     working_.by_rank.assign(static_cast<size_t>(plan.devices), 0.0);
     gathered_.assign(static_cast<size_t>(plan.devices), {0.0, 0.0});
@@ -49,14 +48,15 @@ class MemoryCounter {
     for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph_.size()); ++id) add_layer(id);
     add_tied_copies();
     add_working_sets();
-    std::vector<DeviceMemory> counted;
+    std::vector<DeviceMemory> kept;
     for (DeviceMemory& device : devices_) {
-      if (counted_[static_cast<size_t>(device.rank)]) counted.push_back(std::move(device));
+      if (counted(static_cast<size_t>(device.rank))) kept.push_back(std::move(device));
     }
-    return counted;
+    return kept;
   }
 
  private:
+  bool counted(size_t rank) const { return selection_ == nullptr || selection_->selected[rank] != 0; }
   double value_scale() const { return cost::value_bytes(options_.precision) / cost::kFloatBytes; }
 
   // What one shard of a layer adds to its rank, at its sample count.
@@ -146,7 +146,7 @@ class MemoryCounter {
                                                        options_.zero_stage, static_cast<int>(holders.size()));
       const auto& own = plan_.layers[static_cast<size_t>(embedding)].shards;
       for (const int rank : holders) {
-        if (!counted_[static_cast<size_t>(rank)]) continue;
+        if (!counted(static_cast<size_t>(rank))) continue;
         const bool runs = std::any_of(own.begin(), own.end(), [rank](const cost::Shard& s) { return s.rank == rank; });
         if (!runs) devices_[static_cast<size_t>(rank)].use += copy;
       }
@@ -156,7 +156,7 @@ class MemoryCounter {
   void add_working_sets() {
     for (DeviceMemory& device : devices_) {
       const auto r = static_cast<size_t>(device.rank);
-      if (!counted_[r]) continue;
+      if (!counted(r)) continue;
       const auto& units = working_.by_rank_unit[r];
       const double unit = units.empty() ? 0 : *std::max_element(units.begin(), units.end());
       device.use.activations += Bytes(unit + working_.by_rank[r]);
@@ -171,7 +171,6 @@ class MemoryCounter {
   cost::MemoryOptions memory_;
   std::vector<DeviceMemory> devices_;
   const RankSelection* selection_;  // null: every rank
-  std::vector<char> counted_;         // by rank
   // Micro-batches each stage keeps activations for at once (its schedule's peak: GPipe all
   // m, 1F1B p - s on stage s).
   std::vector<int64_t> in_flight_;

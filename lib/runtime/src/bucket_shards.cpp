@@ -5,38 +5,9 @@
 
 #include "burst/util/error.h"
 #include "gradient_buckets.h"
+#include "training_state.h"
 
 namespace burst::runtime::detail {
-namespace {
-
-void* state_key(const torch::Tensor& parameter) { return parameter.unsafeGetTensorImpl(); }
-
-// The tensors of one parameter's optimizer state (OptimizerParamState), by slot: SGD's
-// momentum buffer; Adam's exp_avg, exp_avg_sq and max_exp_avg_sq. Undefined where the state
-// has none (no momentum; no amsgrad). Adam's step count is not a tensor (adam_step).
-std::vector<torch::Tensor> state_tensors(torch::optim::OptimizerParamState& state) {
-  if (auto* sgd = dynamic_cast<torch::optim::SGDParamState*>(&state)) return {sgd->momentum_buffer()};
-  auto& adam = dynamic_cast<torch::optim::AdamParamState&>(state);
-  return {adam.exp_avg(), adam.exp_avg_sq(), adam.max_exp_avg_sq()};
-}
-
-// A state of the same kind as `like`, holding `tensors` (by slot) and `like`'s step count.
-std::unique_ptr<torch::optim::OptimizerParamState> state_like(const torch::optim::OptimizerParamState& like,
-                                                              const std::vector<torch::Tensor>& tensors) {
-  if (dynamic_cast<const torch::optim::SGDParamState*>(&like) != nullptr) {
-    auto sgd = std::make_unique<torch::optim::SGDParamState>();
-    sgd->momentum_buffer(tensors.at(0));
-    return sgd;
-  }
-  auto adam = std::make_unique<torch::optim::AdamParamState>();
-  adam->step(dynamic_cast<const torch::optim::AdamParamState&>(like).step());
-  adam->exp_avg(tensors.at(0));
-  adam->exp_avg_sq(tensors.at(1));
-  if (tensors.at(2).defined()) adam->max_exp_avg_sq(tensors.at(2));
-  return adam;
-}
-
-}  // namespace
 
 torch::Tensor GradientBuckets::flatten(const Bucket& bucket, const std::function<torch::Tensor(size_t)>& of) {
   torch::NoGradGuard no_grad;
@@ -60,11 +31,11 @@ std::vector<torch::Tensor> GradientBuckets::optimizer_parameters(const std::vect
   if (!sharded()) return parameters;
   std::unordered_set<void*> in_shards;
   for (const auto& bucket : buckets_) {
-    for (const torch::Tensor& p : bucket->parameters) in_shards.insert(state_key(p));
+    for (const torch::Tensor& p : bucket->parameters) in_shards.insert(optimizer_state_key(p));
   }
   std::vector<torch::Tensor> kept;
   for (const torch::Tensor& p : parameters) {
-    if (in_shards.count(state_key(p)) == 0) kept.push_back(p);
+    if (in_shards.count(optimizer_state_key(p)) == 0) kept.push_back(p);
   }
   for (const auto& bucket : buckets_) kept.push_back(bucket->shard);
   return kept;
@@ -86,12 +57,12 @@ void GradientBuckets::gather(int32_t program_bucket, const std::function<void(Pe
 void GradientBuckets::gather_parameter_state(torch::optim::Optimizer& optimizer) {
   for (const auto& bucket : buckets_) {
     // Every member has stepped as often as the others: all hold a state, or none does.
-    const auto found = optimizer.state().find(state_key(bucket->shard));
+    const auto found = optimizer.state().find(optimizer_state_key(bucket->shard));
     if (found == optimizer.state().end()) continue;
     // The shard's state object itself: inserting the parameters' moves the map's entries.
     torch::optim::OptimizerParamState& shard_state = *found->second;
     std::vector<torch::Tensor> wholes;
-    for (const torch::Tensor& shard : state_tensors(shard_state)) {
+    for (const torch::Tensor& shard : optimizer_state_tensors(shard_state)) {
       if (!shard.defined()) {
         wholes.emplace_back();
         continue;
@@ -108,14 +79,14 @@ void GradientBuckets::gather_parameter_state(torch::optim::Optimizer& optimizer)
         tensors.push_back(whole.defined() ? whole.narrow(0, bucket->offsets[slot], p.numel()).view_as(p).clone()
                                           : torch::Tensor());
       }
-      optimizer.state()[state_key(p)] = state_like(shard_state, tensors);
+      optimizer.state()[optimizer_state_key(p)] = optimizer_state_like(shard_state, tensors);
     }
   }
 }
 
 void GradientBuckets::drop_parameter_state(torch::optim::Optimizer& optimizer) {
   for (const auto& bucket : buckets_) {
-    for (const torch::Tensor& p : bucket->parameters) optimizer.state().erase(state_key(p));
+    for (const torch::Tensor& p : bucket->parameters) optimizer.state().erase(optimizer_state_key(p));
   }
 }
 
@@ -128,31 +99,31 @@ void GradientBuckets::shard_loaded_state(torch::optim::Optimizer* optimizer) {
       bucket->shard.copy_(weights.narrow(0, bucket->member * length, length));
     }
     if (optimizer == nullptr) continue;
-    optimizer->state().erase(state_key(bucket->shard));
+    optimizer->state().erase(optimizer_state_key(bucket->shard));
     // The loaded state of the bucket's first parameter says which slots there are; a
     // parameter loaded without state (a checkpoint written before its first step) counts as
     // zeros, as its state would be.
-    const auto first = optimizer->state().find(state_key(bucket->parameters.front()));
+    const auto first = optimizer->state().find(optimizer_state_key(bucket->parameters.front()));
     if (first == optimizer->state().end()) continue;
     torch::optim::OptimizerParamState& first_state = *first->second;
     std::vector<torch::Tensor> shards;
-    const size_t slots = state_tensors(first_state).size();
-    for (size_t k = 0; k < slots; ++k) {
-      if (!state_tensors(first_state)[k].defined()) {
+    const std::vector<torch::Tensor> first_slots = optimizer_state_tensors(first_state);
+    for (size_t k = 0; k < first_slots.size(); ++k) {
+      if (!first_slots[k].defined()) {
         shards.emplace_back();
         continue;
       }
       const torch::Tensor whole = flatten(*bucket, [&](size_t slot) {
-        const auto found = optimizer->state().find(state_key(bucket->parameters[slot]));
+        const auto found = optimizer->state().find(optimizer_state_key(bucket->parameters[slot]));
         const torch::Tensor& p = bucket->parameters[slot];
         if (found == optimizer->state().end()) return torch::zeros_like(p);
-        const torch::Tensor value = state_tensors(*found->second)[k];
+        const torch::Tensor value = optimizer_state_tensors(*found->second)[k];
         return value.defined() ? value : torch::zeros_like(p);
       });
       shards.push_back(whole.narrow(0, bucket->member * length, length).clone());
     }
-    optimizer->state()[state_key(bucket->shard)] = state_like(first_state, shards);
-    for (const torch::Tensor& p : bucket->parameters) optimizer->state().erase(state_key(p));
+    optimizer->state()[optimizer_state_key(bucket->shard)] = optimizer_state_like(first_state, shards);
+    for (const torch::Tensor& p : bucket->parameters) optimizer->state().erase(optimizer_state_key(p));
   }
 }
 

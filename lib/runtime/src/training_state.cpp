@@ -31,9 +31,6 @@ torch::ScalarType dtype_of(const std::string& name) {
   throw UserError(fmt::format("unknown tensor dtype '{}'", name));
 }
 
-// The optimizer's key for a parameter (libtorch 2.x keys its state by the tensor's impl).
-void* state_key(const torch::Tensor& parameter) { return parameter.unsafeGetTensorImpl(); }
-
 const checkpoint::TensorBytes& find(const std::map<std::string, const checkpoint::TensorBytes*>& state,
                                     const std::string& name) {
   const auto found = state.find(name);
@@ -65,6 +62,27 @@ torch::Tensor slot(const std::map<std::string, const checkpoint::TensorBytes*>& 
 
 }  // namespace
 
+std::vector<torch::Tensor> optimizer_state_tensors(torch::optim::OptimizerParamState& state) {
+  if (auto* sgd = dynamic_cast<torch::optim::SGDParamState*>(&state)) return {sgd->momentum_buffer()};
+  auto& adam = dynamic_cast<torch::optim::AdamParamState&>(state);
+  return {adam.exp_avg(), adam.exp_avg_sq(), adam.max_exp_avg_sq()};
+}
+
+std::unique_ptr<torch::optim::OptimizerParamState> optimizer_state_like(const torch::optim::OptimizerParamState& like,
+                                                                        const std::vector<torch::Tensor>& tensors) {
+  if (dynamic_cast<const torch::optim::SGDParamState*>(&like) != nullptr) {
+    auto sgd = std::make_unique<torch::optim::SGDParamState>();
+    sgd->momentum_buffer(tensors.at(0));
+    return sgd;
+  }
+  auto adam = std::make_unique<torch::optim::AdamParamState>();
+  adam->step(dynamic_cast<const torch::optim::AdamParamState&>(like).step());
+  adam->exp_avg(tensors.at(0));
+  adam->exp_avg_sq(tensors.at(1));
+  if (tensors.at(2).defined()) adam->max_exp_avg_sq(tensors.at(2));
+  return adam;
+}
+
 checkpoint::TensorBytes tensor_to_bytes(const std::string& name, const torch::Tensor& tensor) {
   const torch::Tensor contiguous = tensor.detach().contiguous().cpu();  // a GPU tensor's bytes, copied out
   checkpoint::TensorBytes bytes;
@@ -90,7 +108,7 @@ std::vector<checkpoint::TensorBytes> layer_training_state(const torch::nn::Modul
     const std::string name = prefix + item.key();
     state.push_back(tensor_to_bytes(name, item.value()));
     if (optimizer == nullptr) continue;
-    const auto found = optimizer->state().find(state_key(item.value()));
+    const auto found = optimizer->state().find(optimizer_state_key(item.value()));
     if (found == optimizer->state().end()) continue;
     if (const auto* sgd = dynamic_cast<const torch::optim::SGDParamState*>(found->second.get())) {
       if (sgd->momentum_buffer().defined()) state.push_back(tensor_to_bytes(name + ":momentum_buffer", sgd->momentum_buffer()));
@@ -114,7 +132,7 @@ void load_layer_training_state(torch::nn::Module& module, torch::optim::Optimize
     const std::string name = prefix + item.key();
     assign(item.value(), find(state, name), name);
     if (optimizer == nullptr) continue;
-    void* const key = state_key(item.value());
+    void* const key = optimizer_state_key(item.value());
     optimizer->state().erase(key);
     if (dynamic_cast<torch::optim::SGD*>(optimizer) != nullptr) {
       if (state.count(name + ":momentum_buffer") == 0) continue;

@@ -4,6 +4,7 @@
 // "<param>:<slot>" (SGD: momentum_buffer; Adam: step, exp_avg, exp_avg_sq, max_exp_avg_sq).
 // Internal to lib/runtime; includes libtorch.
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,17 @@
 #include "burst/checkpoint/checkpoint_file.h"
 
 namespace burst::runtime::detail {
+
+// The optimizer's key for a parameter's state (libtorch 2.x keys it by the tensor's impl).
+inline void* optimizer_state_key(const torch::Tensor& parameter) { return parameter.unsafeGetTensorImpl(); }
+
+// The tensors of one parameter's optimizer state, by slot: SGD's momentum buffer; Adam's
+// exp_avg, exp_avg_sq and max_exp_avg_sq. Undefined where the state has none (no momentum;
+// no amsgrad). Adam's step count is not a tensor.
+std::vector<torch::Tensor> optimizer_state_tensors(torch::optim::OptimizerParamState& state);
+// A state of the same kind as `like`, holding `tensors` (by slot) and `like`'s step count.
+std::unique_ptr<torch::optim::OptimizerParamState> optimizer_state_like(const torch::optim::OptimizerParamState& like,
+                                                                        const std::vector<torch::Tensor>& tensors);
 
 checkpoint::TensorBytes tensor_to_bytes(const std::string& name, const torch::Tensor& tensor);
 torch::Tensor tensor_from_bytes(const checkpoint::TensorBytes& bytes);

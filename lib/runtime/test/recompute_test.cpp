@@ -20,6 +20,7 @@ namespace burst::runtime::recompute_test {
 namespace {
 
 using testing::InProcessWorld;
+using testing::tiny_gpt2;
 
 constexpr int kSteps = 4;
 constexpr int64_t kBatch = 8;
@@ -35,13 +36,7 @@ ExecutorOptions float64_options(cost::Recompute recompute) {
 // without recomputation; the plan's program must recompute something.
 double error_against_one_rank(const graph::Graph& graph, const plan::Plan& plan, cost::Recompute recompute) {
   const ExecutorOptions options = float64_options(recompute);
-  const program::StepProgram program = program::build_step_program(graph, plan, options.program);
-  program::check_step_program(program, graph, plan);
-  int recomputes = 0;
-  for (const auto& ops : program.ops) {
-    for (const program::Op& op : ops) recomputes += op.kind == program::OpKind::Recompute ? 1 : 0;
-  }
-  EXPECT_GT(recomputes, 0);
+  EXPECT_GT(testing::checked_op_count(graph, plan, options.program, program::OpKind::Recompute), 0);
   InProcessWorld one(1, std::chrono::seconds(60));
   const auto expected = testing::train_threads(graph, plan::plan_data_parallel(graph, 1, kBatch), kSteps, one,
                                                float64_options(cost::Recompute::None),
@@ -51,11 +46,6 @@ double error_against_one_rank(const graph::Graph& graph, const plan::Plan& plan,
   const auto actual =
       testing::train_threads(graph, plan, kSteps, world, options, testing::random_batches(graph, kBatch)).first;
   return testing::largest_relative_error(expected, actual);
-}
-
-const graph::Graph& tiny_gpt2() {
-  static const graph::Graph graph = graph::build_zoo_model("gpt2:layers=2,width=64,heads=4,seq=16,vocab=64");
-  return graph;
 }
 
 TEST(RecomputeRuntime, Gpt2DataParallelWithFullRecomputationEqualsOneRank) {

@@ -22,6 +22,7 @@ namespace {
 using cost::SplitKind;
 using testing::InProcessWorld;
 using testing::Parameters;
+using testing::tiny_gpt2;
 
 constexpr int kSteps = 20;
 constexpr int64_t kBatch = 4;
@@ -91,11 +92,6 @@ class TensorParallelRuntime : public ::testing::Test {
 // embeddings and the patch projection).
 constexpr int kGpt2AllReduces = 4;
 constexpr int kVitAllReduces = 4;
-
-const graph::Graph& tiny_gpt2() {
-  static const graph::Graph graph = graph::build_zoo_model("gpt2:layers=2,width=64,heads=4,seq=16,vocab=64");
-  return graph;
-}
 
 const graph::Graph& tiny_vit() {
   static const graph::Graph graph =

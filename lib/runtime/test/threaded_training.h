@@ -15,10 +15,31 @@
 #include <vector>
 
 #include "burst/graph/graph.h"
+#include "burst/graph/zoo.h"
+#include "burst/program/step_program.h"
 #include "burst/runtime/plan_executor.h"
 #include "in_process_communicator.h"
 
 namespace burst::runtime::testing {
+
+// GPT-2 with 2 blocks of width 64 (4 heads), 16 tokens, a vocabulary of 64.
+inline const graph::Graph& tiny_gpt2() {
+  static const graph::Graph graph = graph::build_zoo_model("gpt2:layers=2,width=64,heads=4,seq=16,vocab=64");
+  return graph;
+}
+
+// How many ops of `kind` the step program of `plan` under `options` has on all ranks; the
+// program is checked (check_step_program) first.
+inline int checked_op_count(const graph::Graph& graph, const plan::Plan& plan, const program::ProgramOptions& options,
+                            program::OpKind kind) {
+  const program::StepProgram program = program::build_step_program(graph, plan, options);
+  program::check_step_program(program, graph, plan);
+  int count = 0;
+  for (const auto& ops : program.ops) {
+    for (const program::Op& op : ops) count += op.kind == kind ? 1 : 0;
+  }
+  return count;
+}
 
 using Parameters = std::map<std::string, torch::Tensor>;
 

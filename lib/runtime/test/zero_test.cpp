@@ -23,6 +23,7 @@ namespace burst::runtime::zero_test {
 namespace {
 
 using testing::InProcessWorld;
+using testing::tiny_gpt2;
 
 constexpr int kSteps = 4;
 constexpr int64_t kBatch = 8;
@@ -34,11 +35,6 @@ ExecutorOptions float64_options(const std::string& optimizer, int zero_stage) {
   options.dtype = torch::kFloat64;
   options.program.zero_stage = zero_stage;
   return options;
-}
-
-const graph::Graph& tiny_gpt2() {
-  static const graph::Graph graph = graph::build_zoo_model("gpt2:layers=2,width=64,heads=4,seq=16,vocab=64");
-  return graph;
 }
 
 const graph::Graph& fmnist_cnn() {
@@ -60,13 +56,7 @@ double error_against_one_rank(const graph::Graph& graph, const plan::Plan& plan,
                               int zero_stage, cost::Recompute recompute = cost::Recompute::None) {
   ExecutorOptions options = float64_options(optimizer, zero_stage);
   options.program.recompute = recompute;
-  const program::StepProgram program = program::build_step_program(graph, plan, options.program);
-  program::check_step_program(program, graph, plan);
-  int scatters = 0;
-  for (const auto& ops : program.ops) {
-    for (const program::Op& op : ops) scatters += op.kind == program::OpKind::ReduceScatter ? 1 : 0;
-  }
-  EXPECT_GT(scatters, 0);
+  EXPECT_GT(testing::checked_op_count(graph, plan, options.program, program::OpKind::ReduceScatter), 0);
   const testing::Parameters expected =
       train(graph, plan::plan_data_parallel(graph, 1, kBatch), float64_options(optimizer, 0));
   std::string worst;
