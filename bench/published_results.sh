@@ -36,7 +36,7 @@ rows=(
   "Megatron 1T|128,25600,160,51200|a100-80gb|3072|200|3072|8|64|1|fp16|full|0|103|SC'21 Table 1 (163 TFLOP/s)"
   "Korthikanti 22B full|48,6144,64,51200|a100-80gb|8|200|4|8|1|4|fp16|full|0|1.42|Korthikanti et al. 2022, Table 5"
   "Korthikanti 1T full|128,25600,160,51200|a100-80gb|512|200|512|8|64|1|fp16|full|0|94.42|Korthikanti et al. 2022, Table 5"
-  "GPT-NeoX-20B|44,6144,64,50432|a100|96|100|1536|2|4|4|fp16|full|1|47.1|Black et al. 2022 (117 TFLOP/s, Eq3)"
+  "GPT-NeoX-20B|44,6144,64,50432|a100|96|100|1536|2|4|4|fp16|full|1|43.8|Black et al. 2022 (117 TFLOP/s, gpt-neox 2022 formula)"
   "BLOOM-176B|70,14336,112,250880|a100-80gb|384|50|2048|4|12|2|bf16|full|1|104.70|BigScience tr11 log, iteration 85376"
 )
 printf '| run | GPUs | TP x PP x DP, MBS | measured s | burst s | burst / measured | planner s | source |\n'

@@ -294,6 +294,7 @@ struct AutoCandidate {
   plan::Plan plan;
   program::ProgramOptions program;
   std::string why_not;  // set when the strategy has no plan that fits
+  std::optional<Seconds> predicted;  // the evaluator's time, where the search already took it
 };
 
 // Why no plan that splits no layer's tensors can fit (program::largest_unsplit_layer_state
@@ -358,10 +359,10 @@ std::vector<AutoCandidate> auto_candidates(const Inputs& inputs, const plan::Pla
   std::vector<AutoCandidate> candidates;
   const plan::Plan data_parallel = plan::plan_data_parallel(inputs.graph, inputs.cluster.size(), inputs.global_batch);
   const auto add = [&](std::string name, plan::Plan plan) {
-    candidates.push_back(AutoCandidate{std::move(name), std::move(plan), inputs.program, ""});
+    candidates.push_back(AutoCandidate{std::move(name), std::move(plan), inputs.program, "", std::nullopt});
   };
   const auto refuse = [&](std::string name, const std::string& why) {
-    candidates.push_back(AutoCandidate{std::move(name), data_parallel, inputs.program, why});
+    candidates.push_back(AutoCandidate{std::move(name), data_parallel, inputs.program, why, std::nullopt});
   };
   add("dp", data_parallel);
   if (skipped.burst.empty()) {
@@ -385,9 +386,9 @@ std::vector<AutoCandidate> auto_candidates(const Inputs& inputs, const plan::Pla
   if (planner::has_attention(inputs.graph)) {
     try {
       planner::ThreeDResult found = search_3d(inputs, context);
-      candidates.push_back(AutoCandidate{"3d", std::move(found.plan), found.program, ""});
+      candidates.push_back(AutoCandidate{"3d", std::move(found.plan), found.program, "", found.predicted});
     } catch (const UserError& error) {
-      candidates.push_back(AutoCandidate{"3d", candidates.front().plan, inputs.program, error.what()});
+      candidates.push_back(AutoCandidate{"3d", candidates.front().plan, inputs.program, error.what(), std::nullopt});
     }
   }
   return candidates;
@@ -405,21 +406,25 @@ void choose_automatically(const Inputs& inputs, const plan::PlanContext& context
   std::optional<Seconds> best;
   for (AutoCandidate& candidate : candidates) {
     StrategyTried tried{candidate.name, std::nullopt, candidate.why_not, pipeline_text(candidate.plan)};
-    if (!tried.why_not.empty()) {  // the 3-D search's own refusal, or not searched
+    if (candidate.name != candidate.plan.strategy && tried.why_not.empty()) {  // nothing fits: data parallel
+      tried.why_not = "no " + candidate.name + " plan fits";
+    }
+    if (!tried.why_not.empty()) {  // the 3-D search's own refusal, not searched, or nothing fits
       chosen.tried.push_back(std::move(tried));
       continue;
     }
     std::vector<program::DeviceMemory> memory =
         program::plan_memory(candidate.plan, inputs.graph, inputs.optimizer, candidate.program);
     const program::DeviceMemory& peak = program::peak_memory(memory);
-    if (candidate.name != candidate.plan.strategy) {  // nothing fits: data parallel
-      tried.why_not = "no " + candidate.name + " plan fits";
-    } else if (inputs.capacity.capacity < peak.use.total()) {
+    if (inputs.capacity.capacity < peak.use.total()) {
       tried.why_not = program::memory_text(peak, inputs.graph, inputs.capacity);
     } else {
-      timing::EvaluateOptions evaluate;
-      evaluate.program = candidate.program;
-      tried.time = timing::evaluate_plan(candidate.plan, context, evaluate).iteration_time;
+      tried.time = candidate.predicted;
+      if (!tried.time) {
+        timing::EvaluateOptions evaluate;
+        evaluate.program = candidate.program;
+        tried.time = timing::evaluate_plan(candidate.plan, context, evaluate).iteration_time;
+      }
       if (!best || *tried.time < *best) {
         best = tried.time;
         chosen.plan = candidate.plan;
