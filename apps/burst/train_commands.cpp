@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -87,7 +88,15 @@ void check_options(const TrainArgs& args) {
                                 cost::precision_name(precision)));
   }
   if (config.steps > 0 && config.epochs > 0) throw UserError("give --steps or --epochs, not both");
-  if (!(config.learning_rate > 0)) throw UserError(fmt::format("--lr must be > 0, got {}", config.learning_rate));
+  runtime::LearningRateSchedule schedule = config.schedule;
+  schedule.total_steps = config.steps;  // with --epochs, the run checks it once it knows its steps
+  runtime::check_learning_rate_schedule(schedule, config.learning_rate);
+  if (!std::isfinite(config.momentum) || config.momentum < 0 || config.momentum >= 1) {
+    throw UserError(fmt::format("--momentum must be in [0, 1), got {}", config.momentum));
+  }
+  if (!std::isfinite(config.weight_decay) || config.weight_decay < 0) {
+    throw UserError(fmt::format("--weight-decay must be a finite number >= 0, got {}", config.weight_decay));
+  }
   if (!(config.timeout_s > 0) || config.timeout_s > 86400) {
     throw UserError(fmt::format("--timeout must be between 0 and 86400 seconds, got {}", config.timeout_s));
   }
@@ -199,7 +208,7 @@ plan::Plan make_burst_plan(const TrainArgs& args, const graph::Graph& graph, int
   options.amplification = args.amplification;
   options.program = args.config.program;  // plan the step the workers will run
   const planner::BurstPlanResult burst = planner::plan_burst_with_prediction(context, global_batch, options);
-  const cost::Optimizer optimizer = args.config.optimizer == "adam" ? cost::Optimizer::Adam
+  const cost::Optimizer optimizer = args.config.optimizer != "sgd"   ? cost::Optimizer::Adam
                                     : args.config.momentum > 0     ? cost::Optimizer::Momentum
                                                                    : cost::Optimizer::Sgd;
   const program::MemoryCapacity share{"cpu", Bytes(cost::machine_memory().value() / world_size)};
@@ -456,6 +465,21 @@ void add_plan_and_launch_options(CLI::App& command, TrainArgs& args) {
       ->type_name("FILE");
 }
 
+// The learning-rate schedule (burst/runtime/lr_schedule.h; docs/runtime.md).
+void add_schedule_options(CLI::App& command, runtime::LearningRateSchedule& schedule) {
+  command
+      .add_option_function<std::string>(
+          "--lr-schedule", [&schedule](const std::string& word) { schedule.kind = runtime::parse_learning_rate_kind(word); },
+          "constant (default), cosine or linear (to --min-lr at the last step), or step (x --lr-gamma every "
+          "--lr-step-size steps)")
+      ->check(CLI::IsMember({"constant", "cosine", "linear", "step"}));
+  command.add_option("--warmup-steps", schedule.warmup_steps, "Steps of linear warmup to --lr before the schedule")
+      ->capture_default_str();
+  command.add_option("--min-lr", schedule.min_learning_rate, "Where cosine and linear end")->capture_default_str();
+  command.add_option("--lr-step-size", schedule.step_size, "--lr-schedule step: steps between decays");
+  command.add_option("--lr-gamma", schedule.gamma, "--lr-schedule step: the factor of each decay")->capture_default_str();
+}
+
 // The training itself: data, optimizer, numerics, the step's options.
 void add_training_options(CLI::App& command, TrainArgs& args) {
   runtime::TrainConfig& c = args.config;
@@ -469,8 +493,11 @@ void add_training_options(CLI::App& command, TrainArgs& args) {
                      "sees every sample)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))
       ->capture_default_str();
-  command.add_option("--optimizer", c.optimizer, "sgd or adam")->check(CLI::IsMember({"sgd", "adam"}))->capture_default_str();
-  command.add_option("--lr", c.learning_rate, "Learning rate")->capture_default_str();
+  command.add_option("--optimizer", c.optimizer, "sgd, adam, or adamw (decoupled weight decay)")
+      ->check(CLI::IsMember({"sgd", "adam", "adamw"}))
+      ->capture_default_str();
+  command.add_option("--lr", c.learning_rate, "Learning rate (the schedule's peak)")->capture_default_str();
+  add_schedule_options(command, c.schedule);
   command.add_option("--device", c.device, "Where each rank computes: cpu, or cuda (rank r on cuda:LOCAL_RANK)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();

@@ -22,8 +22,14 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ProgramOptions, bucket_bytes, first_bucket_by
 }  // namespace burst::program
 
 namespace burst::runtime {
+NLOHMANN_JSON_SERIALIZE_ENUM(LearningRateKind, {{LearningRateKind::constant, "constant"},
+                                                {LearningRateKind::cosine, "cosine"},
+                                                {LearningRateKind::linear, "linear"},
+                                                {LearningRateKind::step, "step"}})
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LearningRateSchedule, kind, warmup_steps, total_steps, min_learning_rate, step_size,
+                                   gamma)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TrainConfig, model, init, steps, epochs, dataset, dataset_dir, synthetic_samples,
-                                   optimizer, learning_rate, momentum, weight_decay, seed, save_params, trace_file,
+                                   optimizer, learning_rate, schedule, momentum, weight_decay, seed, save_params, trace_file,
                                    log_every, checkpoint_dir, checkpoint_every, resume, timeout_s, background_model,
                                    background_batch, threads, program, dtype, device)
 }  // namespace burst::runtime

@@ -42,6 +42,14 @@ refused "a NaN bucket" "${vgg[@]}" --global-batch 16 --nproc 2 --bucket-mb nan
 refused "an unknown BatchNorm mode" "${vgg[@]}" --global-batch 16 --nproc 2 --batchnorm other
 refused "ZeRO stage 3 (planned, not run)" "${vgg[@]}" --global-batch 16 --nproc 2 --zero 3
 refused "selective recomputation (planned, not run)" "${vgg[@]}" --global-batch 16 --nproc 2 --recompute selective
+refused "an infinite learning rate" "${vgg[@]}" --global-batch 16 --nproc 2 --lr inf
+refused "a NaN learning rate" "${vgg[@]}" --global-batch 16 --nproc 2 --lr nan
+refused "warmup beyond the steps" "${vgg[@]}" --global-batch 16 --nproc 2 --warmup-steps 3
+refused "an unknown schedule" "${vgg[@]}" --global-batch 16 --nproc 2 --lr-schedule exponential
+refused "a step schedule without a step size" "${vgg[@]}" --global-batch 16 --nproc 2 --lr-schedule step
+refused "a minimum above the rate" "${vgg[@]}" --global-batch 16 --nproc 2 --lr-schedule cosine --min-lr 1
+refused "an infinite weight decay" "${vgg[@]}" --global-batch 16 --nproc 2 --weight-decay inf
+refused "momentum of 1" "${vgg[@]}" --global-batch 16 --nproc 2 --momentum 1
 
 echo '{"format": "burst-train-job", "version": 99}' >"$work/future_job.json"
 refused "a job file with other options" train --job "$work/future_job.json" --steps 2

@@ -20,6 +20,7 @@
 #include "burst/plan/plan.h"
 #include "burst/program/step_program.h"
 #include "burst/runtime/communicator.h"
+#include "burst/runtime/plan_executor.h"
 #include "burst/util/error.h"
 #include "gradient_buckets.h"
 #include "trace.h"
@@ -153,6 +154,7 @@ struct ExecutorState {
   std::vector<std::vector<cost::FeatureRange>> inputs_held;
   std::vector<std::unique_ptr<layers::TensorGroupContext>> tensor_groups;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
+  OptimizerOptions optimizer_options;  // its base rate and schedule (PlanExecutor::step sets the rate)
   std::unique_ptr<GradientBuckets> buckets;
 
   // Step accounting (see StepTimes) and the trace.

@@ -1,6 +1,7 @@
 #include "burst/runtime/train.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -65,11 +66,14 @@ std::unique_ptr<Communicator> connect(const TrainConfig& config, const WorkerPla
   return make_gloo_communicator(gloo);
 }
 
-ExecutorOptions executor_options(const TrainConfig& config, torch::Device device, const graph::ImportedModel& model) {
+ExecutorOptions executor_options(const TrainConfig& config, int64_t steps, torch::Device device,
+                                 const graph::ImportedModel& model) {
   ExecutorOptions options;
   options.device = device;
   options.seed = config.seed;
-  options.optimizer = OptimizerOptions{config.optimizer, config.learning_rate, config.momentum, config.weight_decay};
+  options.optimizer = OptimizerOptions{config.optimizer, config.learning_rate, config.momentum, config.weight_decay,
+                                       config.schedule};
+  options.optimizer.schedule.total_steps = steps;
   options.program = config.program;
   options.dtype = config.dtype == "float64" ? torch::kFloat64 : torch::kFloat32;
   options.initial_weights = &model.weights;
@@ -95,7 +99,7 @@ class TrainingRun {
     const torch::Device device = layers::rank_device(config_.device, place.local_rank);  // before any rank waits for this one
     doing("connecting to the other workers");
     communicator_ = connect(config_, place);
-    executor_.emplace(graph_, job_.plan, *communicator_, executor_options(config_, device, model_));
+    executor_.emplace(graph_, job_.plan, *communicator_, executor_options(config_, steps_, device, model_));
     if (!config_.background_model.empty()) background_.emplace(config_, place.rank, place.local_rank);
     resume();
     print_header();
@@ -105,10 +109,8 @@ class TrainingRun {
     if (tracing()) executor_->start_trace(std::min<int64_t>(steps_ - first_step_, kTraceSteps));
     for (int64_t step = first_step_; step < steps_; ++step) {
       StepResult result = run_step(step);
-      if (!config_.checkpoint_dir.empty() &&
-          (step + 1 == steps_ || (config_.checkpoint_every > 0 && (step + 1) % config_.checkpoint_every == 0))) {
-        save_checkpoint(step + 1);
-      }
+      if (reduces_loss(step)) check_finite_loss(step, result.loss);
+      if (checkpointed(step)) save_checkpoint(step + 1);
       since_log_.add(result.times);
       if (logged(step)) log_step(step, result);
     }
@@ -137,8 +139,24 @@ class TrainingRun {
   }
   bool tracing() const { return !config_.trace_file.empty(); }
   bool leader() const { return place_.rank == 0; }
-  // Every rank knows which steps are logged: those reduce the loss and gather step times.
+  // Every rank knows which steps are logged (they gather step times), checkpointed, and so
+  // reduce the loss: a checkpoint is written only after a step whose loss was finite.
   bool logged(int64_t step) const { return step % std::max(1, config_.log_every) == 0 || step + 1 == steps_; }
+  bool checkpointed(int64_t step) const {
+    return !config_.checkpoint_dir.empty() &&
+           (step + 1 == steps_ || (config_.checkpoint_every > 0 && (step + 1) % config_.checkpoint_every == 0));
+  }
+  bool reduces_loss(int64_t step) const { return logged(step) || checkpointed(step); }
+
+  // A NaN or infinite loss ends the run on every rank alike (each holds the same reduced
+  // loss), before the step's checkpoint, so the last one written holds finite weights.
+  void check_finite_loss(int64_t step, double loss) const {
+    if (std::isfinite(loss)) return;
+    const std::string kept = last_checkpoint_.empty() ? "no checkpoint was written"
+                                                      : fmt::format("the last checkpoint is {}", last_checkpoint_);
+    throw RunFailure(fmt::format("step {}: the loss is {}: training stopped ({}; try a lower --lr or a warmup)",
+                                 step + 1, loss, kept));
+  }
 
   // The checkpoint the job names (checked when the job was resolved): its state, any layout.
   void resume() {
@@ -147,6 +165,7 @@ class TrainingRun {
     checkpoint::check_checkpoint_model(resumed, graph_, job_.resume_from);
     executor_->load_training_state(resumed.tensors);
     first_step_ = resumed.step;
+    last_checkpoint_ = job_.resume_from;
     // Nothing else to restore: dropout draws by (seed, step, layer, sample), on any layout.
     if (leader()) std::cout << fmt::format("resumed from step {} ({})\n", first_step_, job_.resume_from);
   }
@@ -171,7 +190,7 @@ class TrainingRun {
     const uint64_t background_cpu = background_ ? background_->cpu_ns() : 0;
     StepResult result;
     try {
-      result = executor_->step(source, step, logged(step));
+      result = executor_->step(source, step, reduces_loss(step));
     } catch (const RunFailure& error) {
       throw RunFailure(fmt::format("step {}: {}", step + 1, error.what()));
     }
@@ -202,6 +221,7 @@ class TrainingRun {
   void save_checkpoint(int64_t done) {
     doing(fmt::format("gathering the checkpoint of step {}", done));
     std::vector<checkpoint::TensorBytes> tensors = executor_->gather_training_state();
+    last_checkpoint_ = checkpoint::checkpoint_path(config_.checkpoint_dir, done);  // rank 0 writes it now
     if (!leader()) return;
     checkpoint::Checkpoint out;
     out.model = graph_.name();
@@ -249,6 +269,7 @@ class TrainingRun {
   std::optional<PlanExecutor> executor_;
   std::optional<detail::BackgroundChild> background_;
   int64_t first_step_ = 0;
+  std::string last_checkpoint_;  // the latest written or resumed from, for the message of a run that stops
   std::optional<data::EpochOrder> order_;
   detail::StepTimesSum since_log_;
 };

@@ -60,10 +60,47 @@ torch::Tensor slot(const std::map<std::string, const checkpoint::TensorBytes*>& 
   return loaded.to(like.device());  // optimizer state lives where its parameter does
 }
 
+
+// Adam's and AdamW's states: the same slots in two unrelated classes.
+template <typename AdamState>
+std::unique_ptr<torch::optim::OptimizerParamState> adam_state_like(const AdamState& like,
+                                                                   const std::vector<torch::Tensor>& tensors) {
+  auto adam = std::make_unique<AdamState>();
+  adam->step(like.step());
+  adam->exp_avg(tensors.at(0));
+  adam->exp_avg_sq(tensors.at(1));
+  if (tensors.at(2).defined()) adam->max_exp_avg_sq(tensors.at(2));
+  return adam;
+}
+
+template <typename AdamState>
+void append_adam_state(const AdamState& adam, const std::string& name, std::vector<checkpoint::TensorBytes>& state) {
+  state.push_back(tensor_to_bytes(name + ":step", torch::tensor(adam.step(), torch::kInt64)));
+  state.push_back(tensor_to_bytes(name + ":exp_avg", adam.exp_avg()));
+  state.push_back(tensor_to_bytes(name + ":exp_avg_sq", adam.exp_avg_sq()));
+  if (adam.max_exp_avg_sq().defined()) state.push_back(tensor_to_bytes(name + ":max_exp_avg_sq", adam.max_exp_avg_sq()));
+}
+
+// The Adam (or AdamW) state of parameter `name` from a checkpoint, or null where it has none.
+template <typename AdamState>
+std::unique_ptr<AdamState> loaded_adam_state(const std::map<std::string, const checkpoint::TensorBytes*>& state,
+                                             const std::string& name, const torch::Tensor& parameter) {
+  if (state.count(name + ":step") == 0) return nullptr;
+  auto adam = std::make_unique<AdamState>();
+  adam->step(tensor_from_bytes(find(state, name + ":step")).item<int64_t>());
+  adam->exp_avg(slot(state, name + ":exp_avg", parameter));
+  adam->exp_avg_sq(slot(state, name + ":exp_avg_sq", parameter));
+  if (state.count(name + ":max_exp_avg_sq") != 0) adam->max_exp_avg_sq(slot(state, name + ":max_exp_avg_sq", parameter));
+  return adam;
+}
+
 }  // namespace
 
 std::vector<torch::Tensor> optimizer_state_tensors(torch::optim::OptimizerParamState& state) {
   if (auto* sgd = dynamic_cast<torch::optim::SGDParamState*>(&state)) return {sgd->momentum_buffer()};
+  if (auto* adamw = dynamic_cast<torch::optim::AdamWParamState*>(&state)) {
+    return {adamw->exp_avg(), adamw->exp_avg_sq(), adamw->max_exp_avg_sq()};
+  }
   auto& adam = dynamic_cast<torch::optim::AdamParamState&>(state);
   return {adam.exp_avg(), adam.exp_avg_sq(), adam.max_exp_avg_sq()};
 }
@@ -75,12 +112,10 @@ std::unique_ptr<torch::optim::OptimizerParamState> optimizer_state_like(const to
     sgd->momentum_buffer(tensors.at(0));
     return sgd;
   }
-  auto adam = std::make_unique<torch::optim::AdamParamState>();
-  adam->step(dynamic_cast<const torch::optim::AdamParamState&>(like).step());
-  adam->exp_avg(tensors.at(0));
-  adam->exp_avg_sq(tensors.at(1));
-  if (tensors.at(2).defined()) adam->max_exp_avg_sq(tensors.at(2));
-  return adam;
+  if (const auto* adamw = dynamic_cast<const torch::optim::AdamWParamState*>(&like)) {
+    return adam_state_like(*adamw, tensors);
+  }
+  return adam_state_like(dynamic_cast<const torch::optim::AdamParamState&>(like), tensors);
 }
 
 checkpoint::TensorBytes tensor_to_bytes(const std::string& name, const torch::Tensor& tensor) {
@@ -113,12 +148,9 @@ std::vector<checkpoint::TensorBytes> layer_training_state(const torch::nn::Modul
     if (const auto* sgd = dynamic_cast<const torch::optim::SGDParamState*>(found->second.get())) {
       if (sgd->momentum_buffer().defined()) state.push_back(tensor_to_bytes(name + ":momentum_buffer", sgd->momentum_buffer()));
     } else if (const auto* adam = dynamic_cast<const torch::optim::AdamParamState*>(found->second.get())) {
-      state.push_back(tensor_to_bytes(name + ":step", torch::tensor(adam->step(), torch::kInt64)));
-      state.push_back(tensor_to_bytes(name + ":exp_avg", adam->exp_avg()));
-      state.push_back(tensor_to_bytes(name + ":exp_avg_sq", adam->exp_avg_sq()));
-      if (adam->max_exp_avg_sq().defined()) {
-        state.push_back(tensor_to_bytes(name + ":max_exp_avg_sq", adam->max_exp_avg_sq()));
-      }
+      append_adam_state(*adam, name, state);
+    } else if (const auto* adamw = dynamic_cast<const torch::optim::AdamWParamState*>(found->second.get())) {
+      append_adam_state(*adamw, name, state);
     }
   }
   for (const auto& item : module.named_buffers()) state.push_back(tensor_to_bytes(prefix + item.key(), item.value()));
@@ -140,15 +172,13 @@ void load_layer_training_state(torch::nn::Module& module, torch::optim::Optimize
       sgd->momentum_buffer(slot(state, name + ":momentum_buffer", item.value()));
       optimizer->state()[key] = std::move(sgd);
     } else if (dynamic_cast<torch::optim::Adam*>(optimizer) != nullptr) {
-      if (state.count(name + ":step") == 0) continue;
-      auto adam = std::make_unique<torch::optim::AdamParamState>();
-      adam->step(tensor_from_bytes(find(state, name + ":step")).item<int64_t>());
-      adam->exp_avg(slot(state, name + ":exp_avg", item.value()));
-      adam->exp_avg_sq(slot(state, name + ":exp_avg_sq", item.value()));
-      if (state.count(name + ":max_exp_avg_sq") != 0) {
-        adam->max_exp_avg_sq(slot(state, name + ":max_exp_avg_sq", item.value()));
+      if (auto adam = loaded_adam_state<torch::optim::AdamParamState>(state, name, item.value())) {
+        optimizer->state()[key] = std::move(adam);
       }
-      optimizer->state()[key] = std::move(adam);
+    } else if (dynamic_cast<torch::optim::AdamW*>(optimizer) != nullptr) {
+      if (auto adamw = loaded_adam_state<torch::optim::AdamWParamState>(state, name, item.value())) {
+        optimizer->state()[key] = std::move(adamw);
+      }
     }
   }
   for (auto& item : module.named_buffers()) {

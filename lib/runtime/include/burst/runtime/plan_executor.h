@@ -29,6 +29,7 @@
 #include "burst/plan/plan.h"
 #include "burst/program/program_options.h"
 #include "burst/runtime/communicator.h"
+#include "burst/runtime/lr_schedule.h"
 
 namespace burst::runtime {
 namespace detail {
@@ -36,10 +37,13 @@ struct ExecutorState;
 }
 
 struct OptimizerOptions {
-  std::string kind = "sgd";  // "sgd" or "adam"
-  double learning_rate = 0.01;
+  // "sgd", "adam" (weight decay added to the gradient, torch.optim.Adam's) or "adamw"
+  // (decoupled weight decay, torch.optim.AdamW's: p -= lr x weight_decay x p before the step)
+  std::string kind = "sgd";
+  double learning_rate = 0.01;  // the base rate; step s runs at learning_rate_at(schedule, it, s)
   double momentum = 0.0;      // sgd
   double weight_decay = 0.0;
+  LearningRateSchedule schedule;
 };
 
 // How a plan's steps run beyond the plan itself.
@@ -113,7 +117,8 @@ class PlanExecutor {
   ~PlanExecutor();
 
   // Training step `step` (0-based, counted across resumes: random ops draw by it, see
-  // burst/layers/sample_random.h): this rank's step program. `report_loss`: end with the
+  // burst/layers/sample_random.h, and the learning rate is the schedule's for it): this
+  // rank's step program. `report_loss`: end with the
   // world all-reduce of the loss (every rank passes the same values for the same step).
   StepResult step(const BatchSource& batch, int64_t step, bool report_loss);
 

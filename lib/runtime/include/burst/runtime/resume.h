@@ -31,8 +31,17 @@ inline nlohmann::json training_identity(const TrainConfig& config, int64_t globa
             {"learning_rate", config.learning_rate},
             {"momentum", config.momentum},
             {"weight_decay", config.weight_decay}}}};
-  // Only where it is not the default, so that checkpoints from before --dtype still resume.
+  // Only where it is not the default, so that checkpoints from before --dtype and
+  // --lr-schedule still resume.
   if (config.dtype != "float32") identity["dtype"] = config.dtype;
+  const LearningRateSchedule& schedule = config.schedule;
+  if (schedule.kind != LearningRateSchedule{}.kind || schedule.warmup_steps > 0) {
+    identity["optimizer"]["schedule"] = {{"kind", learning_rate_kind_name(schedule.kind)},
+                                         {"warmup_steps", schedule.warmup_steps},
+                                         {"min_learning_rate", schedule.min_learning_rate},
+                                         {"step_size", schedule.step_size},
+                                         {"gamma", schedule.gamma}};
+  }
   return identity;
 }
 

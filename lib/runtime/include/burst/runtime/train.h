@@ -11,6 +11,7 @@
 #include "burst/plan/plan.h"
 #include "burst/program/program_options.h"
 #include "burst/runtime/background.h"
+#include "burst/runtime/lr_schedule.h"
 
 namespace burst::runtime {
 
@@ -24,8 +25,9 @@ struct TrainConfig {
   std::string dataset = "synthetic";  // "synthetic" or "fashion-mnist"
   std::string dataset_dir = "/usr/share/datasets/fashion-mnist";
   int64_t synthetic_samples = 4096;
-  std::string optimizer = "sgd";
-  double learning_rate = 0.01;
+  std::string optimizer = "sgd";  // sgd, adam or adamw
+  double learning_rate = 0.01;   // the base rate of `schedule` (its total_steps: the run's, set by the run)
+  LearningRateSchedule schedule;
   double momentum = 0.0;
   double weight_decay = 0.0;
   uint64_t seed = 0;
