@@ -10,6 +10,7 @@ packages=(
   libfmt-dev nlohmann-json3-dev libcli11-dev        # formatting, JSON, command line
   libgtest-dev libgmock-dev libbenchmark-dev        # tests and benchmarks
   zlib1g-dev                                        # gzip-compressed IDX datasets (lib/data)
+  libstb-dev                                        # PNG and JPEG decoding (--dataset images:DIR)
   libonnx-dev libprotobuf-dev                       # ONNX import (lib/graph/src/onnx)
   libgloo-dev                                       # headers c10d's ProcessGroupGloo.hpp includes
   python3-venv                                      # .venv, where torch 2.x comes from PyPI

@@ -20,6 +20,7 @@
 #include "burst/cost/device_models.h"
 #include "burst/cost/memory.h"
 #include "burst/cost/network.h"
+#include "burst/data/user_data.h"
 #include "burst/graph/data_fit.h"
 #include "burst/graph/model_json.h"
 #include "burst/launch/identity.h"
@@ -32,6 +33,7 @@
 #include "burst/program/step_memory.h"
 #include "burst/runtime/background.h"
 #include "burst/runtime/resume.h"
+#include "burst/runtime/training_data.h"
 #include "burst/util/error.h"
 #include "background_commands.h"
 #include "command_inputs.h"
@@ -104,6 +106,9 @@ void check_options(const TrainArgs& args) {
   if (args.max_restarts > 0 && args.nproc == -1) {
     throw UserError("--max-restarts restarts the workers --nproc starts; under torchrun use its --max_restarts");
   }
+  data::parse_dataset_spec(config.dataset);
+  if (!config.val_dataset.empty()) data::parse_dataset_spec(config.val_dataset);
+  if (config.eval_every < 0) throw UserError(fmt::format("--eval-every must be at least 0, got {}", config.eval_every));
   if (config.checkpoint_every < 0) {
     throw UserError(fmt::format("--checkpoint-every must be at least 0, got {}", config.checkpoint_every));
   }
@@ -233,10 +238,9 @@ plan::Plan make_burst_plan(const TrainArgs& args, const graph::Graph& graph, int
 // and with --resume the checkpoint to resume from, checked against this training.
 runtime::TrainJob resolve_job(const TrainArgs& args, int world_size, const std::string& scratch) {
   const graph::Graph graph = graph::load_model(args.config.model);
-  if (args.config.dataset == "fashion-mnist") {
-    // Fashion-MNIST's samples are [1, 28, 28] images of 10 classes (lib/data checks the files).
-    graph::check_fits_samples(graph, {"fashion-mnist", {1, 28, 28}, 10});
-  }
+  // The data opened and checked against the model as the workers will, before they start.
+  runtime::detail::load_dataset(args.config, graph);
+  runtime::detail::load_validation_dataset(args.config, graph);
   runtime::TrainJob job;
   job.config = args.config;
   if (args.strategy == "burst") {
@@ -485,8 +489,23 @@ void add_training_options(CLI::App& command, TrainArgs& args) {
   runtime::TrainConfig& c = args.config;
   command.add_option("--steps", c.steps, "Training steps");
   command.add_option("--epochs", c.epochs, "Training epochs (steps = epochs x samples / global batch)");
-  command.add_option("--dataset", c.dataset, "synthetic or fashion-mnist")
-      ->check(CLI::IsMember({"synthetic", "fashion-mnist"}))
+  command.add_option("--dataset", c.dataset,
+                     "synthetic, fashion-mnist, or your data: npy:DIR (inputs.npy, labels.npy), tokens:FILE (uint16 "
+                     "token ids, as nanoGPT's train.bin) or images:DIR (class folders of PNG/JPEG)")
+      ->capture_default_str();
+  command.add_option("--val-dataset", c.val_dataset,
+                     "Validation data, as --dataset (default: Fashion-MNIST's test split; synthetic data's own)");
+  command.add_option("--eval-every", c.eval_every,
+                     "Validation loss and accuracy every N steps and after the last, over the whole validation set")
+      ->capture_default_str();
+  command.add_option("--image-mean", c.image_mean, "images:DIR: per-channel means (x / 255 - mean) / std")
+      ->delimiter(',')
+      ->capture_default_str();
+  command.add_option("--image-std", c.image_std, "images:DIR: per-channel standard deviations")
+      ->delimiter(',')
+      ->capture_default_str();
+  command.add_option("--token-width", c.token_width, "tokens:FILE: bytes per token id, uint16 or uint32")
+      ->check(CLI::IsMember({"uint16", "uint32"}))
       ->capture_default_str();
   command.add_option("--synthetic-samples", c.synthetic_samples,
                      "Samples in the synthetic dataset (docs/runtime.md; equal to --global-batch, step 1 "

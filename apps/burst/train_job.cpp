@@ -28,7 +28,8 @@ NLOHMANN_JSON_SERIALIZE_ENUM(LearningRateKind, {{LearningRateKind::constant, "co
                                                 {LearningRateKind::step, "step"}})
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LearningRateSchedule, kind, warmup_steps, total_steps, min_learning_rate, step_size,
                                    gamma)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TrainConfig, model, init, steps, epochs, dataset, dataset_dir, synthetic_samples,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TrainConfig, model, init, steps, epochs, dataset, dataset_dir, val_dataset, eval_every,
+                                   image_mean, image_std, token_width, synthetic_samples,
                                    optimizer, learning_rate, schedule, momentum, weight_decay, seed, save_params, trace_file,
                                    log_every, checkpoint_dir, checkpoint_every, resume, timeout_s, background_model,
                                    background_batch, threads, program, dtype, device)

@@ -1,5 +1,6 @@
 // Copying a rank's sample range of a global batch into its own buffers.
 #include <algorithm>
+#include <vector>
 
 #include "burst/data/dataset.h"
 #include "burst/util/error.h"
@@ -24,9 +25,9 @@ void gather_features(const Dataset& dataset, const std::vector<int64_t>& batch_i
                      int64_t begin, int64_t end, float* features_out) {
   check_range(dataset, batch_indices, begin, end);
   const int64_t elements = dataset.sample_elements();
+  std::vector<int64_t> labels(static_cast<size_t>(dataset.labels_per_sample()));
   for (int64_t position = begin; position < end; ++position) {
-    const float* sample = dataset.sample_features(batch_indices[position]);
-    std::copy(sample, sample + elements, features_out + (position - begin) * elements);
+    dataset.read_sample(batch_indices[position], features_out + (position - begin) * elements, labels.data());
   }
 }
 
@@ -34,16 +35,28 @@ void gather_labels(const Dataset& dataset, const std::vector<int64_t>& batch_ind
                    int64_t begin, int64_t end, int64_t* labels_out) {
   check_range(dataset, batch_indices, begin, end);
   const int64_t per_sample = dataset.labels_per_sample();
+  if (dataset.in_memory()) {  // labels alone, without copying the features
+    for (int64_t position = begin; position < end; ++position) {
+      const auto first = dataset.labels().begin() + batch_indices[position] * per_sample;
+      std::copy(first, first + per_sample, labels_out + (position - begin) * per_sample);
+    }
+    return;
+  }
+  std::vector<float> features(static_cast<size_t>(dataset.sample_elements()));
   for (int64_t position = begin; position < end; ++position) {
-    const auto first = dataset.labels().begin() + batch_indices[position] * per_sample;
-    std::copy(first, first + per_sample, labels_out + (position - begin) * per_sample);
+    dataset.read_sample(batch_indices[position], features.data(), labels_out + (position - begin) * per_sample);
   }
 }
 
 void gather(const Dataset& dataset, const std::vector<int64_t>& batch_indices, int64_t begin,
             int64_t end, float* features_out, int64_t* labels_out) {
-  gather_features(dataset, batch_indices, begin, end, features_out);
-  gather_labels(dataset, batch_indices, begin, end, labels_out);
+  check_range(dataset, batch_indices, begin, end);
+  const int64_t elements = dataset.sample_elements();
+  const int64_t per_sample = dataset.labels_per_sample();
+  for (int64_t position = begin; position < end; ++position) {
+    dataset.read_sample(batch_indices[position], features_out + (position - begin) * elements,
+                        labels_out + (position - begin) * per_sample);
+  }
 }
 
 }  // namespace burst::data

@@ -7,6 +7,24 @@
 
 namespace burst::graph {
 
+ModelSamples model_samples(const Graph& graph) {
+  ModelSamples samples;
+  bool have_input = false;
+  for (LayerId id = 0; id < static_cast<LayerId>(graph.size()); ++id) {
+    const LayerSpec& layer = graph.layer(id);
+    if (layer.op() == OpKind::Input && !have_input) {
+      have_input = true;
+      samples.sample_shape = graph.info(id).output_shape;
+      const auto& input = std::get<InputAttrs>(layer.attrs);
+      if (input.dtype == DType::Int64) samples.vocab = input.vocab;
+    }
+    if (layer.op() == OpKind::SoftmaxCrossEntropy && samples.classes == 0) {
+      samples.classes = graph.info(graph.inputs(id)[0]).output_shape.back();
+    }
+  }
+  return samples;
+}
+
 void check_fits_samples(const Graph& graph, const SampleSpec& spec) {
   for (LayerId id = 0; id < static_cast<LayerId>(graph.size()); ++id) {
     const LayerSpec& layer = graph.layer(id);

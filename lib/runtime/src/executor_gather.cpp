@@ -21,7 +21,7 @@ using detail::kTraceSizeTag;
 std::vector<StepTimes> PlanExecutor::gather_step_times(const StepTimes& mine) {
   detail::ExecutorState& s = *state_;
   const int world = s.comm.size();
-  torch::Tensor table = torch::zeros({world, 6}, torch::kFloat64);
+  torch::Tensor table = torch::zeros({world, 7}, torch::kFloat64);
   auto row = table.accessor<double, 2>();
   row[s.rank][0] = mine.compute_ms;
   row[s.rank][1] = mine.communication_ms;
@@ -29,11 +29,12 @@ std::vector<StepTimes> PlanExecutor::gather_step_times(const StepTimes& mine) {
   row[s.rank][3] = mine.total_ms;
   row[s.rank][4] = mine.background_samples;
   row[s.rank][5] = mine.background_cpu_ms;
+  row[s.rank][6] = mine.data_ms;
   std::vector<torch::Tensor> buffers{table};
   detail::wait_or_fail(*s.comm.allreduce_sum_world(buffers), "the step times all-reduce");
   std::vector<StepTimes> all(static_cast<size_t>(world));
   for (int r = 0; r < world; ++r) {
-    all[static_cast<size_t>(r)] = StepTimes{row[r][0], row[r][1], row[r][2], row[r][3], row[r][4], row[r][5]};
+    all[static_cast<size_t>(r)] = StepTimes{row[r][0], row[r][1], row[r][2], row[r][3], row[r][4], row[r][5], row[r][6]};
   }
   return all;
 }

@@ -26,6 +26,8 @@
 #include "burst/util/error.h"
 #include "burst/util/memory_reuse.h"
 #include "background_child.h"
+#include "batch_loader.h"
+#include "evaluation.h"
 #include "trace.h"
 #include "train_data.h"
 #include "train_log.h"
@@ -86,7 +88,8 @@ class TrainingRun {
  public:
   TrainingRun(const TrainJob& job, const WorkerPlace& place)
       : job_(job), config_(job.config), place_(place), model_(detail::load_training_model(config_)),
-        graph_(model_.graph), train_(detail::load_dataset(config_, graph_, data::Split::train)),
+        graph_(model_.graph), train_(detail::load_dataset(config_, graph_)),
+        validation_(detail::load_validation_dataset(config_, graph_)), loader_(train_),
         sampler_(train_.num_samples(), job.plan.global_batch, config_.seed),
         steps_(config_.steps > 0 ? config_.steps : config_.epochs * sampler_.steps_per_epoch()),
         status_(launch::WorkerStatus::from_environment(place.rank)) {
@@ -94,7 +97,6 @@ class TrainingRun {
     if (job_.plan.devices != place.world_size) {
       throw UserError(fmt::format("the plan is for {} devices but {} workers run", job_.plan.devices, place.world_size));
     }
-    graph::check_fits_samples(graph_, {train_.name(), train_.sample_shape(), train_.num_classes(), train_.tokens()});
     check_output_paths(config_, place.rank);
     const torch::Device device = layers::rank_device(config_.device, place.local_rank);  // before any rank waits for this one
     doing("connecting to the other workers");
@@ -113,18 +115,19 @@ class TrainingRun {
       if (checkpointed(step)) save_checkpoint(step + 1);
       since_log_.add(result.times);
       if (logged(step)) log_step(step, result);
+      if (evaluated(step)) log_evaluation(step);
     }
   }
 
   void finish() {
     if (tracing()) write_trace();
+    // Fashion-MNIST and a --val-dataset are evaluated after the last step (--eval-every did
+    // it already if it is set).
+    const bool evaluate_last = validation_ && config_.eval_every <= 0 &&
+                               (config_.dataset == "fashion-mnist" || !config_.val_dataset.empty());
+    if (evaluate_last && steps_ > first_step_) log_evaluation(steps_ - 1);
     const auto state = executor_->gather_parameters();
     if (place_.rank == 0) {
-      if (config_.dataset == "fashion-mnist") {
-        const data::Dataset test = detail::load_dataset(config_, graph_, data::Split::test);
-        std::cout << fmt::format("test accuracy: {:.2f}% of {} samples\n",
-                                 100.0 * detail::test_accuracy(graph_, state, test), test.num_samples());
-      }
       if (!config_.save_params.empty()) {
         detail::save_parameters(state, config_.save_params);
         std::cout << fmt::format("wrote {} parameters to {}\n", state.size(), config_.save_params);
@@ -147,6 +150,27 @@ class TrainingRun {
            (step + 1 == steps_ || (config_.checkpoint_every > 0 && (step + 1) % config_.checkpoint_every == 0));
   }
   bool reduces_loss(int64_t step) const { return logged(step) || checkpointed(step); }
+  bool evaluated(int64_t step) const {
+    return validation_ && config_.eval_every > 0 && ((step + 1) % config_.eval_every == 0 || step + 1 == steps_);
+  }
+
+  // Every rank evaluates its share of the validation set (evaluation.h); rank 0 prints it.
+  void log_evaluation(int64_t step) {
+    doing(fmt::format("evaluating after step {}", step + 1));
+    const detail::Evaluation result = detail::evaluate(graph_, executor_->gather_parameters(), *validation_,
+                                                       *communicator_, executor_dtype());
+    if (!std::isfinite(result.loss)) {
+      throw RunFailure(fmt::format("step {}: the validation loss is {}: training stopped", step + 1, result.loss));
+    }
+    if (!leader()) return;
+    const std::string perplexity =
+        validation_->tokens() ? fmt::format("  perplexity {:.3f}", std::exp(result.loss)) : std::string();
+    std::cout << fmt::format("validation after step {}: loss {:.6f}  accuracy {:.2f}%{} of {} samples ({})\n",
+                             step + 1, result.loss, 100.0 * result.accuracy, perplexity, result.samples,
+                             validation_->name())
+              << std::flush;
+  }
+  torch::Dtype executor_dtype() const { return config_.dtype == "float64" ? torch::kFloat64 : torch::kFloat32; }
 
   // A NaN or infinite loss ends the run on every rank alike (each holds the same reduced
   // loss), before the step's checkpoint, so the last one written holds finite weights.
@@ -178,13 +202,18 @@ class TrainingRun {
               << std::flush;
   }
 
-  StepResult run_step(int64_t step) {
+  std::vector<int64_t> batch_indices(int64_t step) {
     const data::SamplerPosition position = sampler_.position(step);
     if (!order_ || order_->epoch() != position.epoch) order_ = sampler_.epoch_order(position.epoch);
-    const std::vector<int64_t> indices = order_->batch(position.step);
-    BatchSource source;
-    source.features = [&](graph::LayerId, int64_t begin, int64_t end) { return detail::features_of(train_, indices, begin, end); };
-    source.labels = [&](graph::LayerId, int64_t begin, int64_t end) { return detail::labels_of(train_, indices, begin, end); };
+    return order_->batch(position.step);
+  }
+
+  // The step's samples come from the loader; the next step's load while this one runs (from
+  // the second step on, when the loader knows which ranges this rank reads).
+  StepResult run_step(int64_t step) {
+    const BatchSource& source = loader_.begin_step(step, batch_indices(step));
+    const bool next = step + 1 < steps_;
+    if (next && step > first_step_) loader_.load_ahead(step + 1, batch_indices(step + 1));
     doing(fmt::format("step {} of {}", step + 1, steps_));
     const uint64_t background_samples = background_ ? background_->samples() : 0;
     const uint64_t background_cpu = background_ ? background_->cpu_ns() : 0;
@@ -194,6 +223,9 @@ class TrainingRun {
     } catch (const RunFailure& error) {
       throw RunFailure(fmt::format("step {}: {}", step + 1, error.what()));
     }
+    if (next && step == first_step_) loader_.load_ahead(step + 1, batch_indices(step + 1));
+    result.times.data_ms = loader_.waited_ms();
+    result.times.compute_ms = std::max(0.0, result.times.compute_ms - result.times.data_ms);
     if (background_) {
       result.times.background_samples = static_cast<double>(background_->samples() - background_samples);
       result.times.background_cpu_ms = static_cast<double>(background_->cpu_ns() - background_cpu) * 1e-6;
@@ -211,9 +243,10 @@ class TrainingRun {
       throw RunFailure(fmt::format("step {}: {}", step + 1, error.what()));
     }
     if (!leader()) return;
-    std::cout << fmt::format("step {:>6}  loss {:.6f}  {:8.1f} samples/s  {:8.2f} ms/iter  {}{}\n", step + 1,
+    std::cout << fmt::format("step {:>6}  loss {:.6f}  {:8.1f} samples/s  {:8.2f} ms/iter  {}{}{}\n", step + 1,
                              result.loss, job_.plan.global_batch * 1000.0 / mean.total_ms, mean.total_ms,
-                             background_ ? detail::background_summary(times) : "", detail::format_rank_times(times))
+                             detail::data_wait(times), background_ ? detail::background_summary(times) : "",
+                             detail::format_rank_times(times))
               << std::flush;
   }
 
@@ -262,6 +295,8 @@ class TrainingRun {
   const graph::ImportedModel model_;
   const graph::Graph& graph_;
   const data::Dataset train_;
+  const std::optional<data::Dataset> validation_;
+  detail::BatchLoader loader_;
   const data::EpochSampler sampler_;
   const int64_t steps_;
   std::optional<launch::WorkerStatus> status_;

@@ -3,6 +3,7 @@
 // weights, the dataset and its batches as tensors, the test accuracy, the saved parameters.
 // Internal to lib/runtime.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "burst/graph/graph.h"
 #include "burst/graph/onnx_import.h"
 #include "burst/runtime/train.h"
+#include "burst/runtime/training_data.h"
 
 namespace burst::runtime::detail {
 
@@ -21,9 +23,7 @@ namespace burst::runtime::detail {
 // an ONNX file).
 graph::ImportedModel load_training_model(const TrainConfig& config);
 
-// The configured dataset's split; synthetic data is shaped like the model's input, classes
-// like its first loss's logits (token walks for token models).
-data::Dataset load_dataset(const TrainConfig& config, const graph::Graph& graph, data::Split split);
+
 
 // Samples [begin, end) of `indices` (one step's batch): features [n] + sample shape (int64
 // token ids for token data), labels [n] (or [n, T] next tokens).
@@ -33,9 +33,6 @@ torch::Tensor labels_of(const data::Dataset& dataset, const std::vector<int64_t>
                         int64_t end);
 
 using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
-
-// Accuracy of the gathered model on `dataset`, on this process (rank 0), in eval mode.
-double test_accuracy(const graph::Graph& graph, const NamedTensors& state, const data::Dataset& dataset);
 
 // Every parameter, torch.load-able, written atomically.
 void save_parameters(const NamedTensors& state, const std::string& path);

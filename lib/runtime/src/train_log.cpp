@@ -13,15 +13,23 @@ void StepTimesSum::add(const StepTimes& times) {
   sum_.total_ms += times.total_ms;
   sum_.background_samples += times.background_samples;
   sum_.background_cpu_ms += times.background_cpu_ms;
+  sum_.data_ms += times.data_ms;
   ++steps_;
 }
 
 StepTimes StepTimesSum::mean_and_reset() {
   const double n = std::max(1, steps_);
   StepTimes mean{sum_.compute_ms / n,         sum_.communication_ms / n, sum_.idle_ms / n,
-                 sum_.total_ms / n,           sum_.background_samples / n, sum_.background_cpu_ms / n};
+                 sum_.total_ms / n,           sum_.background_samples / n, sum_.background_cpu_ms / n,
+                 sum_.data_ms / n};
   *this = StepTimesSum();
   return mean;
+}
+
+std::string data_wait(const std::vector<StepTimes>& times) {
+  double longest = 0;
+  for (const StepTimes& t : times) longest = std::max(longest, t.data_ms);
+  return fmt::format("data {:.2f} ms  ", longest);
 }
 
 std::string format_rank_times(const std::vector<StepTimes>& times) {

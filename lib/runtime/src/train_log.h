@@ -20,6 +20,9 @@ class StepTimesSum {
   int steps_ = 0;
 };
 
+// "data 0.12 ms  ": the longest any rank's step waited for its samples.
+std::string data_wait(const std::vector<StepTimes>& times);
+
 // The log line's per-rank part: "compute/comm/idle ms: r0 5.10/6.20/1.60 r1 ..." for up to 8
 // ranks; beyond, the minimum / median / maximum over the ranks of each.
 std::string format_rank_times(const std::vector<StepTimes>& times);

@@ -1,10 +1,12 @@
 #pragma once
-// Datasets as plain buffers (no libtorch): every sample is a float tensor of one fixed
-// per-sample shape (C, H, W for images) plus an int64 class label; or, for language models,
-// a sequence of T token ids (held as floats, exact below 2^24) with T next-token labels.
-// The runtime copies the samples a rank needs into its own input tensors with
-// gather_features / gather_labels.
+// Datasets (no libtorch): every sample is a float tensor of one fixed per-sample shape
+// (C, H, W for images) plus an int64 class label; or, for language models, a sequence of T
+// token ids (held as floats, exact below 2^24) with T next-token labels. A dataset holds its
+// samples in memory (synthetic data, IDX files) or reads each on demand from a SampleStore
+// (memory-mapped arrays, token files, image folders: user_data.h). The runtime copies the
+// samples a rank needs into its own input tensors with gather_features / gather_labels.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,26 @@ namespace burst::data {
 // Sanity limit on the float elements a dataset may hold (1 GiB of floats): a bigger
 // synthetic dataset or IDX file is a mistake on a command line or a corrupt file.
 inline constexpr int64_t kMaxDatasetElements = int64_t{1} << 28;
+
+// Where an on-demand dataset's samples come from. read() may run on several threads at once
+// (the runtime's loader runs ahead of the step): it keeps no mutable state.
+class SampleStore {
+ public:
+  virtual ~SampleStore() = default;
+  // Writes sample `index` (in [0, the dataset's num_samples)): sample_elements floats and
+  // labels_per_sample labels. Throws RunFailure when the data cannot be read (an image that
+  // stopped decoding since it was listed), naming the file.
+  virtual void read(int64_t index, float* features, int64_t* labels) const = 0;
+};
+
+// What a dataset's samples are, apart from their values.
+struct SampleLayout {
+  std::string name;                   // for messages and the log: "npy:/data/x", ...
+  std::vector<int64_t> sample_shape;  // each >= 1
+  int64_t num_classes = 0;            // >= 1; labels lie in [0, num_classes)
+  int64_t labels_per_sample = 1;      // 1, or T next tokens
+  bool tokens = false;                // features are token ids
+};
 
 class Dataset {
  public:
@@ -25,8 +47,11 @@ class Dataset {
   Dataset(std::string name, std::vector<int64_t> sample_shape, int64_t num_classes,
           std::vector<float> features, std::vector<int64_t> labels, int64_t labels_per_sample = 1,
           bool tokens = false);
+  // On demand: `num_samples` (>= 1) samples read from `store`, which checked its labels.
+  Dataset(const SampleLayout& layout, int64_t num_samples, std::shared_ptr<const SampleStore> store);
 
   const std::string& name() const { return name_; }
+  bool in_memory() const { return store_ == nullptr; }
   int64_t num_samples() const { return num_samples_; }
   int64_t labels_per_sample() const { return labels_per_sample_; }
   bool tokens() const { return tokens_; }  // features are token ids (int64 inputs)
@@ -35,12 +60,14 @@ class Dataset {
   // Product of sample_shape: the floats of one sample.
   int64_t sample_elements() const { return sample_elements_; }
   int64_t num_classes() const { return num_classes_; }
-  // num_samples × sample_elements floats, sample-major (sample i starts at i * elements).
-  const std::vector<float>& features() const { return features_; }
-  // labels_per_sample labels per sample, sample-major, in [0, num_classes).
-  const std::vector<int64_t>& labels() const { return labels_; }
-  // The first float of sample `index` (asserted in [0, num_samples)).
+  // In memory only (asserted): num_samples × sample_elements floats, sample-major (sample i
+  // starts at i * elements), and labels_per_sample labels per sample, in [0, num_classes).
+  const std::vector<float>& features() const;
+  const std::vector<int64_t>& labels() const;
+  // In memory only: the first float of sample `index` (asserted in [0, num_samples)).
   const float* sample_features(int64_t index) const;
+  // Any dataset: sample `index`'s floats and labels into the caller's buffers.
+  void read_sample(int64_t index, float* features, int64_t* labels) const;
 
  private:
   std::string name_;
@@ -52,6 +79,7 @@ class Dataset {
   bool tokens_ = false;
   std::vector<float> features_;
   std::vector<int64_t> labels_;
+  std::shared_ptr<const SampleStore> store_;  // null: in memory
 };
 
 // A deterministic synthetic classification dataset: the same spec gives the same bytes on

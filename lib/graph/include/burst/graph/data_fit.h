@@ -17,6 +17,15 @@ struct SampleSpec {
   bool tokens = false;    // samples are T token ids with T next-token labels (sample_shape [T])
 };
 
+// What the model takes: its (first) input's per-sample shape, the classes of its first
+// classifier loss (0: none), and the vocabulary of a token input (0: floats).
+struct ModelSamples {
+  Shape sample_shape;
+  int64_t classes = 0;
+  int64_t vocab = 0;
+};
+ModelSamples model_samples(const Graph& graph);
+
 // Throws UserError naming the model, the layer and both shapes when an input layer's
 // per-sample shape is not spec.sample_shape, or its kind (token ids or floats) is not the
 // dataset's, or a loss's logits are not [spec.classes] (token data: [T, spec.classes]).

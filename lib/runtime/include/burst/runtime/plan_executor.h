@@ -102,6 +102,9 @@ struct StepTimes {
   // samples it completed and CPU time it got.
   double background_samples = 0;
   double background_cpu_ms = 0;
+  // Of compute_ms, the time the step waited for its samples (train.cpp's loader: 0 when
+  // they were ready, loaded while the step before ran).
+  double data_ms = 0;
 };
 
 struct StepResult {
@@ -140,7 +143,7 @@ class PlanExecutor {
   // plan and world size). UserError for a missing tensor or one of another shape.
   void load_training_state(const std::vector<checkpoint::TensorBytes>& state);
 
-  // Every rank's step times, by rank, on every rank: one world all-reduce of 6 x world
+  // Every rank's step times, by rank, on every rank: one world all-reduce of 7 x world
   // doubles. Collective: every rank calls it for the same steps.
   std::vector<StepTimes> gather_step_times(const StepTimes& mine);
 

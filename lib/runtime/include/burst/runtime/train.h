@@ -22,8 +22,17 @@ struct TrainConfig {
   std::string init;
   int64_t steps = 0;             // > 0: this many steps
   int64_t epochs = 0;            // > 0: this many epochs (steps = epochs x steps per epoch)
-  std::string dataset = "synthetic";  // "synthetic" or "fashion-mnist"
+  // "synthetic", "fashion-mnist", or users' data: npy:DIR, tokens:FILE, images:DIR
+  // (burst/data/user_data.h).
+  std::string dataset = "synthetic";
   std::string dataset_dir = "/usr/share/datasets/fashion-mnist";
+  // What --eval-every and the end of the run evaluate on: KIND:PATH as `dataset`; empty:
+  // Fashion-MNIST's test split, or synthetic data's own, or none for users' data.
+  std::string val_dataset;
+  int64_t eval_every = 0;  // > 0: validation loss and accuracy every this many steps, and after the last
+  std::vector<double> image_mean{0.0};  // images:DIR: (x / 255 - mean) / std, per channel or for all
+  std::vector<double> image_std{1.0};
+  std::string token_width = "uint16";  // tokens:FILE: uint16 (nanoGPT's) or uint32
   int64_t synthetic_samples = 4096;
   std::string optimizer = "sgd";  // sgd, adam or adamw
   double learning_rate = 0.01;   // the base rate of `schedule` (its total_steps: the run's, set by the run)
