@@ -86,17 +86,17 @@ for rank, rank_events in sorted(by_rank.items()):
     print(f"rank {rank}: " + ", ".join(f"{lane} {lanes[lane]}" for lane in LANES.values()))
 
 # The log: one line per step with every rank's compute/comm/idle.
-pattern = re.compile(r"^step +(\d+) +loss [0-9.]+ +[0-9.]+ samples/s +([0-9.]+) ms/iter +compute/comm/idle ms:(.*)$")
+pattern = re.compile(r"^step +(\d+) +loss [0-9.]+ +[0-9.]+ samples/s +([0-9.]+) ms/iter +(?:data ([0-9.]+) ms +)?compute/comm/idle ms:(.*)$")
 lines = [m for m in map(pattern.match, open(args.log).read().splitlines()) if m]
 if len(lines) != args.steps:
     problems.append(f"{len(lines)} step log lines with compute/comm/idle, expected {args.steps}")
 for m in lines:
-    triples = re.findall(r" r(\d+) ([0-9.]+)/([0-9.]+)/([0-9.]+)", m.group(3))
+    triples = re.findall(r" r(\d+) ([0-9.]+)/([0-9.]+)/([0-9.]+)", m.group(4))
     if [int(t[0]) for t in triples] != list(range(args.ranks)):
         problems.append(f"step {m.group(1)}: ranks {[t[0] for t in triples]} in the log line")
         continue
-    # Rank 0's three parts add up to its ms/iter (the log rounds each to 0.01).
-    total = sum(float(x) for x in triples[0][1:])
+    # Rank 0's three parts and its data wait add up to its ms/iter (the log rounds each to 0.01).
+    total = sum(float(x) for x in triples[0][1:]) + float(m.group(3) or 0)
     if abs(total - float(m.group(2))) > 0.05:
         problems.append(f"step {m.group(1)}: rank 0's {total:.2f} ms != {m.group(2)} ms/iter")
     if args.mixed and float(triples[1][3]) <= 0:

@@ -1,7 +1,6 @@
 #include "npy.h"
 
 #include <cstring>
-#include <regex>
 
 #include <fmt/format.h>
 
@@ -42,33 +41,42 @@ size_t header_end(const MappedFile& file, std::string* header) {
   return start + length;
 }
 
-std::string dict_value(const std::string& header, const std::string& key, const std::string& pattern,
-                       const std::string& path) {
-  std::smatch match;
-  if (!std::regex_search(header, match, std::regex("'" + key + "'\\s*:\\s*" + pattern))) {
+// The text of `key`'s value in the header's dict, up to the first of `terminators` after
+// its `opening` (a quote or a parenthesis; empty for a bare word).
+std::string dict_value(const std::string& header, const std::string& key, const std::string& opening,
+                       const std::string& terminators, const std::string& path) {
+  const size_t name = header.find("'" + key + "'");
+  size_t value = name == std::string::npos ? name : header.find(':', name);
+  if (value != std::string::npos) value = header.find_first_not_of(" ", value + 1);
+  if (value == std::string::npos || header.compare(value, opening.size(), opening) != 0) {
     throw UserError(fmt::format("'{}': the .npy header has no readable '{}' ({})", path, key, header));
   }
-  return match[1].str();
+  value += opening.size();
+  const size_t end = header.find_first_of(terminators, value);
+  if (end == std::string::npos) throw UserError(fmt::format("'{}': the .npy header's '{}' does not end ({})", path, key, header));
+  return header.substr(value, end - value);
 }
 
 std::vector<int64_t> parse_shape(const std::string& text, const std::string& path) {
   std::vector<int64_t> shape;
-  const std::regex number("\\d+");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), number); it != std::sregex_iterator(); ++it) {
-    const std::string digits = it->str();
+  size_t at = 0;
+  while ((at = text.find_first_of("0123456789", at)) != std::string::npos) {
+    const size_t end = text.find_first_not_of("0123456789", at);
+    const std::string digits = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
     if (digits.size() > 18) throw UserError(fmt::format("'{}': a .npy dimension {} is too large", path, digits));
     shape.push_back(std::stoll(digits));
+    at = end;
   }
   return shape;
 }
 
+// "<f4" -> 4: a byte order that is little-endian or does not matter, a kind, a size.
 int64_t element_bytes_of(const std::string& descr, const std::string& path) {
-  static const std::regex form("[<|=]([fiub])(\\d+)");
-  std::smatch match;
-  if (!std::regex_match(descr, match, form)) {
-    throw UserError(fmt::format("'{}': element type '{}' is not a little-endian number", path, descr));
-  }
-  return std::stoll(match[2].str());
+  const bool readable = descr.size() >= 3 && std::string("<|=").find(descr[0]) != std::string::npos &&
+                        std::string("fiub").find(descr[1]) != std::string::npos &&
+                        descr.find_first_not_of("0123456789", 2) == std::string::npos && descr.size() <= 4;
+  if (!readable) throw UserError(fmt::format("'{}': element type '{}' is not a little-endian number", path, descr));
+  return std::stoll(descr.substr(2));
 }
 
 }  // namespace
@@ -77,11 +85,11 @@ NpyArray parse_npy(const MappedFile& file) {
   std::string header;
   const size_t data_start = header_end(file, &header);
   NpyArray array;
-  array.descr = dict_value(header, "descr", "'([^']*)'", file.path());
-  if (dict_value(header, "fortran_order", "(True|False)", file.path()) == "True") {
+  array.descr = dict_value(header, "descr", "'", "'", file.path());
+  if (dict_value(header, "fortran_order", "", ",}", file.path()) != "False") {
     throw UserError(fmt::format("'{}' is in Fortran order; save it in C order (numpy.ascontiguousarray)", file.path()));
   }
-  array.shape = parse_shape(dict_value(header, "shape", "\\(([^)]*)\\)", file.path()), file.path());
+  array.shape = parse_shape(dict_value(header, "shape", "(", ")", file.path()), file.path());
   array.element_bytes = element_bytes_of(array.descr, file.path());
   int64_t elements = 1;
   for (const int64_t extent : array.shape) {

@@ -40,11 +40,13 @@ void BatchLoader::load_ahead(int64_t step, std::vector<int64_t> indices) {
 
 const BatchSource& BatchLoader::begin_step(int64_t step, std::vector<int64_t> indices) {
   waited_ms_ = 0;
+  waited_before_step_ms_ = 0;
   current_ = Loaded{};
   if (ahead_.valid()) {
     const Clock::time_point start = Clock::now();
     Loaded loaded = ahead_.get();  // rethrows a sample that failed to read
-    waited_ms_ += ms_since(start);
+    waited_before_step_ms_ = ms_since(start);
+    waited_ms_ += waited_before_step_ms_;
     if (loaded.step == step) current_ = std::move(loaded);
   }
   if (current_.step != step) {

@@ -31,8 +31,10 @@ class BatchLoader {
   const BatchSource& begin_step(int64_t step, std::vector<int64_t> indices);
   // Starts loading step `step` (the one after the current) in the background.
   void load_ahead(int64_t step, std::vector<int64_t> indices);
-  // The time the current step has waited for samples so far, in ms.
+  // The time the current step has waited for samples so far, in ms: in begin_step (for the
+  // background load, before the step's program starts) and while the program ran.
   double waited_ms() const { return waited_ms_; }
+  double waited_before_step_ms() const { return waited_before_step_ms_; }
 
  private:
   using Range = std::pair<int64_t, int64_t>;
@@ -53,6 +55,7 @@ class BatchLoader {
   Loaded current_;
   BatchSource source_;
   double waited_ms_ = 0;
+  double waited_before_step_ms_ = 0;
 };
 
 }  // namespace burst::runtime::detail

@@ -224,8 +224,12 @@ class TrainingRun {
       throw RunFailure(fmt::format("step {}: {}", step + 1, error.what()));
     }
     if (next && step == first_step_) loader_.load_ahead(step + 1, batch_indices(step + 1));
+    // The step's time includes its wait for samples, which is not compute: the wait before
+    // the program started is added to it, the wait inside it taken out of compute.
     result.times.data_ms = loader_.waited_ms();
-    result.times.compute_ms = std::max(0.0, result.times.compute_ms - result.times.data_ms);
+    result.times.total_ms += loader_.waited_before_step_ms();
+    result.times.compute_ms =
+        std::max(0.0, result.times.compute_ms - (loader_.waited_ms() - loader_.waited_before_step_ms()));
     if (background_) {
       result.times.background_samples = static_cast<double>(background_->samples() - background_samples);
       result.times.background_cpu_ms = static_cast<double>(background_->cpu_ns() - background_cpu) * 1e-6;
