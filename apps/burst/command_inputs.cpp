@@ -194,6 +194,11 @@ void add_program_options(CLI::App& command, ProgramOptionsText& options) {
   command.add_option("--zero", options.zero,
                      "ZeRO stage over each layer's data-parallel group: 0 (all-reduce), 1 (optimizer state "
                      "sharded), 2 (and gradients), 3 (and weights); auto or not given: 0, or chosen by --strategy 3d");
+  command.add_option("--clip-grad-norm", options.clip_grad_norm,
+                     "Clip gradients to this global L2 norm before the update (torch.nn.utils.clip_grad_norm_), the "
+                     "norm taken over every parameter across ranks, parts and shards; 0: no clipping. The step gains "
+                     "one world all-reduce")
+      ->capture_default_str();
 }
 
 program::ProgramOptions parse_program_options(const ProgramOptionsText& options, cost::Precision precision) {
@@ -207,6 +212,8 @@ program::ProgramOptions parse_program_options(const ProgramOptionsText& options,
   program.recompute = searched_recompute ? cost::Recompute::None : cost::parse_recompute(options.recompute);
   const bool searched_zero = options.zero.empty() || options.zero == "auto";
   program.zero_stage = searched_zero ? 0 : static_cast<int>(parse_whole(options.zero, "--zero", 0, program::kMaxZeroStage));
+  program.clip_grad_norm =
+      parse_finite(options.clip_grad_norm, "--clip-grad-norm", 0, "a finite number > 0 (or 0: no clipping)");
   return program;
 }
 

@@ -31,6 +31,7 @@ struct ProgramOptionsText {
   std::string precision;  // empty: the device kind's default (cost::default_precision)
   std::string recompute;  // empty or "auto": none, or the 3-D search's choice
   std::string zero;       // likewise: 0, or searched
+  std::string clip_grad_norm = "0";  // 0: no clipping
   static std::string default_bucket_mib();  // ProgramOptions' default, in MiB
 };
 void add_program_options(CLI::App& command, ProgramOptionsText& options);

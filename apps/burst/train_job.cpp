@@ -18,7 +18,7 @@ NLOHMANN_JSON_SERIALIZE_ENUM(Recompute, {{Recompute::None, "none"}, {Recompute::
 }  // namespace burst::cost
 namespace burst::program {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ProgramOptions, bucket_bytes, first_bucket_bytes, sync_batchnorm, precision,
-                                   recompute, zero_stage)
+                                   recompute, zero_stage, clip_grad_norm)
 }  // namespace burst::program
 
 namespace burst::runtime {

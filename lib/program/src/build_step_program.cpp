@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -168,6 +169,9 @@ class ProgramBuilder {
     for (const std::vector<int>& group : tied_group_) {
       if (!group.empty()) all.push_back(group);
     }
+    std::vector<int> world(static_cast<size_t>(program_.ranks));
+    std::iota(world.begin(), world.end(), 0);
+    if (options_.clip_grad_norm > 0 && world.size() >= 2) all.push_back(world);  // the gradient norm's sum
     std::sort(all.begin(), all.end());
     all.erase(std::unique(all.begin(), all.end()), all.end());
     program_.groups = all;
@@ -188,6 +192,7 @@ class ProgramBuilder {
       const std::vector<int>& tied = tied_group_[static_cast<size_t>(id)];
       if (!tied.empty()) layer_groups_[static_cast<size_t>(id)] = {group_index(tied)};
     }
+    world_group_ = group_index(world);
   }
 
   // Whether layer `id` all-reduces over its tensor group: its output (row, heads), or its
@@ -617,6 +622,12 @@ class ProgramBuilder {
         }
       }
       ops.insert(ops.end(), waits.begin(), waits.end());
+      if (options_.clip_grad_norm > 0) {  // every rank, those without parameters too: a world sum
+        Op clip{OpKind::ClipGradNorm};
+        clip.group = world_group_;
+        clip.bytes = sizeof(double);
+        ops.push_back(clip);
+      }
       if (updates[static_cast<size_t>(rank)]) ops.push_back(Op{OpKind::Update});
       ops.insert(ops.end(), gathers.begin(), gathers.end());
       if (scope_.reduce_loss) ops.push_back(Op{OpKind::ReduceLoss});
@@ -636,6 +647,7 @@ class ProgramBuilder {
   std::vector<std::vector<int32_t>> tensor_groups_;  // by segment, by sample group (split segments)
   bool split_plan_ = false;                          // some layer has a tensor split
   std::vector<std::vector<int>> tied_group_;  // find_tied_groups
+  int32_t world_group_ = -1;                  // all ranks (clipping's norm), or -1
   // Piece indices by [micro-batch][consumer][input position], ascending samples.
   using PieceLists = std::vector<std::vector<std::vector<int32_t>>>;
   std::vector<PieceLists> activation_pieces_;

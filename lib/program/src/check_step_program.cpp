@@ -213,6 +213,29 @@ void check_tensor_allreduces(const StepProgram& program, const graph::Graph& gra
   }
 }
 
+// Clipping's norm is a world sum: every rank runs one CLIP_GRAD_NORM or none does, after
+// its last gradient wait and before its UPDATE.
+void check_clipping(const StepProgram& program) {
+  int clipping_ranks = 0;
+  for (int rank = 0; rank < program.ranks; ++rank) {
+    const std::vector<Op>& ops = program.ops[static_cast<size_t>(rank)];
+    const auto clip = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return op.kind == OpKind::ClipGradNorm; });
+    if (clip == ops.end()) continue;
+    ++clipping_ranks;
+    const auto is = [](OpKind kind) { return [kind](const Op& op) { return op.kind == kind; }; };
+    if (std::count_if(ops.begin(), ops.end(), is(OpKind::ClipGradNorm)) != 1 ||
+        std::any_of(clip, ops.end(), is(OpKind::WaitAllReduce)) ||
+        std::any_of(ops.begin(), clip, is(OpKind::Update))) {
+      throw UserError(fmt::format("step program: rank {} clips its gradients more than once, before a gradient "
+                                  "wait or after its update", rank));
+    }
+  }
+  if (clipping_ranks != 0 && clipping_ranks != program.ranks) {
+    throw UserError(fmt::format("step program: {} of {} ranks clip their gradients (the norm is a world sum)",
+                                clipping_ranks, program.ranks));
+  }
+}
+
 }  // namespace
 
 void check_step_program(const StepProgram& program, const graph::Graph& graph, const plan::Plan& plan) {
@@ -225,6 +248,7 @@ void check_step_program(const StepProgram& program, const graph::Graph& graph, c
   check_messages(program);
   check_compute_and_buckets(program, graph);
   check_tensor_allreduces(program, graph);
+  check_clipping(program);
 }
 
 }  // namespace burst::program

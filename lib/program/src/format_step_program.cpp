@@ -23,6 +23,7 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::Recompute: return "RECOMPUTE";
     case OpKind::ReduceScatter: return "REDUCE_SCATTER";
     case OpKind::AllGather: return "ALL_GATHER";
+    case OpKind::ClipGradNorm: return "CLIP_GRAD_NORM";
   }
   return "?";
 }
@@ -103,6 +104,9 @@ std::string op_text(const StepProgram& program, const graph::Graph& graph, int r
       return fmt::format("{}SYNC_BN_{}{}  {} ranks {}", program.segment_of[static_cast<size_t>(op.layer)],
                          op.backward ? "B" : "F", op.micro, graph.layer(op.layer).name,
                          program.groups[static_cast<size_t>(op.group)]);
+    case OpKind::ClipGradNorm:
+      return op.group >= 0 ? fmt::format("CLIP_GRAD_NORM  ranks {}, {} B", program.groups[static_cast<size_t>(op.group)], op.bytes)
+                           : std::string("CLIP_GRAD_NORM");
     case OpKind::Update:
     case OpKind::ReduceLoss:
     case OpKind::WaitSends:

@@ -20,6 +20,10 @@ void check_program_options(const ProgramOptions& options) {
   if (options.zero_stage < 0 || options.zero_stage > kMaxZeroStage) {
     throw UserError(fmt::format("the ZeRO stage must be 0, 1, 2 or 3, got {}", options.zero_stage));
   }
+  if (!(options.clip_grad_norm >= 0) || !std::isfinite(options.clip_grad_norm)) {
+    throw UserError(fmt::format("--clip-grad-norm must be a finite number > 0 (or 0: no clipping), got {}",
+                                options.clip_grad_norm));
+  }
 }
 
 const char* batchnorm_mode_name(const ProgramOptions& options) { return options.sync_batchnorm ? "sync" : "local"; }

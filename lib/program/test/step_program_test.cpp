@@ -339,6 +339,49 @@ TEST(StepProgram, CheckFindsAPieceReceivedTwice) {
   EXPECT_THROW(check_step_program(program, graph, plan), UserError);
 }
 
+// Clipping: every rank, those without parameters too, sums the squared norm over the
+// world after its gradient waits and before its update. fc2 on r2 alone, the rest on r0, r1.
+TEST(StepProgram, ClippingAddsOneWorldNormSumOnEveryRankBeforeTheUpdate) {
+  graph::GraphBuilder b("mlp");
+  b.cross_entropy("loss", b.linear("fc2", b.relu("relu", b.linear("fc1", b.input("input", {8}), 4)), 2));
+  const graph::Graph graph = std::move(b).build();
+  using plan::testing::shard;
+  const std::vector<cost::Shard> two{shard(0, 0, 4), shard(1, 4, 8)};
+  const std::vector<cost::Shard> alone{shard(2, 0, 8)};
+  const plan::Plan plan = plan::testing::hand_plan(graph, 3, 8, {two, two, two, alone, alone});
+  ProgramOptions clipping;
+  clipping.clip_grad_norm = 1.0;
+  const StepProgram program = build_step_program(graph, plan, clipping);
+  check_step_program(program, graph, plan);
+  EXPECT_EQ(program.groups, (std::vector<std::vector<int>>{{0, 1}, {0, 1, 2}}));
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::vector<OpKind> ops = kinds(program, rank);
+    const auto clip = std::find(ops.begin(), ops.end(), OpKind::ClipGradNorm);
+    ASSERT_NE(clip, ops.end()) << rank;
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), OpKind::ClipGradNorm), 1) << rank;
+    EXPECT_EQ(*(clip + 1), OpKind::Update) << rank;  // every rank here has parameters
+    const Op& op = program.ops[static_cast<size_t>(rank)][static_cast<size_t>(clip - ops.begin())];
+    EXPECT_EQ(op.group, 1);
+    EXPECT_EQ(op.bytes, 8);
+  }
+  for (const int rank : {0, 1}) {  // fc1's bucket, then the norm
+    const std::vector<OpKind> ops = kinds(program, rank);
+    EXPECT_EQ(*(std::find(ops.begin(), ops.end(), OpKind::ClipGradNorm) - 1), OpKind::WaitAllReduce) << rank;
+  }
+  // One rank has nothing to sum with: the op stays (the norm is still taken), with no group.
+  const StepProgram alone_program = build_step_program(graph, plan::plan_data_parallel(graph, 1, 8), clipping);
+  EXPECT_TRUE(alone_program.groups.empty());
+  const std::vector<OpKind> alone_ops = kinds(alone_program, 0);
+  const auto alone_clip = std::find(alone_ops.begin(), alone_ops.end(), OpKind::ClipGradNorm);
+  ASSERT_NE(alone_clip, alone_ops.end());
+  EXPECT_EQ(alone_program.ops[0][static_cast<size_t>(alone_clip - alone_ops.begin())].group, -1);
+  for (const double clip : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    ProgramOptions bad;
+    bad.clip_grad_norm = clip;
+    EXPECT_THROW(build_step_program(graph, plan, bad), UserError) << clip;
+  }
+}
+
 TEST(StepProgram, RefusesBucketSizesThatAreNotPositive) {
   graph::GraphBuilder b("one");
   b.relu("a", b.input("input", {1}));

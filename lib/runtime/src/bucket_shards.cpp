@@ -41,6 +41,25 @@ std::vector<torch::Tensor> GradientBuckets::optimizer_parameters(const std::vect
   return kept;
 }
 
+bool GradientBuckets::shards(const torch::Tensor& parameter) const {
+  return sharded_parameters_.count(parameter.unsafeGetTensorImpl()) != 0;
+}
+
+void GradientBuckets::for_each_shard_slice(
+    const std::function<void(const torch::Tensor&, const torch::Tensor&)>& visit) const {
+  if (!sharded()) return;
+  for (const auto& bucket : buckets_) {
+    // The shard holds elements [begin, begin + length) of the bucket's flat gradients.
+    const int64_t length = bucket->padded / static_cast<int64_t>(bucket->group.size());
+    const int64_t begin = bucket->member * length;
+    for (size_t slot = 0; slot < bucket->parameters.size(); ++slot) {
+      const int64_t first = std::max(begin, bucket->offsets[slot]);
+      const int64_t end = std::min(begin + length, bucket->offsets[slot] + bucket->parameters[slot].numel());
+      if (first < end) visit(bucket->parameters[slot], bucket->shard_gradient.narrow(0, first - begin, end - first));
+    }
+  }
+}
+
 void GradientBuckets::gather(int32_t program_bucket, const std::function<void(PendingWork&)>& on_wait) {
   Bucket& bucket = *buckets_.at(static_cast<size_t>(local_index_.at(static_cast<size_t>(program_bucket))));
   BURST_ASSERT(sharded(), "ALL_GATHER of a bucket without ZeRO");

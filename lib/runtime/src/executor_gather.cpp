@@ -9,12 +9,16 @@
 
 #include "burst/runtime/plan_executor.h"
 #include "executor_state.h"
+#include "state_sources.h"
 #include "training_state.h"
 
 namespace burst::runtime {
 
 using detail::Clock;
+using detail::divided;
 using detail::gather_tag;
+using detail::state_slicing;
+using detail::state_sources;
 using detail::kTraceBytesTag;
 using detail::kTraceSizeTag;
 
@@ -102,32 +106,6 @@ std::vector<std::pair<std::string, torch::Tensor>> named_state(const torch::nn::
   for (const auto& item : module.named_parameters()) state.emplace_back(item.key(), item.value());
   for (const auto& item : module.named_buffers()) state.emplace_back(item.key(), item.value());
   return state;
-}
-
-// Whether layer `id`'s parts hold different slices of its weights (a divided tensor split).
-bool divided(const plan::Plan& plan, graph::LayerId id) {
-  const cost::TensorSplit& split = plan.layers[static_cast<size_t>(id)].split;
-  return split.splits() && cost::divides_weights(split.kind);
-}
-
-// The ranks whose state makes layer `id`'s whole: its first shard's, or for a divided
-// tensor split the parts of its first sample group, in part order (every other rank holds
-// a copy of one of these).
-std::vector<int> state_sources(const plan::Plan& plan, graph::LayerId id) {
-  const plan::LayerPlacement& placement = plan.layers[static_cast<size_t>(id)];
-  const size_t count = divided(plan, id) ? static_cast<size_t>(placement.split.parts) : 1;
-  std::vector<int> sources;
-  for (size_t p = 0; p < count; ++p) sources.push_back(placement.shards[p].rank);
-  return sources;
-}
-
-// How layer `id`'s tensor `key` ("weight"; optimizer state "weight:momentum_buffer") is
-// divided among the sources: not at all but for divided splits (an Adam step count never).
-layers::ParameterSlicing state_slicing(const plan::Plan& plan, graph::LayerId id, const std::string& key) {
-  if (!divided(plan, id)) return {};
-  const size_t colon = key.find(':');
-  if (colon != std::string::npos && key.substr(colon + 1) == "step") return {};
-  return layers::parameter_slicing(plan.layers[static_cast<size_t>(id)].split.kind, key.substr(0, colon));
 }
 
 }  // namespace

@@ -157,6 +157,11 @@ struct ExecutorState {
   OptimizerOptions optimizer_options;  // its base rate and schedule (PlanExecutor::step sets the rate)
   std::unique_ptr<GradientBuckets> buckets;
 
+  // Gradient clipping (ProgramOptions::clip_grad_norm; 0: none) and this step's norm: the
+  // global gradient norm once CLIP_GRAD_NORM ran, 0 before (and without clipping).
+  double clip_grad_norm = 0;
+  double gradient_norm = 0;
+
   // Step accounting (see StepTimes) and the trace.
   double communication_ms = 0;  // this step's so far
   double idle_ms = 0;

@@ -35,7 +35,10 @@ GradientBuckets::GradientBuckets(const program::StepProgram& program, int rank,
     // counts the bytes at the step's precision.
     bucket->flat = torch::zeros({bucket->padded}, bucket->parameters.front().options().requires_grad(false));
     bucket->arrived.assign(bucket->parameters.size(), 0);
-    if (sharded()) make_shard(*bucket, rank);
+    if (sharded()) {
+      make_shard(*bucket, rank);
+      for (const torch::Tensor& p : bucket->parameters) sharded_parameters_.insert(p.unsafeGetTensorImpl());
+    }
     local_index_[b] = static_cast<int32_t>(buckets_.size());
     const size_t index = buckets_.size();
     for (size_t slot = 0; slot < bucket->parameters.size(); ++slot) {

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <unordered_set>
 #include <vector>
 
 #include <torch/optim.h>
@@ -60,6 +61,12 @@ class GradientBuckets {
   // sharded buckets, and the buckets' shards.
   bool sharded() const { return zero_stage_ > 0; }
   std::vector<torch::Tensor> optimizer_parameters(const std::vector<torch::Tensor>& parameters) const;
+  // Whether `parameter` is in one of this rank's sharded buckets (its .grad is not summed).
+  bool shards(const torch::Tensor& parameter) const;
+  // After WAIT_ALLREDUCE, under ZeRO: `visit(parameter, gradient)` for each parameter with
+  // elements in this rank's shard of a bucket, `gradient` the summed shard's slice of them
+  // (gradient clipping's norm: gradient_norm.h). Nothing without ZeRO.
+  void for_each_shard_slice(const std::function<void(const torch::Tensor&, const torch::Tensor&)>& visit) const;
   // ALL_GATHER of a bucket after UPDATE: its members' updated shards into the parameters.
   void gather(int32_t bucket, const std::function<void(PendingWork&)>& on_wait);
   // For a checkpoint (collective over each bucket's group, in program order): the
@@ -86,6 +93,7 @@ class GradientBuckets {
   std::vector<std::unique_ptr<Bucket>> buckets_;  // this rank's, in program order
   std::vector<int32_t> local_index_;              // by program bucket: index in buckets_, or -1
   size_t next_to_start_ = 0;
+  std::unordered_set<const void*> sharded_parameters_;  // ZeRO: those of every bucket here
 };
 
 struct GradientBuckets::Bucket {

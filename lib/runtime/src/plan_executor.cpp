@@ -183,6 +183,7 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
                                 options.program.zero_stage));
   }
   s.high_priority = options.high_priority;
+  s.clip_grad_norm = options.program.clip_grad_norm;
   s.reporting = program::build_step_program(graph, s.plan, options.program);
   program::BuildScope quiet;
   quiet.reduce_loss = false;
@@ -224,6 +225,7 @@ StepResult PlanExecutor::step(const BatchSource& batch, int64_t step, bool repor
   layers::DeviceTimer timer(s.device);  // on a GPU: CUDA events around the step's kernels
   s.communication_ms = 0;
   s.idle_ms = 0;
+  s.gradient_norm = 0;
   const double loss_sum = detail::interpret_step(s, program, batch, layers::RandomKey{s.seed, step, 0});
 
   StepResult result;
@@ -233,6 +235,7 @@ StepResult PlanExecutor::step(const BatchSource& batch, int64_t step, bool repor
                                std::chrono::duration<double, std::milli>(result.times.total_ms));
   result.loss = report_loss ? loss_sum / static_cast<double>(s.plan.global_batch)
                             : std::numeric_limits<double>::quiet_NaN();
+  result.gradient_norm = s.clip_grad_norm > 0 ? s.gradient_norm : std::numeric_limits<double>::quiet_NaN();
   result.times.communication_ms = s.communication_ms;
   result.times.idle_ms = s.idle_ms;
   result.times.compute_ms = std::max(0.0, result.times.total_ms - s.communication_ms - s.idle_ms);

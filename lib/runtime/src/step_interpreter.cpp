@@ -1,10 +1,12 @@
 #include "step_interpreter.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <torch/autograd.h>
 
 #include "autocast_scope.h"
+#include "gradient_norm.h"
 
 namespace burst::runtime::detail {
 namespace {
@@ -202,6 +204,7 @@ class StepInterpreter {
       case OpKind::Recompute: return recompute(op.layer, op.micro);
       case OpKind::ReduceScatter: return s_.buckets->start(op.bucket);  // the bucket's, under ZeRO
       case OpKind::AllGather: return gather_bucket(op);
+      case OpKind::ClipGradNorm: return clip_gradients(op);
     }
   }
 
@@ -435,7 +438,29 @@ class StepInterpreter {
     });
   }
 
+  // The global norm of the step's gradients (gradient_norm.h), summed over the world; the
+  // gradients scaled to it. A non-finite norm leaves them, and UPDATE skips the step: the
+  // run stops after it (train.cpp), the weights as they were.
+  void clip_gradients(const Op& op) {
+    mark_ = Clock::now();
+    std::vector<torch::Tensor> sum{torch::tensor({local_squared_gradient_norm(s_)}, torch::kFloat64)};
+    s_.compute_event(mark_, std::nullopt, "gradient norm");
+    if (op.group >= 0) {
+      auto work = s_.comm.allreduce_sum_world(sum);
+      s_.wait(*work, trace::Lane::allreduce, false,
+              [] { return std::make_pair(std::string("gradient norm all-reduce"), std::string("\"bytes\": 8")); });
+    }
+    s_.gradient_norm = std::sqrt(sum[0].item<double>());
+    if (!std::isfinite(s_.gradient_norm) || !s_.optimizer) return;
+    const double factor = clip_factor(s_.clip_grad_norm, s_.gradient_norm);
+    if (factor >= 1) return;  // torch multiplies by 1: the same gradients
+    mark_ = Clock::now();
+    scale_gradients(*s_.optimizer, factor);
+    s_.compute_event(mark_, std::nullopt, "gradient clipping");
+  }
+
   void update() {
+    if (!std::isfinite(s_.gradient_norm)) return;  // NaN only when clipping found it so
     // Parameters no backward reached (unused) are updated with a zero gradient, as after
     // zero_grad(): momentum and weight decay still apply to them.
     for (auto& group : s_.optimizer->param_groups()) {

@@ -112,6 +112,7 @@ class TrainingRun {
     for (int64_t step = first_step_; step < steps_; ++step) {
       StepResult result = run_step(step);
       if (reduces_loss(step)) check_finite_loss(step, result.loss);
+      check_finite_gradient_norm(step, result.gradient_norm);
       if (checkpointed(step)) save_checkpoint(step + 1);
       since_log_.add(result.times);
       if (logged(step)) log_step(step, result);
@@ -176,10 +177,21 @@ class TrainingRun {
   // loss), before the step's checkpoint, so the last one written holds finite weights.
   void check_finite_loss(int64_t step, double loss) const {
     if (std::isfinite(loss)) return;
-    const std::string kept = last_checkpoint_.empty() ? "no checkpoint was written"
-                                                      : fmt::format("the last checkpoint is {}", last_checkpoint_);
     throw RunFailure(fmt::format("step {}: the loss is {}: training stopped ({}; try a lower --lr or a warmup)",
-                                 step + 1, loss, kept));
+                                 step + 1, loss, kept_checkpoint()));
+  }
+
+  // With clipping every rank holds the same global norm; a NaN or infinite one skipped the
+  // step's update (step_interpreter.cpp) and ends the run before its checkpoint.
+  void check_finite_gradient_norm(int64_t step, double norm) const {
+    if (config_.program.clip_grad_norm <= 0 || std::isfinite(norm)) return;
+    throw RunFailure(fmt::format("step {}: the gradient norm is {}: training stopped, the step not applied ({}; try "
+                                 "a lower --lr or a warmup)",
+                                 step + 1, std::isnan(norm) ? "NaN" : "infinite", kept_checkpoint()));
+  }
+  std::string kept_checkpoint() const {
+    return last_checkpoint_.empty() ? "no checkpoint was written"
+                                    : fmt::format("the last checkpoint is {}", last_checkpoint_);
   }
 
   // The checkpoint the job names (checked when the job was resolved): its state, any layout.
@@ -247,8 +259,11 @@ class TrainingRun {
       throw RunFailure(fmt::format("step {}: {}", step + 1, error.what()));
     }
     if (!leader()) return;
-    std::cout << fmt::format("step {:>6}  loss {:.6f}  {:8.1f} samples/s  {:8.2f} ms/iter  {}{}{}\n", step + 1,
-                             result.loss, job_.plan.global_batch * 1000.0 / mean.total_ms, mean.total_ms,
+    const std::string norm = config_.program.clip_grad_norm > 0
+                                 ? fmt::format("grad norm {:.4f}  ", result.gradient_norm)
+                                 : std::string();
+    std::cout << fmt::format("step {:>6}  loss {:.6f}  {}{:8.1f} samples/s  {:8.2f} ms/iter  {}{}{}\n", step + 1,
+                             result.loss, norm, job_.plan.global_batch * 1000.0 / mean.total_ms, mean.total_ms,
                              detail::data_wait(times), background_ ? detail::background_summary(times) : "",
                              detail::format_rank_times(times))
               << std::flush;

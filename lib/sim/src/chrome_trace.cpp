@@ -73,7 +73,9 @@ void add_slices(nlohmann::json& events, const SimEvent& event, const graph::Grap
     case EventKind::BatchNormSync:
     case EventKind::TensorAllReduce:
       if (event.rank < shown) {
-        events.push_back(slice(event, event.rank, kCollective, fmt::format("{} {}", layer, collective_name(event.kind)),
+        const std::string name = event.layer < 0 ? std::string("gradient norm all-reduce")
+                                                 : fmt::format("{} {}", layer, collective_name(event.kind));
+        events.push_back(slice(event, event.rank, kCollective, name,
                                {{"ranks", event.peer}, {"bytes", event.bytes}}));
       }
       break;

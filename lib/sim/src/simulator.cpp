@@ -47,7 +47,8 @@ EventKind event_kind(timing::TaskWork work) {
     case timing::TaskWork::Message: return EventKind::Message;
     case timing::TaskWork::Allreduce:
     case timing::TaskWork::ReduceScatter:
-    case timing::TaskWork::AllGather: return EventKind::Allreduce;
+    case timing::TaskWork::AllGather:
+    case timing::TaskWork::GradNorm: return EventKind::Allreduce;
     case timing::TaskWork::BatchNormSync: return EventKind::BatchNormSync;
     case timing::TaskWork::TensorAllReduce: return EventKind::TensorAllReduce;
     case timing::TaskWork::StepEnd: break;

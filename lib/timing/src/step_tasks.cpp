@@ -283,6 +283,9 @@ class Lowering {
       case OpKind::Update:
         if (update.s() > 0) add_compute(rank, -1, update, TaskWork::Update, cursor);  // no shard overhead
         break;
+      case OpKind::ClipGradNorm:  // the update waits for the world's norm (one rank: nothing to sum)
+        if (op.group >= 0) cursor.waits.push_back(join_collective(gradient_norm(op), cursor));
+        break;
       case OpKind::ReduceLoss:  // not timed (logged steps only)
       case OpKind::WaitSends:   // the step's end waits for every message
         break;
@@ -369,6 +372,13 @@ class Lowering {
       index = collective(op.group, 2 * channels * 8, TaskWork::BatchNormSync, op.layer);
     }
     return index;
+  }
+  // Gradient clipping's world sum of the squared norm, once per step.
+  int32_t gradient_norm(const program::Op& op) {
+    if (gradient_norm_task_ < 0) {
+      gradient_norm_task_ = collective(op.group, static_cast<double>(op.bytes), TaskWork::GradNorm, -1);
+    }
+    return gradient_norm_task_;
   }
   // A layer's collective of one micro-batch and direction over one group: a split layer's
   // tensor all-reduce, or ZeRO 3's gather of its weights.
@@ -465,6 +475,7 @@ class Lowering {
   std::pair<int32_t, int32_t> last_chain_{-1, -1};  // the latest collective -> collective edge
   std::map<std::tuple<int32_t, double, bool>, double> collective_time_;  // (group, bytes, half) -> seconds
   std::map<int32_t, int32_t> gather_task_;  // by bucket: its ALL_GATHER's task
+  int32_t gradient_norm_task_ = -1;         // CLIP_GRAD_NORM's world sum
   StepTasks step_;
 };
 

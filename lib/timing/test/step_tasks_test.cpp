@@ -139,6 +139,36 @@ TEST(StepTiming, BucketsChainAndGateTheUpdate) {
   }
 }
 
+// The same with clipping: the gradient norm's world sum (8 bytes: 2 x 1/2 x 8 B / 80 B/s =
+// 0.1 s) follows each rank's last bucket all-reduce, and the update waits for it; the step
+// grows by its 0.1 s.
+TEST(StepTiming, ClippingsNormSumGatesTheUpdate) {
+  graph::GraphBuilder b("chain");
+  b.linear("l2", b.linear("l1", b.input("input", {4}), 4), 4);
+  const World world(std::move(b).build(), test_cluster(2, 80, 0),
+                    {{"input", {ms(0), ms(0)}}, {"l1", {ms(1), ms(2)}}, {"l2", {ms(1), ms(2)}}},
+                    {{"l1", Seconds::from_ms(1)}, {"l2", Seconds::from_ms(1)}});
+  TimingOptions clipping;
+  clipping.program.bucket_bytes = 80;
+  clipping.program.clip_grad_norm = 1;
+  const Plan plan = plan_data_parallel(world.graph, 2, 2);
+  const StepTasks step = plan_step_tasks(plan, world.context(), clipping);
+  const int32_t norm = find_task(step, TaskWork::GradNorm, -1, -1);
+  EXPECT_NEAR(step.tasks[static_cast<size_t>(norm)].duration_s, 0.1, 1e-12);
+  EXPECT_EQ(dependencies(step, norm), (std::set<int32_t>{find_task(step, TaskWork::Backward, 0, 0),
+                                                         find_task(step, TaskWork::Backward, 0, 1),
+                                                         find_task(step, TaskWork::Allreduce, 1, -1)}));
+  for (const int rank : {0, 1}) {
+    EXPECT_EQ(dependencies(step, find_task(step, TaskWork::Update, -1, rank)).count(norm), 1u) << rank;
+  }
+  EvaluateOptions evaluate;
+  evaluate.program.bucket_bytes = 80;
+  const double without = evaluate_plan(plan, world.context(), evaluate).iteration_time.s();
+  evaluate.program = clipping.program;
+  const double with = evaluate_plan(plan, world.context(), evaluate).iteration_time.s();
+  EXPECT_NEAR(with - without, 0.1, 1e-9);
+}
+
 // The chain above with l1 a 2-way column split and l2 a 2-way row split on both ranks, at
 // batch 2 (both hold both samples): each rank updates its parts' parameters only. l1 (4 ->
 // 4, 20 parameters) keeps 10 (half its weight and bias), l2 keeps 12 (half its weight, all

@@ -33,6 +33,12 @@ struct ProgramOptions {
   // reduce-scatter them, update the rank's shard and all-gather the weights (2 also frees
   // the gradients outside the shard); 3 also gathers the weights before forward and backward.
   int zero_stage = 0;
+  // Gradient clipping by the global norm (torch.nn.utils.clip_grad_norm_): > 0, before the
+  // update every gradient is scaled by min(1, clip / (norm + 1e-6)), where norm is the L2
+  // norm over every parameter of the model, however its layers are placed, split and
+  // sharded; the step gains one world all-reduce of the squared norm (CLIP_GRAD_NORM).
+  // 0: no clipping.
+  double clip_grad_norm = 0;
 };
 inline constexpr int kMaxZeroStage = 3;
 

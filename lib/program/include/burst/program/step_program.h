@@ -20,7 +20,9 @@
 //                     BatchNorm's; TP_ALLREDUCE of the input gradient after a column or heads
 //                     split's); ALLREDUCE after the layer that closes a gradient bucket
 //    SEND_B           the gradients of the segment's inputs for the producers' other ranks
-//  then WAIT_ALLREDUCE for each of its buckets, UPDATE (the optimizer step of its layers),
+//  then WAIT_ALLREDUCE for each of its buckets, CLIP_GRAD_NORM (with
+//  ProgramOptions::clip_grad_norm: on every rank, the world sum of the squared norm), UPDATE
+//  (the optimizer step of its layers),
 //  REDUCE_LOSS (a world all-reduce of the loss sum, only in programs built with
 //  BuildScope::reduce_loss) and WAIT_SENDS (the sends posted this step).
 //
@@ -86,6 +88,9 @@ enum class OpKind : uint8_t {
                     // (asynchronous; WAIT_ALLREDUCE waits for it): each rank keeps its shard
   AllGather,        // ZeRO 1 and 2: after UPDATE, a bucket's updated weight shards gathered
                     // (blocking); ZeRO 3: a layer's weights gathered before its F or B
+  ClipGradNorm,     // ProgramOptions::clip_grad_norm: every rank's squared gradient norm
+                    // summed over the world (blocking, 8 bytes), the gradients scaled; on
+                    // every rank, after its gradient waits and before UPDATE
 };
 const char* op_kind_name(OpKind kind);  // "F", "SEND_F", ...
 

@@ -109,6 +109,9 @@ struct StepTimes {
 
 struct StepResult {
   double loss = 0;  // of the whole global batch (every rank the same); NaN when not reported
+  // With gradient clipping, the global gradient norm before clipping (every rank the same;
+  // not finite: the step did not update, and the run must stop); NaN without clipping.
+  double gradient_norm = 0;
   StepTimes times;
 };
 

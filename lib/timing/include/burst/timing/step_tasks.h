@@ -66,6 +66,7 @@ enum class TaskWork : uint8_t {
   Recompute,      // a layer's forward again (full) or its attention core (selective)
   ReduceScatter,  // ZeRO: a bucket's gradients
   AllGather,      // ZeRO: a bucket's updated weights (1, 2) or a layer's weights (3)
+  GradNorm,       // gradient clipping: the world sum of the squared gradient norm (layer -1)
 };
 
 struct Task {
