@@ -1,5 +1,6 @@
-"""Exports torchvision classification models to ONNX the way docs/model-import.md tells users
-to, and writes what PyTorch says about each (parameter count, output shape) beside it.
+"""Exports torchvision classification models (and the models in users' style of
+user_models.py, named "user:NAME") to ONNX the way docs/model-import.md tells users to, and
+writes what PyTorch says about each (parameter count, output shape) beside it.
 
 usage: .venv/bin/python tests/onnx/export_torchvision.py OUT_DIR [--image-size N] [--no-dropout] MODEL...
 
@@ -16,18 +17,25 @@ import sys
 import torch
 import torchvision
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import user_models  # noqa: E402
+
 # Constructor options that make a model exportable in training mode (see docs/model-import.md).
 OPTIONS = {
     "googlenet": {"aux_logits": False, "init_weights": True},
     "inception_v3": {"aux_logits": False, "init_weights": True},
     "efficientnet_b0": {"stochastic_depth_prob": 0.0},
+    "convnext_tiny": {"stochastic_depth_prob": 0.0},
 }
 
 
 def build(name, dropout=None):
     """torchvision's model NAME, weights=None, seed 0; every Dropout's p set to `dropout` if given."""
     torch.manual_seed(0)
-    model = getattr(torchvision.models, name)(weights=None, **OPTIONS.get(name, {}))
+    if name.startswith("user:"):  # a model in users' style (user_models.py)
+        model = user_models.build(name[len("user:"):])
+    else:
+        model = getattr(torchvision.models, name)(weights=None, **OPTIONS.get(name, {}))
     # ViT zero-initialises its head: the first step's gradient would then stop there, and a
     # parity check of one step would test the head alone. Such layers get nn.Linear's
     # default initialisation instead (seeded above).

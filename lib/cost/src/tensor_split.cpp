@@ -55,7 +55,11 @@ bool element_wise(graph::OpKind op) {
     case OpKind::Sigmoid:
     case OpKind::Silu:
     case OpKind::Hardswish:
-    case OpKind::Hardsigmoid: return true;
+    case OpKind::Hardsigmoid:
+    case OpKind::LeakyRelu:
+    case OpKind::Elu:
+    case OpKind::Tanh:
+    case OpKind::Softplus: return true;
     default: return false;
   }
 }

@@ -96,6 +96,13 @@ template <typename Visit> void for_each_field(HardsigmoidAttrs&, Visit&&) {}
 template <typename Visit> void for_each_field(MulAttrs&, Visit&&) {}
 template <typename Visit> void for_each_field(MatmulAttrs&, Visit&&) {}
 template <typename Visit> void for_each_field(SoftmaxAttrs&, Visit&&) {}
+template <typename Visit> void for_each_field(LeakyReluAttrs& a, Visit&& v) {
+  v("negative_slope", a.negative_slope, Presence::Optional);
+}
+template <typename Visit> void for_each_field(EluAttrs& a, Visit&& v) { v("alpha", a.alpha, Presence::Optional); }
+template <typename Visit> void for_each_field(TanhAttrs&, Visit&&) {}
+template <typename Visit> void for_each_field(SoftplusAttrs&, Visit&&) {}
+template <typename Visit> void for_each_field(ScaleAttrs& a, Visit&& v) { v("shape", a.shape, Presence::Required); }
 template <typename Visit> void for_each_field(ReshapeAttrs& a, Visit&& v) {
   v("shape", a.shape, Presence::Required);
 }

@@ -17,7 +17,8 @@ constexpr std::array<const char*, kOpKindCount> kOpNames = {
     "softmax_cross_entropy", "hardtanh",     "sigmoid",            "silu",
     "hardswish",   "hardsigmoid",    "mul",                "reshape",
     "transpose",   "slice",          "mean",               "stochastic_depth",
-    "matmul",      "softmax",
+    "matmul",      "softmax",        "leaky_relu",         "elu",
+    "tanh",        "softplus",       "scale",
 };
 
 // default_attrs(kind) builds alternative number `kind` of the variant, value-initialised.

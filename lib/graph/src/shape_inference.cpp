@@ -25,6 +25,10 @@ constexpr int64_t kSigmoidFlops = 4;       // negate, exp, add, divide
 constexpr int64_t kSiluFlops = 5;          // sigmoid and a multiply
 constexpr int64_t kHardsigmoidFlops = 3;   // add, clamp, scale
 constexpr int64_t kHardswishFlops = 4;     // hardsigmoid and a multiply
+constexpr int64_t kLeakyReluFlops = 2;     // compare, scale
+constexpr int64_t kEluFlops = 4;           // compare, exp, subtract, scale
+constexpr int64_t kTanhFlops = 5;          // two exps' worth, add, divide
+constexpr int64_t kSoftplusFlops = 4;      // exp, add, log, compare
 
 // Shape inference for one layer; every failure names the layer.
 class Inferrer {
@@ -363,6 +367,31 @@ class Inferrer {
   LayerInfo operator()(const SiluAttrs&) const { return element_wise(kSiluFlops); }
   LayerInfo operator()(const HardswishAttrs&) const { return element_wise(kHardswishFlops); }
   LayerInfo operator()(const HardsigmoidAttrs&) const { return element_wise(kHardsigmoidFlops); }
+  LayerInfo operator()(const LeakyReluAttrs& a) const {
+    if (!std::isfinite(a.negative_slope)) fail(fmt::format("negative_slope {} is not finite", a.negative_slope));
+    return element_wise(kLeakyReluFlops);
+  }
+  LayerInfo operator()(const EluAttrs& a) const {
+    if (!std::isfinite(a.alpha)) fail(fmt::format("alpha {} is not finite", a.alpha));
+    return element_wise(kEluFlops);
+  }
+  LayerInfo operator()(const TanhAttrs&) const { return element_wise(kTanhFlops); }
+  LayerInfo operator()(const ScaleAttrs& a) const {
+    const Shape& in = float_input(0, "");
+    if (a.shape.empty() || a.shape.size() > in.size()) {
+      fail(fmt::format("scale shape {} must have 1 to {} dims (the input is {})", shape_to_string(a.shape), in.size(),
+                       shape_to_string(in)));
+    }
+    const size_t offset = in.size() - a.shape.size();
+    for (size_t i = 0; i < a.shape.size(); ++i) {
+      if (a.shape[i] != 1 && a.shape[i] != in[offset + i]) {
+        fail(fmt::format("scale shape {} does not broadcast against the input {}", shape_to_string(a.shape),
+                         shape_to_string(in)));
+      }
+    }
+    return finish(in, numel(a.shape), numel(in));
+  }
+  LayerInfo operator()(const SoftplusAttrs&) const { return element_wise(kSoftplusFlops); }
 
   LayerInfo operator()(const MulAttrs&) const {
     const Shape* shapes[2] = {&inputs_[0]->output_shape, &inputs_[1]->output_shape};

@@ -134,6 +134,26 @@ TEST(OnnxImport, SqueezeExcitationClipAndHardActivations) {
   EXPECT_EQ(g.info(*g.find("Mul_4")).output_shape, (Shape{2, 4, 4}));
 }
 
+TEST(OnnxImport, LeakyReluEluTanhAndSoftplus) {
+  // As torch writes nn.LeakyReLU(0.2), nn.ELU() (alpha by default), nn.Tanh, nn.Softplus().
+  OnnxModel m({6});
+  auto* leaky = m.node("LeakyRelu", {"input"}, {"a"});
+  auto* slope = leaky->add_attribute();
+  slope->set_name("alpha");
+  slope->set_type(onnx::AttributeProto::FLOAT);
+  slope->set_f(0.2f);
+  m.node("Elu", {"a"}, {"b"});
+  m.node("Tanh", {"b"}, {"c"});
+  m.node("Softplus", {"c"}, {"output"});
+  m.output("output");
+  const Graph g = m.import().graph;
+  EXPECT_NEAR(std::get<LeakyReluAttrs>(layer(g, "LeakyRelu_0").attrs).negative_slope, 0.2, 1e-7);
+  EXPECT_EQ(std::get<EluAttrs>(layer(g, "Elu_1").attrs).alpha, 1.0);
+  EXPECT_EQ(layer(g, "Tanh_2").op(), OpKind::Tanh);
+  EXPECT_EQ(layer(g, "Softplus_3").op(), OpKind::Softplus);
+  EXPECT_EQ(g.info(*g.find("Softplus_3")).output_shape, (Shape{6}));
+}
+
 
 // shufflenet's channel shuffle as torch 1.13 writes it for x [batch, 4, 2, 2], 2 groups:
 //   b, c = Shape(x)[0], Shape(x)[1]; target = Concat(b, 2, c / 2, 2, 2) -> Reshape
@@ -295,11 +315,11 @@ TEST(OnnxImport, StructuralErrorsNameTheNode) {
   }
   {
     OnnxModel m({4});
-    m.node("Tanh", {"input"}, {"a"});
-    m.node("Tanh", {"a"}, {"b"});
+    m.node("GRU", {"input"}, {"a"});
+    m.node("GRU", {"a"}, {"b"});
     m.node("LSTM", {"b"}, {"output"});
     m.output("output");
-    expect_refused(m.bytes(), "unsupported ONNX ops at opset 14: LSTM (node 'LSTM_2'); Tanh (node 'Tanh_0' and 1 more)");
+    expect_refused(m.bytes(), "unsupported ONNX ops at opset 14: GRU (node 'GRU_0' and 1 more); LSTM (node 'LSTM_2')");
   }
   {
     OnnxModel m({3, 8, 8});

@@ -268,6 +268,10 @@ class Factory {
     return unary(PositionEmbedding(a.max_positions, in()[1]));  // [B, T, D] -> same
   }
 
+  std::unique_ptr<LayerModule> operator()(const graph::ScaleAttrs& a) const {
+    return unary(Scale(a.shape));  // [B, ...] x [shape] broadcast
+  }
+
   std::unique_ptr<LayerModule> operator()(const graph::ClassTokenAttrs&) const {
     return unary(ClassToken(in()[1]));  // [B, T, D] -> [B, T + 1, D]
   }
@@ -306,6 +310,24 @@ class Factory {
 
   std::unique_ptr<LayerModule> operator()(const graph::HardsigmoidAttrs&) const {
     return function(1, [](const auto& x) { return torch::hardsigmoid(x[0]); });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::LeakyReluAttrs& a) const {
+    const double slope = a.negative_slope;
+    return function(1, [slope](const auto& x) { return torch::leaky_relu(x[0], slope); });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::EluAttrs& a) const {
+    const double alpha = a.alpha;
+    return function(1, [alpha](const auto& x) { return torch::elu(x[0], alpha); });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::TanhAttrs&) const {
+    return function(1, [](const auto& x) { return torch::tanh(x[0]); });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::SoftplusAttrs&) const {
+    return function(1, [](const auto& x) { return torch::softplus(x[0]); });  // beta 1, threshold 20
   }
 
   std::unique_ptr<LayerModule> operator()(const graph::MulAttrs&) const {
@@ -427,7 +449,10 @@ void copy_initial(torch::Tensor& target, const graph::InitialTensor& source, con
 
 std::string state_name(const Graph& graph, LayerId id, const std::string& key) {
   const graph::OpKind op = graph.layer(id).op();
-  if (op == graph::OpKind::ClassToken || op == graph::OpKind::PositionEmbedding) return graph.layer(id).name;
+  // Layers that are one learned tensor take its name (the initializer's, as torch names it).
+  if (op == graph::OpKind::ClassToken || op == graph::OpKind::PositionEmbedding || op == graph::OpKind::Scale) {
+    return graph.layer(id).name;
+  }
   return graph.layer(id).name + "." + key;
 }
 

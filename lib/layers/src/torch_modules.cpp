@@ -20,6 +20,10 @@ torch::Tensor PositionEmbeddingImpl::forward(const torch::Tensor& x) {
   return x + weight.narrow(1, 0, tokens);  // [B, T, D] + [1, T, D]
 }
 
+ScaleImpl::ScaleImpl(std::vector<int64_t> shape) { weight = register_parameter("weight", torch::ones(shape)); }
+
+torch::Tensor ScaleImpl::forward(const torch::Tensor& x) { return x * weight; }
+
 ClassTokenImpl::ClassTokenImpl(int64_t dim) {
   token = register_parameter("token", torch::zeros({1, 1, dim}));
 }

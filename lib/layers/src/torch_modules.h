@@ -27,6 +27,17 @@ TORCH_MODULE(PositionEmbedding);
 
 // ViT's class token: one learned token [1, 1, D] (torchvision's shape, initialised to
 // zeros as torchvision does) prepended to every sequence.
+// A learned tensor times the input: weight of the per-sample `shape` (torch's state_dict
+// shape), ones at first; broadcasting right-aligns it against [B, ...].
+class ScaleImpl : public torch::nn::Module {
+ public:
+  explicit ScaleImpl(std::vector<int64_t> shape);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::Tensor weight;
+};
+TORCH_MODULE(Scale);
+
 class ClassTokenImpl : public torch::nn::Module {
  public:
   explicit ClassTokenImpl(int64_t dim);

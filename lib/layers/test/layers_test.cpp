@@ -188,6 +188,10 @@ TEST(LayersTest, ImportedOpsComputeWhatTorchDoes) {
                         graph::ReshapeAttrs{{4, 2, 2}});
   b.add("half", {shuffled}, graph::SliceAttrs{0, 2, 4});
   b.add("mean", {x}, graph::MeanAttrs{{1, 2}, false});
+  b.add("leaky", {x}, graph::LeakyReluAttrs{0.2});
+  b.add("elu", {x}, graph::EluAttrs{0.5});
+  b.add("tanh", {x}, graph::TanhAttrs{});
+  b.add("softplus", {x}, graph::SoftplusAttrs{});
   const Graph graph = std::move(b).build();
   const auto out = run_all(graph);
   const torch::Tensor in = out[0];
@@ -201,6 +205,11 @@ TEST(LayersTest, ImportedOpsComputeWhatTorchDoes) {
   // the last two, 1 and 3.
   EXPECT_TRUE(torch::equal(at("half"), torch::stack({in.select(1, 1), in.select(1, 3)}, 1)));
   EXPECT_TRUE(torch::allclose(at("mean"), in.mean({2, 3})));
+  // Written out from their definitions, not through torch's own functions.
+  EXPECT_TRUE(torch::allclose(at("leaky"), torch::where(in >= 0, in, 0.2 * in)));
+  EXPECT_TRUE(torch::allclose(at("elu"), torch::where(in > 0, in, 0.5 * (torch::exp(in) - 1))));
+  EXPECT_TRUE(torch::allclose(at("tanh"), (torch::exp(2 * in) - 1) / (torch::exp(2 * in) + 1)));
+  EXPECT_TRUE(torch::allclose(at("softplus"), torch::log1p(torch::exp(in))));
 }
 
 TEST(LayersTest, StochasticDepthDropsWholeSamplesWhereverTheyRun) {

@@ -150,6 +150,23 @@ void Lowering::class_token(const onnx::NodeProto& concat) {
   weights_[add_named_layer(concat, token.name, {x}, ClassTokenAttrs{})] = std::move(weights);
 }
 
+bool Lowering::is_float_initializer(const onnx::NodeProto& node, int index) const {
+  if (!has_input(node, index)) return false;
+  const Value& value = input(node, index);
+  return value.constant != nullptr && value.constant->is_float && producers_.count(node.input(index)) == 0;
+}
+
+void Lowering::learned_scale(const onnx::NodeProto& mul, const std::string& x, ConstantTensor& factor) {
+  // The initializer's dims, less a leading batch dim of 1 ([1, C, 1, 1] as [C, 1, 1]).
+  std::vector<int64_t> shape = factor.dims;
+  const size_t rank = info_of(x).output_shape.size();
+  if (shape.size() == rank + 1 && shape.front() == 1) shape.erase(shape.begin());
+  if (shape.empty()) shape = {1};  // a learned scalar
+  LayerWeights weights;
+  weights.parameters.push_back(initial(factor, shape));
+  weights_[add_named_layer(mul, factor.name, {x}, ScaleAttrs{shape})] = std::move(weights);
+}
+
 void Lowering::position_embedding(const onnx::NodeProto& add, const std::string& x, ConstantTensor& table) {
   // x [T, D] + table [1, T, D]: torch's learned absolute positions (ViT's pos_embedding).
   const int64_t tokens = info_of(x).output_shape.at(0);

@@ -197,6 +197,11 @@ class Lowering {
   bool fuse_gelu(const onnx::NodeProto& div);         // x * (1 + erf(x / sqrt 2)) * 0.5
   void class_token(const onnx::NodeProto& concat);    // Concat(Expand(token), x) on axis 1
   void position_embedding(const onnx::NodeProto& add, const std::string& x, ConstantTensor& table);
+  // Whether input `index` of `node` is a float initializer (a model's trainable tensor: torch
+  // exports parameters as initializers, Python numbers as Constant nodes).
+  bool is_float_initializer(const onnx::NodeProto& node, int index) const;
+  // x * a learned tensor (ConvNeXt's layer scale): a scale layer named after it.
+  void learned_scale(const onnx::NodeProto& mul, const std::string& x, ConstantTensor& factor);
   void take_token(const onnx::NodeProto& gather);     // Gather(x, i) on the token axis
   // The one node reading `tensor` if it is of `op_type` and no graph output reads it.
   const onnx::NodeProto* only_reader(const std::string& tensor, const char* op_type) const;

@@ -243,6 +243,11 @@ void Lowering::add(const onnx::NodeProto& node) {
 
 void Lowering::mul(const onnx::NodeProto& node) {
   if (is_integer(node, 0) && is_integer(node, 1)) return integer_arithmetic(node);
+  for (int k = 0; k < 2; ++k) {
+    if (is_float_initializer(node, k) && !input(node, 1 - k).layer.empty()) {
+      return learned_scale(node, layer_input(node, 1 - k), constant_input(node, k));
+    }
+  }
   const std::string a = layer_input(node, 0);
   const std::string b = layer_input(node, 1);
   // x * sigmoid(x), the sigmoid read by nothing else: torch's SiLU, one silu layer.
@@ -372,8 +377,16 @@ void Lowering::element_wise(const onnx::NodeProto& node) {
     add_layer(node, "", {x}, ReluAttrs{});
   } else if (op == "Sigmoid") {
     add_layer(node, "", {x}, SigmoidAttrs{});
+  } else if (op == "Tanh") {
+    add_layer(node, "", {x}, TanhAttrs{});
+  } else if (op == "Softplus") {  // torch writes softplus with beta 1 as this op, others as arithmetic
+    add_layer(node, "", {x}, SoftplusAttrs{});
+  } else if (op == "LeakyRelu") {
+    add_layer(node, "", {x}, LeakyReluAttrs{attr_float(node, "alpha", 0.01)});
+  } else if (op == "Elu") {
+    add_layer(node, "", {x}, EluAttrs{attr_float(node, "alpha", 1.0)});
   } else {
-    BURST_ASSERT(op == "HardSwish", "element_wise handles Relu, Sigmoid and HardSwish");
+    BURST_ASSERT(op == "HardSwish", "element_wise handles Relu, Sigmoid, Tanh, Softplus, LeakyRelu, Elu and HardSwish");
     add_layer(node, "", {x}, HardswishAttrs{});
   }
 }

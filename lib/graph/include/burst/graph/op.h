@@ -179,6 +179,26 @@ struct MatmulAttrs {};
 // Softmax over the last per-sample axis (torch.softmax(x, -1): attention weights).
 struct SoftmaxAttrs {};
 
+// torch.nn.LeakyReLU: x for x >= 0, negative_slope x below (ONNX LeakyRelu's alpha).
+struct LeakyReluAttrs {
+  double negative_slope = 0.01;
+};
+// torch.nn.ELU: x for x > 0, alpha (exp(x) - 1) below (ONNX Elu).
+struct EluAttrs {
+  double alpha = 1.0;
+};
+// torch.nn.Tanh and torch.nn.Softplus with beta 1: log(1 + exp(x)), x itself above the
+// threshold 20 where that equals x in float32 (ONNX Tanh, Softplus).
+struct TanhAttrs {};
+struct SoftplusAttrs {};
+
+// A learned tensor multiplying the input (ConvNeXt's layer scale [C, 1, 1], any trainable
+// initializer in a Mul): its one parameter has per-sample shape `shape`, broadcast against
+// the input's trailing dims as numpy does (each dim 1 or the input's), initialised to ones.
+struct ScaleAttrs {
+  Shape shape;
+};
+
 using Attrs =
     std::variant<InputAttrs, Conv2dAttrs, BatchNorm2dAttrs, ReluAttrs, GeluAttrs, MaxPool2dAttrs,
                  AvgPool2dAttrs, AdaptiveAvgPool2dAttrs, LinearAttrs, FlattenAttrs, DropoutAttrs,
@@ -186,7 +206,8 @@ using Attrs =
                  ClassTokenAttrs, ImageToTokensAttrs, TakeTokenAttrs, SelfAttentionAttrs,
                  SoftmaxCrossEntropyAttrs, HardtanhAttrs, SigmoidAttrs, SiluAttrs, HardswishAttrs,
                  HardsigmoidAttrs, MulAttrs, ReshapeAttrs, TransposeAttrs, SliceAttrs, MeanAttrs,
-                 StochasticDepthAttrs, MatmulAttrs, SoftmaxAttrs>;
+                 StochasticDepthAttrs, MatmulAttrs, SoftmaxAttrs, LeakyReluAttrs, EluAttrs, TanhAttrs,
+                 SoftplusAttrs, ScaleAttrs>;
 
 // Same order as Attrs' alternatives: OpKind(attrs.index()) is a layer's op.
 enum class OpKind {
@@ -224,6 +245,11 @@ enum class OpKind {
   StochasticDepth,
   Matmul,
   Softmax,
+  LeakyRelu,
+  Elu,
+  Tanh,
+  Softplus,
+  Scale,
 };
 inline constexpr int kOpKindCount = static_cast<int>(std::variant_size_v<Attrs>);
 
