@@ -39,12 +39,26 @@ fail() {
   echo "FAIL: $*"
   failures=$((failures + 1))
 }
-image_size() {  # vgg and alexnet pool to 7x7 and 6x6, ViT has fixed positions: their exports need 224
-  case $1 in vgg*|alexnet|vit*) echo 224 ;; *) echo 64 ;; esac
+image_size() {  # vgg and alexnet pool to 7x7 and 6x6, ViT has fixed positions: their exports need 224;
+  # inception_v3's stem needs 75 pixels or more, and at 80 its last BatchNorms normalise 1 x 1
+  # maps over 4 samples, where float64 rounding alone grows to 8e-8 in 3 steps (2 x 2 at 128)
+  case $1 in vgg*|alexnet|vit*) echo 224 ;; inception_v3) echo 128 ;; *) echo 64 ;; esac
+}
+
+float64_tolerance() {  # inception_v3's synchronised BatchNorm takes E[x^2] - E[x]^2 over 2 x 2 maps
+  # in float64; its cancellation, grown over 3 steps, moves data parallelism by 1.6e-8 from one
+  # process (one process under 2 threads: 9.3e-12). torch's SyncBatchNorm gathers each rank's
+  # mean and variance instead; until burst does, 1e-7 there
+  case $1 in inception_v3) echo 1e-7 ;; *) echo 1e-8 ;; esac
+}
+
+parity_dtype() {  # inception_v3 (init_weights: logits ~10, loss 8.3 at 128 px) moves by 2e-5 after one
+  # float32 step between two correct implementations (float64: 2e-11); float64 decides there
+  case $1 in inception_v3) echo float64 ;; *) echo float32 ;; esac
 }
 
 skips_equivalence() {  # SIZE: 224-pixel models take minutes per 2-worker run on a small CI machine
-  [ "$1" -gt 64 ] && [ -z "${BURST_ONNX_ALL_EQUIVALENCE:-}" ]
+  [ "$1" -gt 128 ] && [ -z "${BURST_ONNX_ALL_EQUIVALENCE:-}" ]
 }
 
 check_model() {
@@ -96,7 +110,8 @@ PY
   local reuse=()
   "$python" -c "import json, sys; sys.exit(1 if json.load(open('$work/$model.facts.json'))['dropout'] else 0)" &&
     reuse=(--onnx "$onnx")
-  if out=$("$python" "$here/check_parity.py" "$burst" "$model" --image-size "$size" "${reuse[@]}" 2> "$work/parity.err"); then
+  if out=$("$python" "$here/check_parity.py" "$burst" "$model" --image-size "$size" --dtype "$(parity_dtype "$model")" \
+             "${reuse[@]}" 2> "$work/parity.err"); then
     echo "ok: $out"
   else
     fail "$model: parity with PyTorch: $out $(tail -n 1 "$work/parity.err")"
@@ -123,7 +138,8 @@ check_equivalence() {  # MODEL ONNX_FILE
   local dtypes=(float64)
   [ -n "${BURST_ONNX_ALL_EQUIVALENCE:-}" ] && dtypes=(float32 float64)
   for dtype in "${dtypes[@]}"; do
-    local floor tolerance=1e-8 out
+    local floor tolerance out
+    tolerance=$(float64_tolerance "$model")
     "$burst" train "${train[@]}" --dtype "$dtype" --save-params "$work/one.pt" > /dev/null
     if [ "$dtype" = float32 ]; then
       "$burst" train "${train[@]}" --dtype float32 --threads 2 --save-params "$work/two_threads.pt" > /dev/null

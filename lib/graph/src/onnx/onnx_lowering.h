@@ -234,6 +234,9 @@ class Lowering {
   std::unordered_map<std::string, const onnx::NodeProto*> producers_;             // by tensor
   std::unordered_set<const onnx::NodeProto*> fused_;  // nodes a fused pattern computed already
   std::deque<ConstantTensor> constants_;  // stable addresses for Value::constant
+  // Zero padding [h, w] of a Pad that only average pools read, by the Pad's output: the
+  // pools take it as their own (count_include_pad), as torch's avg_pool2d(padding=p).
+  std::unordered_map<std::string, std::pair<int64_t, int64_t>> pool_pads_;
 };
 
 }  // namespace burst::graph::onnx_import

@@ -267,14 +267,27 @@ void Lowering::mul(const onnx::NodeProto& node) {
 
 void Lowering::pad(const onnx::NodeProto& node) {
   // torch exports avg_pool2d as a Pad of zeros before AveragePool: with all pads 0 it is the
-  // identity. Real padding belongs in the next layer's own padding (not yet folded).
+  // identity; with count_include_pad and padding p (inception_v3's branch pools) the Pad
+  // has p on H and W, and the pools that read it take it as their own padding.
   const std::string x = layer_input(node, 0);
   if (attr_string(node, "mode", "constant") != "constant") fail(node, "only constant padding is supported");
   ConstantTensor& pads = constant_input(node, 1);
-  for (const int64_t amount : pads.ints) {
-    if (amount != 0) fail(node, fmt::format("pads {} are not all 0; burst takes padding only inside conv and pooling layers", fmt::join(pads.ints, ",")));
-  }
+  if (has_input(node, 2) && constant_input(node, 2).scalar() != 0) fail(node, "pads with a value other than 0");
   bind_layer(node.output(0), x);
+  if (std::all_of(pads.ints.begin(), pads.ints.end(), [](int64_t amount) { return amount == 0; })) return;
+  const std::vector<int64_t>& p = pads.ints;  // [begin of each dim (batch first)..., end of each...]
+  const auto& readers = readers_[node.output(0)];
+  const bool pooled = !readers.empty() && std::all_of(readers.begin(), readers.end(), [](const onnx::NodeProto* r) {
+    return r->op_type() == "AveragePool";
+  });
+  const bool spatial = p.size() == 8 && p[0] == 0 && p[1] == 0 && p[4] == 0 && p[5] == 0 && p[2] == p[6] &&
+                       p[3] == p[7] && p[2] >= 0 && p[3] >= 0;
+  if (!pooled || !spatial) {
+    fail(node, fmt::format("pads {}; burst takes padding only inside conv and pooling layers (a Pad of H and W "
+                           "alike, read only by average pools)",
+                           fmt::join(p, ",")));
+  }
+  pool_pads_[node.output(0)] = {p[2], p[3]};
 }
 
 void Lowering::max_pool(const onnx::NodeProto& node) {
@@ -291,6 +304,14 @@ void Lowering::average_pool(const onnx::NodeProto& node) {
   const std::string x = layer_input(node, 0);
   auto attrs = window_attrs<AvgPool2dAttrs>(node);
   attrs.count_include_pad = attr_int(node, "count_include_pad", 0) != 0;  // ONNX default: 0
+  const auto padded = pool_pads_.find(node.input(0));
+  if (padded != pool_pads_.end()) {  // the Pad before it: zeros the window counts
+    if (attrs.padding.h != 0 || attrs.padding.w != 0) {
+      fail(node, "pads an input that a Pad padded already; burst takes one padding");
+    }
+    attrs.padding = {padded->second.first, padded->second.second};
+    attrs.count_include_pad = true;
+  }
   add_layer(node, "", {x}, attrs);
 }
 
