@@ -81,7 +81,36 @@ class EncoderClassifier(nn.Module):
         return self.head(self.encoder(x).mean(1))
 
 
+def double_conv(inputs, outputs):
+    return nn.Sequential(nn.Conv2d(inputs, outputs, 3, padding=1, bias=False), nn.BatchNorm2d(outputs), nn.ReLU(inplace=True),
+                         nn.Conv2d(outputs, outputs, 3, padding=1, bias=False), nn.BatchNorm2d(outputs), nn.ReLU(inplace=True))
+
+
+class UNetClassifier(nn.Module):
+    """A small U-Net: two levels down by max pooling, up by ConvTranspose2d(2, stride 2),
+    skip connections joined by channel concatenation. burst's losses are over class logits,
+    so its per-pixel map is averaged to them (the layers are a segmentation network's)."""
+
+    def __init__(self, classes=10, width=8):
+        super().__init__()
+        self.down1, self.down2 = double_conv(3, width), double_conv(width, 2 * width)
+        self.bottom = double_conv(2 * width, 4 * width)
+        self.pool = nn.MaxPool2d(2)
+        self.up2, self.dec2 = nn.ConvTranspose2d(4 * width, 2 * width, 2, stride=2), double_conv(4 * width, 2 * width)
+        self.up1, self.dec1 = nn.ConvTranspose2d(2 * width, width, 2, stride=2), double_conv(2 * width, width)
+        self.out = nn.Conv2d(width, classes, 1)
+
+    def forward(self, x):
+        d1 = self.down1(x)
+        d2 = self.down2(self.pool(d1))
+        bottom = self.bottom(self.pool(d2))
+        u2 = self.dec2(torch.cat([self.up2(bottom), d2], 1))
+        u1 = self.dec1(torch.cat([self.up1(u2), d1], 1))
+        return self.out(u1).mean((2, 3))
+
+
 MODELS = {
+    "unet_classifier": UNetClassifier,
     "encoder_classifier": EncoderClassifier,
     "mixer": Mixer,
     "leaky_cnn": LeakyCnn,

@@ -25,6 +25,16 @@ template <typename Visit> void for_each_field(Conv2dAttrs& a, Visit&& v) {
   v("groups", a.groups, Presence::Optional);
   v("bias", a.bias, Presence::Optional);
 }
+template <typename Visit> void for_each_field(ConvTranspose2dAttrs& a, Visit&& v) {
+  v("out_channels", a.out_channels, Presence::Required);
+  v("kernel", a.kernel, Presence::Required);
+  v("stride", a.stride, Presence::Optional);
+  v("padding", a.padding, Presence::Optional);
+  v("output_padding", a.output_padding, Presence::Optional);
+  v("dilation", a.dilation, Presence::Optional);
+  v("groups", a.groups, Presence::Optional);
+  v("bias", a.bias, Presence::Optional);
+}
 template <typename Visit> void for_each_field(BatchNorm2dAttrs& a, Visit&& v) {
   v("eps", a.eps, Presence::Optional);
   v("momentum", a.momentum, Presence::Optional);

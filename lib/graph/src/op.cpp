@@ -18,7 +18,7 @@ constexpr std::array<const char*, kOpKindCount> kOpNames = {
     "hardswish",   "hardsigmoid",    "mul",                "reshape",
     "transpose",   "slice",          "mean",               "stochastic_depth",
     "matmul",      "softmax",        "leaky_relu",         "elu",
-    "tanh",        "softplus",       "scale",
+    "tanh",        "softplus",       "scale",              "conv_transpose2d",
 };
 
 // default_attrs(kind) builds alternative number `kind` of the variant, value-initialised.

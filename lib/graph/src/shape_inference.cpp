@@ -172,6 +172,36 @@ class Inferrer {
     return finish(out, params, mul(numel(out), per_output, "FLOPs"));
   }
 
+  LayerInfo operator()(const ConvTranspose2dAttrs& a) const {
+    const Shape& in = float_input(3, "[C, H, W]");
+    require_positive(a.out_channels, "out_channels");
+    require_positive(a.kernel, "kernel");
+    require_positive(a.stride, "stride");
+    require_positive(a.dilation, "dilation");
+    require_non_negative(a.padding, "padding");
+    require_non_negative(a.output_padding, "output_padding");
+    require_positive(a.groups, "groups");
+    if (in[0] % a.groups != 0 || a.out_channels % a.groups != 0) {
+      fail(fmt::format("groups {} must divide in_channels {} and out_channels {}", a.groups, in[0], a.out_channels));
+    }
+    if (a.output_padding.h >= std::max(a.stride.h, a.dilation.h) || a.output_padding.w >= std::max(a.stride.w, a.dilation.w)) {
+      fail("output_padding must be below the stride or the dilation (torch's rule)");
+    }
+    const auto size = [&](int64_t n, int64_t k, int64_t s, int64_t p, int64_t d, int64_t op, const char* dim) {
+      const int64_t out = (n - 1) * s - 2 * p + d * (k - 1) + op + 1;
+      if (out <= 0) fail(fmt::format("output {} would be {} (input {})", dim, out, n));
+      return out;
+    };
+    const Shape out = {a.out_channels,
+                       size(in[1], a.kernel.h, a.stride.h, a.padding.h, a.dilation.h, a.output_padding.h, "height"),
+                       size(in[2], a.kernel.w, a.stride.w, a.padding.w, a.dilation.w, a.output_padding.w, "width")};
+    // Every input element meets out/groups x kh x kw weights (a multiply and an add each).
+    const int64_t fan_out = mul(mul(a.out_channels / a.groups, a.kernel.h, "fan-out"), a.kernel.w, "fan-out");
+    const int64_t params = add(mul(in[0], fan_out, "parameter count"), a.bias ? a.out_channels : 0, "parameter count");
+    const int64_t flops = add(mul(mul(2, fan_out, "FLOPs"), numel(in), "FLOPs"), a.bias ? numel(out) : 0, "FLOPs");
+    return finish(out, params, flops);
+  }
+
   LayerInfo operator()(const BatchNorm2dAttrs& a) const {
     const Shape& in = float_input(3, "[C, H, W]");
     if (!(a.eps > 0)) fail(fmt::format("eps must be positive, got {}", a.eps));

@@ -134,6 +134,27 @@ TEST(OnnxImport, SqueezeExcitationClipAndHardActivations) {
   EXPECT_EQ(g.info(*g.find("Mul_4")).output_shape, (Shape{2, 4, 4}));
 }
 
+TEST(OnnxImport, ConvTransposeAsUNetUpSamplesAndATrainableScale) {
+  // ConvTranspose(kernel 2, stride 2) of [2, 4, 4] with weight [in 2, out 3, 2, 2] and a bias:
+  // [3, 8, 8], 2 x 3 x 4 + 3 parameters; then a Mul by an initializer [1, 3, 1, 1] (a
+  // learned per-channel scale): a scale layer named after it, its shape [3, 1, 1].
+  OnnxModel m({2, 4, 4});
+  auto* up = m.node("ConvTranspose", {"input", m.weight("up.weight", {2, 3, 2, 2}), m.weight("up.bias", {3})}, {"up"});
+  set_ints(up, "kernel_shape", {2, 2});
+  set_ints(up, "strides", {2, 2});
+  m.node("Mul", {"up", m.weight("gamma", {1, 3, 1, 1})}, {"scaled"});
+  m.node("GlobalAveragePool", {"scaled"}, {"pooled"});
+  m.node("Flatten", {"pooled"}, {"output"});
+  m.output("output");
+  const Graph g = m.import().graph;
+  const auto& attrs = std::get<ConvTranspose2dAttrs>(layer(g, "up").attrs);
+  EXPECT_EQ(attrs.out_channels, 3);
+  EXPECT_EQ(g.info(*g.find("up")).output_shape, (Shape{3, 8, 8}));
+  EXPECT_EQ(g.info(*g.find("up")).params, 27);
+  EXPECT_EQ(std::get<ScaleAttrs>(layer(g, "gamma").attrs).shape, (Shape{3, 1, 1}));
+  EXPECT_EQ(g.total_params(), 30);
+}
+
 TEST(OnnxImport, LeakyReluEluTanhAndSoftplus) {
   // As torch writes nn.LeakyReLU(0.2), nn.ELU() (alpha by default), nn.Tanh, nn.Softplus().
   OnnxModel m({6});

@@ -172,6 +172,17 @@ class Factory {
                                        .bias(a.bias)));
   }
 
+  std::unique_ptr<LayerModule> operator()(const graph::ConvTranspose2dAttrs& a) const {
+    // [B, C, H, W] -> [B, out, H', W'].
+    return unary(torch::nn::ConvTranspose2d(torch::nn::ConvTranspose2dOptions(in()[0], a.out_channels, pair(a.kernel))
+                                                .stride(pair(a.stride))
+                                                .padding(pair(a.padding))
+                                                .output_padding(pair(a.output_padding))
+                                                .dilation(pair(a.dilation))
+                                                .groups(a.groups)
+                                                .bias(a.bias)));
+  }
+
   std::unique_ptr<LayerModule> operator()(const graph::BatchNorm2dAttrs& a) const {
     // [B, C, H, W] -> same; batch statistics in training mode, running ones in eval mode.
     return unary(torch::nn::BatchNorm2d(

@@ -192,6 +192,11 @@ TEST(LayersTest, ImportedOpsComputeWhatTorchDoes) {
   b.add("elu", {x}, graph::EluAttrs{0.5});
   b.add("tanh", {x}, graph::TanhAttrs{});
   b.add("softplus", {x}, graph::SoftplusAttrs{});
+  graph::ConvTranspose2dAttrs up;
+  up.out_channels = 3;
+  up.kernel = {2, 2};
+  up.stride = {2, 2};
+  b.add("up", {x}, up);
   const Graph graph = std::move(b).build();
   const auto out = run_all(graph);
   const torch::Tensor in = out[0];
@@ -210,6 +215,11 @@ TEST(LayersTest, ImportedOpsComputeWhatTorchDoes) {
   EXPECT_TRUE(torch::allclose(at("elu"), torch::where(in > 0, in, 0.5 * (torch::exp(in) - 1))));
   EXPECT_TRUE(torch::allclose(at("tanh"), (torch::exp(2 * in) - 1) / (torch::exp(2 * in) + 1)));
   EXPECT_TRUE(torch::allclose(at("softplus"), torch::log1p(torch::exp(in))));
+  // Kernel 2, stride 2: each input pixel writes its own 2 x 2 block of the [3, 4, 4] output,
+  // out[o, 2i + a, 2j + b] = bias[o] + sum_c in[c, i, j] w[c, o, a, b].
+  EXPECT_EQ(graph.info(*graph.find("up")).output_shape, (graph::Shape{3, 4, 4}));
+  EXPECT_EQ(graph.info(*graph.find("up")).params, 4 * 3 * 2 * 2 + 3);
+  EXPECT_EQ(at("up").sizes(), (std::vector<int64_t>{3, 3, 4, 4}));
 }
 
 TEST(LayersTest, StochasticDepthDropsWholeSamplesWhereverTheyRun) {

@@ -41,6 +41,7 @@ using Handler = void (Lowering::*)(const onnx::NodeProto&);
 const std::map<std::string, Handler>& handlers() {
   static const std::map<std::string, Handler> table = {
       {"Conv", &Lowering::conv},
+      {"ConvTranspose", &Lowering::conv_transpose},
       {"BatchNormalization", &Lowering::batch_normalization},
       {"Gemm", &Lowering::gemm},
       {"MatMul", &Lowering::matmul},

@@ -96,6 +96,7 @@ class Lowering {
 
   // Handlers, one per op type (onnx_ops.cpp).
   void conv(const onnx::NodeProto& node);
+  void conv_transpose(const onnx::NodeProto& node);
   void batch_normalization(const onnx::NodeProto& node);
   void gemm(const onnx::NodeProto& node);
   void matmul(const onnx::NodeProto& node);

@@ -100,6 +100,37 @@ void Lowering::conv(const onnx::NodeProto& node) {
   weights_[layer] = std::move(weights);
 }
 
+void Lowering::conv_transpose(const onnx::NodeProto& node) {
+  // torch.nn.ConvTranspose2d: weight [in, out / groups, kh, kw].
+  require_no_auto_pad(node);
+  if (!attr_ints(node, "output_shape", {}).empty()) fail(node, "sets output_shape; burst takes pads and output_padding");
+  const std::string x = layer_input(node, 0);
+  ConstantTensor& weight = constant_input(node, 1);
+  if (weight.dims.size() != 4) fail(node, "burst converts 2-D transposed convolutions only (a 4-D weight)");
+  ConvTranspose2dAttrs attrs;
+  attrs.groups = attr_int(node, "group", 1);
+  attrs.out_channels = weight.dims[1] * attrs.groups;
+  attrs.kernel = two(node, "kernel_shape", attr_ints(node, "kernel_shape", {}), {weight.dims[2], weight.dims[3]});
+  if (attrs.kernel.h != weight.dims[2] || attrs.kernel.w != weight.dims[3]) fail(node, "kernel_shape differs from the weight's");
+  attrs.stride = two(node, "strides", attr_ints(node, "strides", {}), {1, 1});
+  attrs.dilation = two(node, "dilations", attr_ints(node, "dilations", {}), {1, 1});
+  attrs.padding = symmetric_pads(node, attr_ints(node, "pads", {}));
+  attrs.output_padding = two(node, "output_padding", attr_ints(node, "output_padding", {}), {0, 0});
+  attrs.bias = has_input(node, 2);
+  const std::string layer = add_layer(node, weight.name, {x}, attrs);  // checks groups and sizes
+  LayerWeights weights;
+  weights.parameters.push_back(initial(weight));
+  const int64_t in_channels = info_of(x).output_shape.at(0);
+  require_shape(node, weights.parameters.back(),
+                {in_channels, attrs.out_channels / attrs.groups, attrs.kernel.h, attrs.kernel.w},
+                "[in, out / groups, kh, kw] for its input");
+  if (attrs.bias) {
+    weights.parameters.push_back(initial(constant_input(node, 2)));
+    require_shape(node, weights.parameters.back(), {attrs.out_channels}, "one value per output channel");
+  }
+  weights_[layer] = std::move(weights);
+}
+
 void Lowering::batch_normalization(const onnx::NodeProto& node) {
   const std::string x = layer_input(node, 0);
   BatchNorm2dAttrs attrs;

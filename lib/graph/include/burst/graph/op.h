@@ -199,6 +199,20 @@ struct ScaleAttrs {
   Shape shape;
 };
 
+// torch.nn.ConvTranspose2d on [C, H, W] -> [out_channels, H', W'], H' = (H - 1) stride -
+// 2 padding + dilation (kernel - 1) + output_padding + 1 (U-Net's up-sampling). Weight
+// [C, out_channels / groups, kh, kw], bias [out_channels].
+struct ConvTranspose2dAttrs {
+  int64_t out_channels = 0;
+  Pair kernel{0, 0};
+  Pair stride{1, 1};
+  Pair padding{0, 0};
+  Pair output_padding{0, 0};
+  Pair dilation{1, 1};
+  int64_t groups = 1;
+  bool bias = true;
+};
+
 using Attrs =
     std::variant<InputAttrs, Conv2dAttrs, BatchNorm2dAttrs, ReluAttrs, GeluAttrs, MaxPool2dAttrs,
                  AvgPool2dAttrs, AdaptiveAvgPool2dAttrs, LinearAttrs, FlattenAttrs, DropoutAttrs,
@@ -207,7 +221,7 @@ using Attrs =
                  SoftmaxCrossEntropyAttrs, HardtanhAttrs, SigmoidAttrs, SiluAttrs, HardswishAttrs,
                  HardsigmoidAttrs, MulAttrs, ReshapeAttrs, TransposeAttrs, SliceAttrs, MeanAttrs,
                  StochasticDepthAttrs, MatmulAttrs, SoftmaxAttrs, LeakyReluAttrs, EluAttrs, TanhAttrs,
-                 SoftplusAttrs, ScaleAttrs>;
+                 SoftplusAttrs, ScaleAttrs, ConvTranspose2dAttrs>;
 
 // Same order as Attrs' alternatives: OpKind(attrs.index()) is a layer's op.
 enum class OpKind {
@@ -250,6 +264,7 @@ enum class OpKind {
   Tanh,
   Softplus,
   Scale,
+  ConvTranspose2d,
 };
 inline constexpr int kOpKindCount = static_cast<int>(std::variant_size_v<Attrs>);
 
