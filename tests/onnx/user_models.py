@@ -109,7 +109,92 @@ class UNetClassifier(nn.Module):
         return self.out(u1).mean((2, 3))
 
 
+class ResidualBlock(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+
+    def forward(self, x):
+        return nn.functional.silu(x + self.bn2(self.conv2(nn.functional.silu(self.bn1(self.conv1(x))))))
+
+
+class HandResNet(nn.Module):
+    """A ResNet written by hand with functional SiLU and residual adds."""
+
+    def __init__(self, classes=10, width=16):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, width, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(width), nn.SiLU())
+        self.blocks = nn.Sequential(ResidualBlock(width), nn.MaxPool2d(2), ResidualBlock(width))
+        self.head = nn.Linear(width, classes)
+
+    def forward(self, x):
+        return self.head(self.blocks(self.stem(x)).mean((2, 3)))
+
+
+class SqueezeExcite(nn.Module):
+    def __init__(self, channels, squeezed):
+        super().__init__()
+        self.reduce, self.expand = nn.Conv2d(channels, squeezed, 1), nn.Conv2d(squeezed, channels, 1)
+
+    def forward(self, x):
+        gate = torch.sigmoid(self.expand(torch.relu(self.reduce(nn.functional.adaptive_avg_pool2d(x, 1)))))
+        return x * gate
+
+
+class SeparableNet(nn.Module):
+    """Depthwise-separable convolutions with squeeze-excitation and Hardswish (MobileNet
+    style, written from scratch)."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        layers, channels = [nn.Conv2d(3, 16, 3, stride=2, padding=1), nn.Hardswish()], 16
+        for out in (24, 32):
+            layers += [nn.Conv2d(channels, channels, 3, stride=2, padding=1, groups=channels), nn.BatchNorm2d(channels),
+                       nn.Hardswish(), SqueezeExcite(channels, 8), nn.Conv2d(channels, out, 1), nn.BatchNorm2d(out)]
+            channels = out
+        self.features = nn.Sequential(*layers)
+        self.head = nn.Linear(channels, classes)
+
+    def forward(self, x):
+        return self.head(torch.flatten(nn.functional.adaptive_avg_pool2d(self.features(x), 1), 1))
+
+
+class TinyViT(nn.Module):
+    """A ViT from torch.nn parts: conv patches, a learned class token joined by torch.cat,
+    learned positions, pre-norm blocks with nn.MultiheadAttention(batch_first=True) and a
+    GELU MLP, the class token's output to the head."""
+
+    def __init__(self, image_size=64, patch=16, width=32, heads=4, blocks=2, classes=10):
+        super().__init__()
+        tokens = (image_size // patch) ** 2 + 1
+        self.patches = nn.Conv2d(3, width, patch, stride=patch)
+        self.cls = nn.Parameter(torch.randn(1, 1, width) * 0.02)
+        self.positions = nn.Parameter(torch.randn(1, tokens, width) * 0.02)
+        self.norms1 = nn.ModuleList(nn.LayerNorm(width) for _ in range(blocks))
+        self.attentions = nn.ModuleList(nn.MultiheadAttention(width, heads, batch_first=True) for _ in range(blocks))
+        self.norms2 = nn.ModuleList(nn.LayerNorm(width) for _ in range(blocks))
+        self.mlps = nn.ModuleList(nn.Sequential(nn.Linear(width, 2 * width), nn.GELU(), nn.Linear(2 * width, width))
+                                  for _ in range(blocks))
+        self.norm = nn.LayerNorm(width)
+        self.head = nn.Linear(width, classes)
+
+    def forward(self, x):
+        x = self.patches(x).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], 1) + self.positions
+        for norm1, attention, norm2, mlp in zip(self.norms1, self.attentions, self.norms2, self.mlps):
+            y = norm1(x)
+            x = x + attention(y, y, y, need_weights=False)[0]
+            x = x + mlp(norm2(x))
+        return self.head(self.norm(x)[:, 0])
+
+
 MODELS = {
+    "hand_resnet": HandResNet,
+    "separable_net": SeparableNet,
+    "tiny_vit": TinyViT,
     "unet_classifier": UNetClassifier,
     "encoder_classifier": EncoderClassifier,
     "mixer": Mixer,
