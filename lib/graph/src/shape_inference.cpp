@@ -146,7 +146,9 @@ class Inferrer {
     return finish(a.shape, 0, 0, a.dtype);
   }
 
-  LayerInfo operator()(const Conv2dAttrs& a) const {
+  // The checks a convolution and a transposed one share; the input [C, H, W].
+  template <typename ConvAttrs>
+  const Shape& conv_input(const ConvAttrs& a) const {
     const Shape& in = float_input(3, "[C, H, W]");
     require_positive(a.out_channels, "out_channels");
     require_positive(a.kernel, "kernel");
@@ -158,6 +160,11 @@ class Inferrer {
       fail(fmt::format("groups {} must divide in_channels {} and out_channels {}", a.groups, in[0],
                        a.out_channels));
     }
+    return in;
+  }
+
+  LayerInfo operator()(const Conv2dAttrs& a) const {
+    const Shape& in = conv_input(a);
     const Shape out = {
         a.out_channels,
         window_output(in[1], a.kernel.h, a.stride.h, a.padding.h, a.dilation.h, false, "height"),
@@ -173,17 +180,8 @@ class Inferrer {
   }
 
   LayerInfo operator()(const ConvTranspose2dAttrs& a) const {
-    const Shape& in = float_input(3, "[C, H, W]");
-    require_positive(a.out_channels, "out_channels");
-    require_positive(a.kernel, "kernel");
-    require_positive(a.stride, "stride");
-    require_positive(a.dilation, "dilation");
-    require_non_negative(a.padding, "padding");
+    const Shape& in = conv_input(a);
     require_non_negative(a.output_padding, "output_padding");
-    require_positive(a.groups, "groups");
-    if (in[0] % a.groups != 0 || a.out_channels % a.groups != 0) {
-      fail(fmt::format("groups {} must divide in_channels {} and out_channels {}", a.groups, in[0], a.out_channels));
-    }
     if (a.output_padding.h >= std::max(a.stride.h, a.dilation.h) || a.output_padding.w >= std::max(a.stride.w, a.dilation.w)) {
       fail("output_padding must be below the stride or the dilation (torch's rule)");
     }

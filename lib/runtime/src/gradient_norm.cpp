@@ -49,7 +49,7 @@ double local_squared_gradient_norm(const ExecutorState& s) {
     for (const auto& item : module->module().named_parameters()) {
       const torch::Tensor& parameter = item.value();
       if (!seen.insert(parameter.unsafeGetTensorImpl()).second) continue;
-      if (s.buckets->sharded() && s.buckets->shards(parameter)) {
+      if (s.buckets->shards(parameter)) {
         sharded.emplace(parameter.unsafeGetTensorImpl(), NamedParameter{id, item.key()});
         continue;
       }

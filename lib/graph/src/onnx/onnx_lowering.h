@@ -97,6 +97,10 @@ class Lowering {
   // Handlers, one per op type (onnx_ops.cpp).
   void conv(const onnx::NodeProto& node);
   void conv_transpose(const onnx::NodeProto& node);
+  // A convolution layer's weight (checked against `weight_shape`, `layout` naming it) and,
+  // as input 2, its bias [out_channels].
+  void conv_weights(const onnx::NodeProto& node, const std::string& layer, ConstantTensor& weight,
+                    const std::vector<int64_t>& weight_shape, const char* layout, int64_t out_channels);
   void batch_normalization(const onnx::NodeProto& node);
   void gemm(const onnx::NodeProto& node);
   void matmul(const onnx::NodeProto& node);

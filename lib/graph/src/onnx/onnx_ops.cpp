@@ -34,6 +34,23 @@ Pair two(const onnx::NodeProto& node, const char* name, const std::vector<int64_
   return {values[0], values[1]};
 }
 
+// A Conv's or ConvTranspose's window attributes (kernel from the 4-D weight, strides,
+// dilations, symmetric pads, group, bias); out_channels is the caller's.
+template <typename ConvAttrs>
+ConvAttrs conv_window(const onnx::NodeProto& node, const ConstantTensor& weight, bool bias) {
+  ConvAttrs attrs;
+  attrs.kernel = two(node, "kernel_shape", attr_ints(node, "kernel_shape", {}), {weight.dims[2], weight.dims[3]});
+  if (attrs.kernel.h != weight.dims[2] || attrs.kernel.w != weight.dims[3]) {
+    throw UserError(fmt::format("{}: kernel_shape differs from the weight's", describe(node)));
+  }
+  attrs.stride = two(node, "strides", attr_ints(node, "strides", {}), {1, 1});
+  attrs.dilation = two(node, "dilations", attr_ints(node, "dilations", {}), {1, 1});
+  attrs.padding = symmetric_pads(node, attr_ints(node, "pads", {}));
+  attrs.groups = attr_int(node, "group", 1);
+  attrs.bias = bias;
+  return attrs;
+}
+
 void require_no_auto_pad(const onnx::NodeProto& node) {
   const std::string auto_pad = attr_string(node, "auto_pad", "NOTSET");
   if (auto_pad != "NOTSET") {
@@ -75,29 +92,12 @@ void Lowering::conv(const onnx::NodeProto& node) {
   const std::string x = layer_input(node, 0);
   ConstantTensor& weight = constant_input(node, 1);
   if (weight.dims.size() != 4) fail(node, "burst converts 2-D convolutions only (a 4-D weight)");
-  Conv2dAttrs attrs;
+  auto attrs = conv_window<Conv2dAttrs>(node, weight, has_input(node, 2));
   attrs.out_channels = weight.dims[0];
-  attrs.kernel = two(node, "kernel_shape", attr_ints(node, "kernel_shape", {}), {weight.dims[2], weight.dims[3]});
-  if (attrs.kernel.h != weight.dims[2] || attrs.kernel.w != weight.dims[3]) {
-    fail(node, "kernel_shape differs from the weight's");
-  }
-  attrs.stride = two(node, "strides", attr_ints(node, "strides", {}), {1, 1});
-  attrs.dilation = two(node, "dilations", attr_ints(node, "dilations", {}), {1, 1});
-  attrs.padding = symmetric_pads(node, attr_ints(node, "pads", {}));
-  attrs.groups = attr_int(node, "group", 1);
-  attrs.bias = has_input(node, 2);
   const std::string layer = add_layer(node, weight.name, {x}, attrs);  // checks groups and sizes
-  LayerWeights weights;
-  weights.parameters.push_back(initial(weight));
   const int64_t in_channels = info_of(x).output_shape.at(0);
-  require_shape(node, weights.parameters.back(),
-                {attrs.out_channels, in_channels / attrs.groups, attrs.kernel.h, attrs.kernel.w},
-                "[out, in / groups, kh, kw] for its input");
-  if (attrs.bias) {
-    weights.parameters.push_back(initial(constant_input(node, 2)));
-    require_shape(node, weights.parameters.back(), {attrs.out_channels}, "one value per output channel");
-  }
-  weights_[layer] = std::move(weights);
+  conv_weights(node, layer, weight, {attrs.out_channels, in_channels / attrs.groups, attrs.kernel.h, attrs.kernel.w},
+               "[out, in / groups, kh, kw] for its input", attrs.out_channels);
 }
 
 void Lowering::conv_transpose(const onnx::NodeProto& node) {
@@ -107,26 +107,23 @@ void Lowering::conv_transpose(const onnx::NodeProto& node) {
   const std::string x = layer_input(node, 0);
   ConstantTensor& weight = constant_input(node, 1);
   if (weight.dims.size() != 4) fail(node, "burst converts 2-D transposed convolutions only (a 4-D weight)");
-  ConvTranspose2dAttrs attrs;
-  attrs.groups = attr_int(node, "group", 1);
+  auto attrs = conv_window<ConvTranspose2dAttrs>(node, weight, has_input(node, 2));
   attrs.out_channels = weight.dims[1] * attrs.groups;
-  attrs.kernel = two(node, "kernel_shape", attr_ints(node, "kernel_shape", {}), {weight.dims[2], weight.dims[3]});
-  if (attrs.kernel.h != weight.dims[2] || attrs.kernel.w != weight.dims[3]) fail(node, "kernel_shape differs from the weight's");
-  attrs.stride = two(node, "strides", attr_ints(node, "strides", {}), {1, 1});
-  attrs.dilation = two(node, "dilations", attr_ints(node, "dilations", {}), {1, 1});
-  attrs.padding = symmetric_pads(node, attr_ints(node, "pads", {}));
   attrs.output_padding = two(node, "output_padding", attr_ints(node, "output_padding", {}), {0, 0});
-  attrs.bias = has_input(node, 2);
   const std::string layer = add_layer(node, weight.name, {x}, attrs);  // checks groups and sizes
+  const int64_t in_channels = info_of(x).output_shape.at(0);
+  conv_weights(node, layer, weight, {in_channels, attrs.out_channels / attrs.groups, attrs.kernel.h, attrs.kernel.w},
+               "[in, out / groups, kh, kw] for its input", attrs.out_channels);
+}
+
+void Lowering::conv_weights(const onnx::NodeProto& node, const std::string& layer, ConstantTensor& weight,
+                            const std::vector<int64_t>& weight_shape, const char* layout, int64_t out_channels) {
   LayerWeights weights;
   weights.parameters.push_back(initial(weight));
-  const int64_t in_channels = info_of(x).output_shape.at(0);
-  require_shape(node, weights.parameters.back(),
-                {in_channels, attrs.out_channels / attrs.groups, attrs.kernel.h, attrs.kernel.w},
-                "[in, out / groups, kh, kw] for its input");
-  if (attrs.bias) {
+  require_shape(node, weights.parameters.back(), weight_shape, layout);
+  if (has_input(node, 2)) {
     weights.parameters.push_back(initial(constant_input(node, 2)));
-    require_shape(node, weights.parameters.back(), {attrs.out_channels}, "one value per output channel");
+    require_shape(node, weights.parameters.back(), {out_channels}, "one value per output channel");
   }
   weights_[layer] = std::move(weights);
 }
@@ -307,10 +304,10 @@ void Lowering::pad(const onnx::NodeProto& node) {
   bind_layer(node.output(0), x);
   if (std::all_of(pads.ints.begin(), pads.ints.end(), [](int64_t amount) { return amount == 0; })) return;
   const std::vector<int64_t>& p = pads.ints;  // [begin of each dim (batch first)..., end of each...]
-  const auto& readers = readers_[node.output(0)];
-  const bool pooled = !readers.empty() && std::all_of(readers.begin(), readers.end(), [](const onnx::NodeProto* r) {
-    return r->op_type() == "AveragePool";
-  });
+  const auto readers = readers_.find(node.output(0));
+  const bool pooled = readers != readers_.end() &&
+                      std::all_of(readers->second.begin(), readers->second.end(),
+                                  [](const onnx::NodeProto* r) { return r->op_type() == "AveragePool"; });
   const bool spatial = p.size() == 8 && p[0] == 0 && p[1] == 0 && p[4] == 0 && p[5] == 0 && p[2] == p[6] &&
                        p[3] == p[7] && p[2] >= 0 && p[3] >= 0;
   if (!pooled || !spatial) {
