@@ -61,13 +61,7 @@ def unit_floats(state, first_draw, count):
 
 def below(state, bound):
     """SplitMix64(state).below(bound) and how many draws it took."""
-    rejected_below = ((1 << 64) - bound) % bound
-    draws = 0
-    while True:
-        draws += 1
-        value = mix64((state + draws * GOLDEN) & MASK)
-        if value >= rejected_below:
-            return value % bound, draws
+    return below_from(state, bound, 0)
 
 
 def synthetic(samples, shape, classes, seed=0):
@@ -82,6 +76,35 @@ def synthetic(samples, shape, classes, seed=0):
         features.append((prototypes[label] + unit_floats(state, draws, elements)) * np.float32(0.5))
     return (torch.from_numpy(np.stack(features).reshape(samples, *shape)),
             torch.tensor(labels, dtype=torch.int64))
+
+
+def synthetic_tokens(samples, tokens, vocab, seed=0):
+    """burst's synthetic token walks (synthetic_tokens in lib/data/src/synthetic.cpp), bit for
+    bit: ids s_0 .. s_{T-1} and next-token labels s_1 .. s_T, s_{t+1} = s_t + 1 + (0 or 1)."""
+    ids, labels = [], []
+    for i in range(samples):
+        state, draws = derive_seed(seed ^ SAMPLE_STREAM, i), 0
+        token, used = below_from(state, vocab, draws)
+        draws += used
+        walk = [token]
+        for _ in range(tokens):
+            step, used = below_from(state, 2, draws)
+            draws += used
+            walk.append((walk[-1] + 1 + step) % vocab)
+        ids.append(walk[:-1])
+        labels.append(walk[1:])
+    return torch.tensor(ids, dtype=torch.int64), torch.tensor(labels, dtype=torch.int64)
+
+
+def below_from(state, bound, draws_before):
+    """SplitMix64(state).below(bound) after `draws_before` draws, and how many draws it took."""
+    rejected_below = ((1 << 64) - bound) % bound
+    draws = 0
+    while True:
+        draws += 1
+        value = mix64((state + (draws_before + draws) * GOLDEN) & MASK)
+        if value >= rejected_below:
+            return value % bound, draws
 
 
 def burst_step(burst, onnx_path, batch, work, dtype):
@@ -127,13 +150,17 @@ def main():
         burst_loss, burst_state = burst_step(args.burst, path, args.batch, work, args.dtype)
 
     model.train()
-    shape = [3, args.image_size, args.image_size]
-    x, y = synthetic(args.batch, shape, export_torchvision.output_shape(model, shape)[0])
+    kind, shape, vocab = export_torchvision.input_spec(model, args.image_size)
+    if kind == "tokens":
+        x, y = synthetic_tokens(args.batch, shape[0], vocab)
+    else:
+        x, y = synthetic(args.batch, shape, export_torchvision.output_shape(model, args.image_size)[0])
     if args.dtype == "float64":
         model.double()
-        x = x.double()
+        x = x if kind == "tokens" else x.double()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    loss = torch.nn.functional.cross_entropy(model(x), y)
+    logits = model(x)
+    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
     loss.backward()
     optimizer.step()
     torch_state = model.state_dict()

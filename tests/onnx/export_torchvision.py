@@ -49,10 +49,23 @@ def build(name, dropout=None):
     return model.train()
 
 
+def input_spec(model, image_size):
+    """(kind, per-sample shape, vocab) of `model`'s input: a user model's INPUT, else images."""
+    return getattr(model, "INPUT", ("float", [3, image_size, image_size], 0)) + ((0,) if len(getattr(model, "INPUT", ())) == 2 else ())
+
+
+def sample_input(model, image_size, batch=2):
+    """A batch of `model`'s inputs: random images (or volumes), or token ids."""
+    kind, shape, vocab = input_spec(model, image_size)
+    if kind == "tokens":
+        return torch.randint(0, vocab, (batch, *shape))
+    return torch.randn(batch, *shape)
+
+
 def export_model(model, name, out_dir, image_size):
     """Exports `model` to OUT_DIR/NAME.onnx with the command users are told to run."""
     path = os.path.join(out_dir, name + ".onnx")
-    sample = torch.randn(2, 3, image_size, image_size)
+    sample = sample_input(model, image_size)
     # Tracing runs the model: keep its BatchNorm statistics as they were (the file gets the
     # model's weights before any step).
     state = {k: v.clone() for k, v in model.state_dict().items()}
@@ -68,11 +81,11 @@ def export_model(model, name, out_dir, image_size):
     return path
 
 
-def output_shape(model, sample_shape):
+def output_shape(model, image_size):
     """The per-sample output shape of `model`, leaving its BatchNorm statistics unchanged."""
     state = {k: v.clone() for k, v in model.state_dict().items()}
     with torch.no_grad():
-        shape = list(model(torch.zeros(2, *sample_shape)).shape[1:])
+        shape = list(model(sample_input(model, image_size)).shape[1:])
     model.load_state_dict(state)
     return shape
 
@@ -88,11 +101,10 @@ def main():
     for name in args.models:
         model = build(name, 0.0 if args.no_dropout else None)
         export_model(model, name, args.out_dir, args.image_size)
-        shape = (3, args.image_size, args.image_size)
         facts = {
             "parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
-            "input": list(shape),
-            "output": output_shape(model, shape),
+            "input": list(input_spec(model, args.image_size)[1]),
+            "output": output_shape(model, args.image_size),
             "state_dict": {k: list(p.shape) for k, p in model.named_parameters()},
             # Whether any Dropout draws (p > 0): a file without is also check_parity.py's.
             "dropout": any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in model.modules()),

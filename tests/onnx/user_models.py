@@ -2,9 +2,16 @@
 tests/onnx/torchvision.sh (docs/model-import.md, "Models users write"). Each takes images
 [3, S, S] and gives class logits, so the same synthetic data and parity check serve them.
 export_torchvision.py builds them by the name "user:NAME".
+
+A model that takes other inputs than images says so with INPUT: ("tokens", [T], vocab) for
+token ids (its logits are then [T, vocab], one next-token prediction a position), or
+("float", shape) for another per-sample shape (a volume [C, D, H, W]).
 """
+import math
+
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 
 class LeakyCnn(nn.Module):
@@ -191,7 +198,73 @@ class TinyViT(nn.Module):
         return self.head(self.norm(x)[:, 0])
 
 
+class CausalSelfAttention(nn.Module):
+    """Attention as single-file GPTs write it: a packed projection split in three, heads by
+    view and transpose, q @ k^T scaled, masked_fill of a tril buffer, softmax, @ v."""
+
+    def __init__(self, width, heads, seq):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.register_buffer("mask", torch.tril(torch.ones(seq, seq)).view(1, 1, seq, seq))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.qkv(x).split(C, dim=2)
+        q = q.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+        k = k.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+        v = v.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.mask[:, :, :T, :T] == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.proj(y)
+
+
+class GptBlock(nn.Module):
+    def __init__(self, width, heads, seq):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.attn = CausalSelfAttention(width, heads, seq)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class Gpt(nn.Module):
+    """A decoder-only GPT in the common single-file style: token and position embeddings
+    (positions from torch.arange), pre-norm blocks, the LM head tied to the token table."""
+
+    INPUT = ("tokens", [16], 64)
+
+    def __init__(self, vocab=64, seq=16, width=32, heads=2, blocks=2):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, width)
+        self.pos = nn.Embedding(seq, width)
+        self.blocks = nn.ModuleList(GptBlock(width, heads, seq) for _ in range(blocks))
+        self.ln_f = nn.LayerNorm(width)
+        self.head = nn.Linear(width, vocab, bias=False)
+        self.head.weight = self.tok.weight  # weight tying
+        for module in self.modules():  # GPT-2's initialisation, as nanoGPT writes it
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, 0.0, 0.02)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                nn.init.zeros_(module.bias)
+
+    def forward(self, idx):
+        _, T = idx.size()
+        pos = torch.arange(0, T, dtype=torch.long, device=idx.device)
+        x = self.tok(idx) + self.pos(pos)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln_f(x))
+
+
 MODELS = {
+    "gpt": Gpt,
     "hand_resnet": HandResNet,
     "separable_net": SeparableNet,
     "tiny_vit": TinyViT,

@@ -51,6 +51,7 @@ bool element_wise(graph::OpKind op) {
     case OpKind::Dropout:
     case OpKind::Add:
     case OpKind::Mul:
+    case OpKind::MulScalar:
     case OpKind::Hardtanh:
     case OpKind::Sigmoid:
     case OpKind::Silu:

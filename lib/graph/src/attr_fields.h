@@ -81,6 +81,7 @@ template <typename Visit> void for_each_field(EmbeddingAttrs& a, Visit&& v) {
 }
 template <typename Visit> void for_each_field(PositionEmbeddingAttrs& a, Visit&& v) {
   v("max_positions", a.max_positions, Presence::Required);
+  v("table_2d", a.table_2d, Presence::OmitIfDefault);
 }
 template <typename Visit> void for_each_field(ClassTokenAttrs&, Visit&&) {}
 template <typename Visit> void for_each_field(ImageToTokensAttrs&, Visit&&) {}
@@ -106,6 +107,8 @@ template <typename Visit> void for_each_field(HardsigmoidAttrs&, Visit&&) {}
 template <typename Visit> void for_each_field(MulAttrs&, Visit&&) {}
 template <typename Visit> void for_each_field(MatmulAttrs&, Visit&&) {}
 template <typename Visit> void for_each_field(SoftmaxAttrs&, Visit&&) {}
+template <typename Visit> void for_each_field(MulScalarAttrs& a, Visit&& v) { v("factor", a.factor, Presence::Required); }
+template <typename Visit> void for_each_field(CausalMaskAttrs&, Visit&&) {}
 template <typename Visit> void for_each_field(LeakyReluAttrs& a, Visit&& v) {
   v("negative_slope", a.negative_slope, Presence::Optional);
 }

@@ -468,6 +468,17 @@ class Inferrer {
   }
 
   LayerInfo operator()(const SoftmaxAttrs&) const { return element_wise(kSoftmaxFlops); }
+  LayerInfo operator()(const MulScalarAttrs& a) const {
+    if (!std::isfinite(a.factor)) fail(fmt::format("factor {} is not finite", a.factor));
+    return element_wise(1);
+  }
+  LayerInfo operator()(const CausalMaskAttrs&) const {
+    const Shape& in = float_input(0, "");
+    if (in.size() < 2 || in[in.size() - 1] != in[in.size() - 2]) {
+      fail(fmt::format("input {} is not scores [..., T, T]", shape_to_string(in)));
+    }
+    return finish(in, 0, 0);  // a select, no arithmetic
+  }
 
   LayerInfo operator()(const StochasticDepthAttrs& a) const {
     const Shape& in = float_input(0, "");

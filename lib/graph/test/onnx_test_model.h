@@ -14,16 +14,18 @@
 
 namespace burst::graph::onnx_test {
 
-// A small ONNX model under construction: opset 14, one float input [batch, C, H, W].
+// A small ONNX model under construction: opset 14, one float input [batch, C, H, W] (or of
+// another element type: INT64 for token ids [batch, T]).
 class OnnxModel {
  public:
-  explicit OnnxModel(std::vector<int64_t> input_shape, int64_t opset = 14) {
+  explicit OnnxModel(std::vector<int64_t> input_shape, int64_t opset = 14,
+                     onnx::TensorProto::DataType input_type = onnx::TensorProto::FLOAT) {
     model_.set_ir_version(8);
     model_.add_opset_import()->set_version(opset);
     auto* input = model_.mutable_graph()->add_input();
     input->set_name("input");
     auto* tensor = input->mutable_type()->mutable_tensor_type();
-    tensor->set_elem_type(onnx::TensorProto::FLOAT);
+    tensor->set_elem_type(input_type);
     tensor->mutable_shape()->add_dim()->set_dim_param("batch");
     for (const int64_t dim : input_shape) tensor->mutable_shape()->add_dim()->set_dim_value(dim);
   }

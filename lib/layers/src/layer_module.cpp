@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <utility>
 
 #include <fmt/format.h>
@@ -276,7 +277,7 @@ class Factory {
   }
 
   std::unique_ptr<LayerModule> operator()(const graph::PositionEmbeddingAttrs& a) const {
-    return unary(PositionEmbedding(a.max_positions, in()[1]));  // [B, T, D] -> same
+    return unary(PositionEmbedding(a.max_positions, in()[1], a.table_2d));  // [B, T, D] -> same
   }
 
   std::unique_ptr<LayerModule> operator()(const graph::ScaleAttrs& a) const {
@@ -353,6 +354,20 @@ class Factory {
 
   std::unique_ptr<LayerModule> operator()(const graph::SoftmaxAttrs&) const {
     return function(1, [](const auto& x) { return torch::softmax(x[0], -1); });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::MulScalarAttrs& a) const {
+    const double factor = a.factor;
+    return function(1, [factor](const auto& x) { return x[0] * factor; });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::CausalMaskAttrs&) const {
+    // [B, ..., T, T]: entries above the diagonal (key j > query i) become -inf.
+    return function(1, [](const auto& x) {
+      const int64_t tokens = x[0].size(-1);
+      const torch::Tensor later = torch::ones({tokens, tokens}, x[0].options().dtype(torch::kBool)).triu(1);
+      return x[0].masked_fill(later, -std::numeric_limits<double>::infinity());
+    });
   }
 
   std::unique_ptr<LayerModule> operator()(const graph::StochasticDepthAttrs& a) const {

@@ -9,15 +9,15 @@ namespace burst::layers {
 
 namespace F = torch::nn::functional;
 
-PositionEmbeddingImpl::PositionEmbeddingImpl(int64_t max_positions, int64_t dim) {
-  weight = register_parameter("weight", torch::empty({1, max_positions, dim}));
+PositionEmbeddingImpl::PositionEmbeddingImpl(int64_t max_positions, int64_t dim, bool table_2d) {
+  weight = register_parameter("weight", table_2d ? torch::empty({max_positions, dim}) : torch::empty({1, max_positions, dim}));
   torch::NoGradGuard no_grad;
   weight.normal_(0.0, 0.02);
 }
 
 torch::Tensor PositionEmbeddingImpl::forward(const torch::Tensor& x) {
   const int64_t tokens = x.size(1);
-  return x + weight.narrow(1, 0, tokens);  // [B, T, D] + [1, T, D]
+  return x + weight.narrow(weight.dim() - 2, 0, tokens);  // [B, T, D] + [1, T, D] or [T, D]
 }
 
 ScaleImpl::ScaleImpl(std::vector<int64_t> shape) { weight = register_parameter("weight", torch::ones(shape)); }

@@ -17,11 +17,11 @@ namespace burst::layers {
 // Initialised N(0, 0.02), as torchvision's ViT and GPT-2 do.
 class PositionEmbeddingImpl : public torch::nn::Module {
  public:
-  PositionEmbeddingImpl(int64_t max_positions, int64_t dim);
+  PositionEmbeddingImpl(int64_t max_positions, int64_t dim, bool table_2d = false);
   // x [B, T, D] -> x + weight[:, 0:T] (broadcast over B), [B, T, D].
   torch::Tensor forward(const torch::Tensor& x);
 
-  torch::Tensor weight;  // [1, max_positions, D], torchvision ViT's pos_embedding shape
+  torch::Tensor weight;  // [1, max_positions, D] (torchvision ViT's pos_embedding), or [max_positions, D]
 };
 TORCH_MODULE(PositionEmbedding);
 

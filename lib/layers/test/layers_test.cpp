@@ -192,6 +192,8 @@ TEST(LayersTest, ImportedOpsComputeWhatTorchDoes) {
   b.add("elu", {x}, graph::EluAttrs{0.5});
   b.add("tanh", {x}, graph::TanhAttrs{});
   b.add("softplus", {x}, graph::SoftplusAttrs{});
+  auto scores = b.add("scores", {x}, graph::MulScalarAttrs{0.25});  // [4, 2, 2]: 4 heads of 2 x 2 scores
+  b.add("causal", {scores}, graph::CausalMaskAttrs{});
   graph::ConvTranspose2dAttrs up;
   up.out_channels = 3;
   up.kernel = {2, 2};
@@ -215,6 +217,12 @@ TEST(LayersTest, ImportedOpsComputeWhatTorchDoes) {
   EXPECT_TRUE(torch::allclose(at("elu"), torch::where(in > 0, in, 0.5 * (torch::exp(in) - 1))));
   EXPECT_TRUE(torch::allclose(at("tanh"), (torch::exp(2 * in) - 1) / (torch::exp(2 * in) + 1)));
   EXPECT_TRUE(torch::allclose(at("softplus"), torch::log1p(torch::exp(in))));
+  EXPECT_TRUE(torch::allclose(at("scores"), in / 4));
+  // Query 0 sees key 0 only: entry (0, 1) of every head is -inf, the rest pass.
+  const torch::Tensor causal = at("causal");
+  EXPECT_TRUE(torch::isinf(causal.select(2, 0).select(2, 1)).all().item<bool>());
+  EXPECT_TRUE(torch::equal(causal.select(2, 1), in.select(2, 1) / 4));
+  EXPECT_TRUE(torch::equal(causal.select(2, 0).select(2, 0), in.select(2, 0).select(2, 0) / 4));
   // Kernel 2, stride 2: each input pixel writes its own 2 x 2 block of the [3, 4, 4] output,
   // out[o, 2i + a, 2j + b] = bias[o] + sum_c in[c, i, j] w[c, o, a, b].
   EXPECT_EQ(graph.info(*graph.find("up")).output_shape, (graph::Shape{3, 4, 4}));

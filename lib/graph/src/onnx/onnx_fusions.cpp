@@ -167,12 +167,14 @@ void Lowering::learned_scale(const onnx::NodeProto& mul, const std::string& x, C
   weights_[add_named_layer(mul, factor.name, {x}, ScaleAttrs{shape})] = std::move(weights);
 }
 
-void Lowering::position_embedding(const onnx::NodeProto& add, const std::string& x, ConstantTensor& table) {
-  // x [T, D] + table [1, T, D]: torch's learned absolute positions (ViT's pos_embedding).
-  const int64_t tokens = info_of(x).output_shape.at(0);
+void Lowering::position_embedding(const onnx::NodeProto& add, const std::string& x, ConstantTensor& table,
+                                  bool table_2d) {
+  // x [T, D] + table [1, T, D]: torch's learned absolute positions (ViT's pos_embedding); or
+  // + rows 0 .. T - 1 of an nn.Embedding's table [T', D] (a GPT's positions by torch.arange).
+  const int64_t positions = table_2d ? table.dims.at(0) : info_of(x).output_shape.at(0);
   LayerWeights weights;
   weights.parameters.push_back(initial(table));
-  weights_[add_named_layer(add, table.name, {x}, PositionEmbeddingAttrs{tokens})] = std::move(weights);
+  weights_[add_named_layer(add, table.name, {x}, PositionEmbeddingAttrs{positions, table_2d})] = std::move(weights);
 }
 
 void Lowering::take_token(const onnx::NodeProto& gather) {

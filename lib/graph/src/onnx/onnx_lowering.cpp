@@ -76,6 +76,7 @@ const std::map<std::string, Handler>& handlers() {
       {"ConstantOfShape", &Lowering::constant_of_shape},
       {"Equal", &Lowering::equal},
       {"Where", &Lowering::where},
+      {"Range", &Lowering::range},
       {"Expand", &Lowering::expand},
       {"Softmax", &Lowering::softmax},
       {"Erf", &Lowering::pattern_only},
@@ -116,8 +117,9 @@ void Lowering::lower_inputs() {
   for (const onnx::ValueInfoProto& input : graph_.input()) {
     if (values_.count(input.name()) != 0) continue;  // an initializer listed as an input
     const auto& type = input.type();
-    if (!type.has_tensor_type() || type.tensor_type().elem_type() != onnx::TensorProto::FLOAT) {
-      throw UserError(fmt::format("graph input '{}' must be a float32 tensor", input.name()));
+    const bool tokens = type.has_tensor_type() && type.tensor_type().elem_type() == onnx::TensorProto::INT64;
+    if (!type.has_tensor_type() || (type.tensor_type().elem_type() != onnx::TensorProto::FLOAT && !tokens)) {
+      throw UserError(fmt::format("graph input '{}' must be a float32 tensor or int64 token ids", input.name()));
     }
     const auto& dims = type.tensor_type().shape().dim();
     if (!type.tensor_type().has_shape() || dims.size() < 2) {
@@ -134,6 +136,10 @@ void Lowering::lower_inputs() {
       }
       attrs.shape.push_back(dims[d].dim_value());
     }
+    if (tokens) {
+      attrs.dtype = DType::Int64;
+      attrs.vocab = token_vocab(input.name());
+    }
     bind_layer(input.name(), append(LayerSpec{input.name(), {}, attrs}));
   }
 }
@@ -147,11 +153,15 @@ void Lowering::lower_outputs() {
       throw UserError(fmt::format("graph output '{}' is not computed by a layer burst trains", name));
     }
     const std::string& logits = found->second.layer;
-    if (info_of(logits).output_shape.size() != 1) {
+    const Shape& shape = info_of(logits).output_shape;
+    // A token model (an int64 input [T]) predicts each next token: logits [T, vocab].
+    const Shape* tokens = token_input_shape();
+    const bool per_token = tokens != nullptr && shape.size() == 2 && shape[0] == tokens->at(0);
+    if (shape.size() != 1 && !per_token) {
       throw UserError(fmt::format(
           "graph output '{}' has per-sample shape {}: burst appends a softmax cross-entropy loss "
-          "and needs logits [classes]",
-          name, shape_to_string(info_of(logits).output_shape)));
+          "and needs logits [classes] (or [T, vocab] from token ids [T])",
+          name, shape_to_string(shape)));
     }
     append(LayerSpec{count == 1 ? "loss" : "loss_" + name, {logits}, SoftmaxCrossEntropyAttrs{}});
   }

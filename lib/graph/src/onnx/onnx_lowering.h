@@ -56,6 +56,7 @@ struct Value {
   std::shared_ptr<const Trace> trace;   // a tensor whose batch is not its first dim
   bool transposed = false;              // constant: a matrix read transposed (Transpose perm 1,0)
   bool over_batch = false;              // constant: Expand-ed to [batch, ...] (ViT's class token)
+  int64_t table_rows = 0;               // constant: its rows 0 .. table_rows - 1 (Gather of arange)
 };
 
 // A tensor whose batch is not its first dim: torch exports nn.MultiheadAttention
@@ -139,6 +140,18 @@ class Lowering {
   void expand(const onnx::NodeProto& node);
   void div(const onnx::NodeProto& node);      // integers, GELU's x / sqrt(2), attention's scale
   void softmax(const onnx::NodeProto& node);  // over the last dim
+  // Language models written by hand (onnx_language.cpp): Range of integers (torch.arange),
+  // Gather from a float table (nn.Embedding of token ids, or of positions 0 .. T - 1),
+  // Slice and Equal of a float constant (a causal mask buffer), Where of a computed tensor
+  // (masked_fill of scores by a causal mask), and a computed tensor times or over a number.
+  void range(const onnx::NodeProto& node);
+  void table_gather(const onnx::NodeProto& node);
+  void constant_slice(const onnx::NodeProto& node);
+  void constant_equal(const onnx::NodeProto& node);
+  void masked_fill(const onnx::NodeProto& node, int scores_input);
+  void scalar_multiply(const onnx::NodeProto& node, const std::string& x, double factor);
+  // The rows of the smallest embedding table that token input `input` is read by (its vocabulary).
+  int64_t token_vocab(const std::string& input) const;
   // Pow, Sqrt, Erf: read only inside the patterns above; alone they are refused.
   void pattern_only(const onnx::NodeProto& node);
   // Float scalars computed from shapes, folded at import (onnx_scalars.cpp): Sqrt of a
@@ -194,6 +207,8 @@ class Lowering {
 
   void lower_inputs();
   void lower_outputs();
+  // The per-sample shape [T] of the model's token input; nullptr if it takes none.
+  const Shape* token_input_shape() const;
 
   // Multi-node patterns (onnx_fusions.cpp). Each starts at the pattern's first node, checks
   // every node of it and that nothing else reads its inner tensors, then appends one layer,
@@ -201,7 +216,8 @@ class Lowering {
   bool fuse_layer_norm(const onnx::NodeProto& mean);  // ReduceMean, Sub, Pow, ... (opset < 17)
   bool fuse_gelu(const onnx::NodeProto& div);         // x * (1 + erf(x / sqrt 2)) * 0.5
   void class_token(const onnx::NodeProto& concat);    // Concat(Expand(token), x) on axis 1
-  void position_embedding(const onnx::NodeProto& add, const std::string& x, ConstantTensor& table);
+  // x [T, D] + table [1, T', D] (ViT's) or rows 0 .. T - 1 of a table [T', D] (table_2d).
+  void position_embedding(const onnx::NodeProto& add, const std::string& x, ConstantTensor& table, bool table_2d);
   // Whether input `index` of `node` is a float initializer (a model's trainable tensor: torch
   // exports parameters as initializers, Python numbers as Constant nodes).
   bool is_float_initializer(const onnx::NodeProto& node, int index) const;
@@ -239,6 +255,9 @@ class Lowering {
   std::unordered_map<std::string, const onnx::NodeProto*> producers_;             // by tensor
   std::unordered_set<const onnx::NodeProto*> fused_;  // nodes a fused pattern computed already
   std::deque<ConstantTensor> constants_;  // stable addresses for Value::constant
+  // The embedding layer that owns each table (by initializer name): a MatMul with the same
+  // table transposed is the tied LM head.
+  std::unordered_map<std::string, std::string> embedding_of_table_;
   // Zero padding [h, w] of a Pad that only average pools read, by the Pad's output: the
   // pools take it as their own (count_include_pad), as torch's avg_pool2d(padding=p).
   std::unordered_map<std::string, std::pair<int64_t, int64_t>> pool_pads_;

@@ -196,6 +196,13 @@ void Lowering::matmul(const onnx::NodeProto& node) {
     fail(node, fmt::format("input '{}' has per-sample shape {}; a [{}, {}] weight needs [..., {}]", x,
                            shape_to_string(info_of(x).output_shape), in, out, in));
   }
+  if (const auto tied = embedding_of_table_.find(weight.name); tied != embedding_of_table_.end()) {
+    // The embedding's table [vocab, D] read transposed: a head tied to it (GPTs' LM head), whose
+    // weight stays the embedding's.
+    if (!matrix.transposed) fail(node, fmt::format("reads embedding table '{}' untransposed; a tied head reads it as x @ table^T", weight.name));
+    add_layer(node, "", {x}, LinearAttrs{out, false, tied->second});
+    return;
+  }
   LayerWeights weights;
   weights.parameters.push_back(torch_linear_weight(weight, matrix.transposed));
   weights_[add_layer(node, weight.name, {x}, LinearAttrs{out, false, ""})] = std::move(weights);
@@ -214,7 +221,11 @@ void Lowering::div(const onnx::NodeProto& node) {
   if (is_integer(node, 0) && is_integer(node, 1)) return integer_arithmetic(node);
   if (fold_scalar_division(node)) return;  // 1 / sqrt(d): attention's scale (torch 2.x)
   if (!input(node, 0).layer.empty() && fuse_gelu(node)) return;
-  fail(node, "divides a tensor; burst reads a float Div only in GELU's x / sqrt(2) and attention's scale");
+  const std::optional<double> divisor = folded_scalar(node, 1);
+  if (!input(node, 0).layer.empty() && divisor && *divisor != 0) {
+    return scalar_multiply(node, input(node, 0).layer, 1.0 / *divisor);  // x / c (attention's scale)
+  }
+  fail(node, "divides a tensor; burst reads a float Div of a tensor by a nonzero number (and GELU's x / sqrt(2))");
 }
 
 void Lowering::softmax(const onnx::NodeProto& node) {
@@ -251,10 +262,20 @@ void Lowering::add(const onnx::NodeProto& node) {
   if (computed.layer.empty() || bias.constant == nullptr) {
     fail(node, "adds a computed tensor and integers, or two constants; burst adds tensors, or folds a bias");
   }
-  // x [T, D] + a learned [1, T, D]: ViT's position embedding.
+  // x [T, D] + a learned [1, T, D]: ViT's position embedding; + rows 0 .. T - 1 of a
+  // learned [T', D]: a GPT's (nn.Embedding of torch.arange(T)).
   const Shape& x_shape = info_of(computed.layer).output_shape;
-  if (x_shape.size() == 2 && bias.constant->dims == std::vector<int64_t>{1, x_shape[0], x_shape[1]}) {
-    return position_embedding(node, computed.layer, *bias.constant);
+  if (x_shape.size() == 2 && bias.table_rows == 0 &&
+      bias.constant->dims == std::vector<int64_t>{1, x_shape[0], x_shape[1]}) {
+    return position_embedding(node, computed.layer, *bias.constant, false);
+  }
+  if (bias.table_rows > 0) {
+    if (x_shape.size() != 2 || bias.table_rows != x_shape[0] || bias.constant->dims.at(1) != x_shape[1]) {
+      fail(node, fmt::format("adds rows 0..{} of table '{}' [{}] to {}; burst adds positions [T, D] to tokens [T, D]",
+                             bias.table_rows - 1, bias.constant->name, fmt::join(bias.constant->dims, ", "),
+                             shape_to_string(x_shape)));
+    }
+    return position_embedding(node, computed.layer, *bias.constant, true);
   }
   auto* linear = layers_.back().name == computed.layer ? std::get_if<LinearAttrs>(&layers_.back().attrs) : nullptr;
   const int64_t features = info_of(computed.layer).output_shape.back();
@@ -275,6 +296,9 @@ void Lowering::mul(const onnx::NodeProto& node) {
     if (is_float_initializer(node, k) && !input(node, 1 - k).layer.empty()) {
       return learned_scale(node, layer_input(node, 1 - k), constant_input(node, k));
     }
+    // A Python number (a Constant node or one folded at import): att * (1 / sqrt(d)).
+    const std::optional<double> factor = is_integer(node, k) ? std::nullopt : folded_scalar(node, k);
+    if (factor && !input(node, 1 - k).layer.empty()) return scalar_multiply(node, input(node, 1 - k).layer, *factor);
   }
   const std::string a = layer_input(node, 0);
   const std::string b = layer_input(node, 1);

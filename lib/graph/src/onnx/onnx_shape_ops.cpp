@@ -56,6 +56,7 @@ void Lowering::shape(const onnx::NodeProto& node) {
 
 void Lowering::gather(const onnx::NodeProto& node) {
   if (!input(node, 0).layer.empty()) return take_token(node);
+  if (input(node, 0).constant != nullptr && input(node, 0).constant->is_float) return table_gather(node);
   const SymbolicTensor& data = integer_input(node, 0);
   if (data.dims.size() != 1 || attr_int(node, "axis", 0) != 0) {
     fail(node, "burst gathers from 1-D integer tensors (shapes) only");
@@ -111,6 +112,13 @@ void Lowering::cast(const onnx::NodeProto& node) {
   const bool to_integer = to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32;
   if (value.ints && to_integer) {
     values_[node.output(0)] = value;
+  } else if (value.ints && to == onnx::TensorProto::BOOL) {  // masked_fill's mask == 0
+    SymbolicTensor truth{value.ints->dims, {}};
+    for (const SymbolicInt& v : value.ints->values) {
+      if (v.batch != 0) fail(node, fmt::format("casts {} to bool, which depends on the batch size", symbolic_text(v)));
+      truth.values.push_back(fixed(v.constant != 0 ? 1 : 0));
+    }
+    bind_integers(node.output(0), std::move(truth));
   } else if (!value.layer.empty() && to == onnx::TensorProto::FLOAT) {
     bind_layer(node.output(0), value.layer);
   } else {
@@ -281,6 +289,7 @@ void Lowering::integer_slice(const onnx::NodeProto& node) {
 
 void Lowering::slice(const onnx::NodeProto& node) {
   if (is_integer(node, 0)) return integer_slice(node);
+  if (input(node, 0).constant != nullptr && input(node, 0).constant->is_float) return constant_slice(node);
   const std::vector<int64_t> starts = fixed_integers(node, 1);
   const std::vector<int64_t> ends = fixed_integers(node, 2);
   std::string x = layer_input(node, 0);
@@ -388,6 +397,9 @@ std::optional<bool> always_equal(const SymbolicInt& a, const SymbolicInt& b) {
 }  // namespace
 
 void Lowering::equal(const onnx::NodeProto& node) {
+  for (int k = 0; k < 2; ++k) {
+    if (input(node, k).constant != nullptr && input(node, k).constant->is_float) return constant_equal(node);
+  }
   const SymbolicTensor& a = integer_input(node, 0);
   const SymbolicTensor& b = integer_input(node, 1);
   if (a.values.size() != b.values.size() && b.values.size() != 1) fail(node, "burst compares integers of one shape");
@@ -402,6 +414,9 @@ void Lowering::equal(const onnx::NodeProto& node) {
 }
 
 void Lowering::where(const onnx::NodeProto& node) {
+  for (int k = 1; k < 3; ++k) {
+    if (!input(node, k).layer.empty()) return masked_fill(node, k);
+  }
   const std::vector<int64_t> condition = fixed_integers(node, 0);
   const SymbolicTensor& a = integer_input(node, 1);
   const SymbolicTensor& b = integer_input(node, 2);

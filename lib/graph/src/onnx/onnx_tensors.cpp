@@ -6,6 +6,8 @@
 #include <fstream>
 #include <limits>
 
+#include <unordered_set>
+
 #include <fmt/format.h>
 
 #include "burst/util/checked_math.h"
@@ -176,12 +178,19 @@ ConstantTensor decode_tensor(const TensorProto& tensor, const std::string& base_
 std::deque<ConstantTensor> decode_initializers(onnx::GraphProto* graph, const std::string& base_dir,
                                                bool weight_values) {
   // Small tensors are kept whatever `weight_values` says: Clip's bounds, Dropout's ratio.
+  // So are tables read as data rather than as weights: a causal mask buffer is sliced and
+  // compared (Slice, Equal), and lowering reads its values.
   constexpr int64_t kAlwaysDecoded = 64;
+  std::unordered_set<std::string> read_as_data;
+  for (const onnx::NodeProto& node : graph->node()) {
+    if (node.op_type() == "Slice" || node.op_type() == "Equal") read_as_data.insert(node.input().begin(), node.input().end());
+  }
   std::deque<ConstantTensor> constants;
   for (TensorProto& tensor : *graph->mutable_initializer()) {
     const bool is_float = tensor.data_type() == TensorProto::FLOAT || tensor.data_type() == TensorProto::DOUBLE ||
                           tensor.data_type() == TensorProto::FLOAT16;
-    if (!weight_values && is_float && dims_element_count(tensor) > kAlwaysDecoded) {
+    if (!weight_values && is_float && dims_element_count(tensor) > kAlwaysDecoded &&
+        read_as_data.count(tensor.name()) == 0) {
       ConstantTensor shape_only;  // dims and type: what lowering checks
       shape_only.name = tensor.name();
       shape_only.dims.assign(tensor.dims().begin(), tensor.dims().end());

@@ -97,9 +97,12 @@ struct EmbeddingAttrs {
   int64_t dim = 0;
 };
 
-// Learned absolute positions added to [T, D]; a table of max_positions x D (T <= max_positions).
+// Learned absolute positions added to [T, D]; a table of max_positions x D (T <= max_positions),
+// held as [1, max_positions, D] (torchvision ViT's pos_embedding) or, with `table_2d`, as
+// [max_positions, D] (an nn.Embedding of positions read with torch.arange, GPTs written by hand).
 struct PositionEmbeddingAttrs {
   int64_t max_positions = 0;
+  bool table_2d = false;
 };
 
 // Prepends one learned token (ViT's class token): [T, D] -> [T + 1, D].
@@ -213,6 +216,16 @@ struct ConvTranspose2dAttrs {
   bool bias = true;
 };
 
+// The input times a constant number (attention's q @ k^T * (1 / sqrt(d)), any Python float in
+// a Mul or a Div): [...] -> [...].
+struct MulScalarAttrs {
+  double factor = 1.0;
+};
+
+// A causal mask on scores [..., T, T]: entry (i, j) with j > i (a later key) becomes -inf,
+// the others pass (masked_fill of a lower-triangular table, as single-file GPTs write it).
+struct CausalMaskAttrs {};
+
 using Attrs =
     std::variant<InputAttrs, Conv2dAttrs, BatchNorm2dAttrs, ReluAttrs, GeluAttrs, MaxPool2dAttrs,
                  AvgPool2dAttrs, AdaptiveAvgPool2dAttrs, LinearAttrs, FlattenAttrs, DropoutAttrs,
@@ -221,7 +234,7 @@ using Attrs =
                  SoftmaxCrossEntropyAttrs, HardtanhAttrs, SigmoidAttrs, SiluAttrs, HardswishAttrs,
                  HardsigmoidAttrs, MulAttrs, ReshapeAttrs, TransposeAttrs, SliceAttrs, MeanAttrs,
                  StochasticDepthAttrs, MatmulAttrs, SoftmaxAttrs, LeakyReluAttrs, EluAttrs, TanhAttrs,
-                 SoftplusAttrs, ScaleAttrs, ConvTranspose2dAttrs>;
+                 SoftplusAttrs, ScaleAttrs, ConvTranspose2dAttrs, MulScalarAttrs, CausalMaskAttrs>;
 
 // Same order as Attrs' alternatives: OpKind(attrs.index()) is a layer's op.
 enum class OpKind {
@@ -265,6 +278,8 @@ enum class OpKind {
   Softplus,
   Scale,
   ConvTranspose2d,
+  MulScalar,
+  CausalMask,
 };
 inline constexpr int kOpKindCount = static_cast<int>(std::variant_size_v<Attrs>);
 

@@ -1,0 +1,200 @@
+// Language models as users write them in one file (docs/model-import.md, "Models users
+// write"): token ids [B, T] as the graph input, nn.Embedding as Gather from a [vocab, D]
+// table, positions as Gather of torch.arange(T) (Range) from a [T', D] table, the LM head
+// tied to the token table (MatMul by its transpose), attention written out as q @ k^T times
+// a number, masked_fill of a lower-triangular buffer (Slice, Equal, Where), softmax and @ v.
+// The mask buffer is folded at import and must be causal: it becomes a causal_mask layer.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "burst/util/error.h"
+#include "onnx/onnx_attributes.h"
+#include "onnx/onnx_lowering.h"
+
+namespace burst::graph::onnx_import {
+
+int64_t Lowering::token_vocab(const std::string& input) const {
+  int64_t vocab = 0;
+  const auto readers = readers_.find(input);
+  if (readers != readers_.end()) {
+    for (const onnx::NodeProto* reader : readers->second) {
+      if (reader->op_type() != "Gather" || reader->input_size() < 2 || reader->input(1) != input) continue;
+      const auto table = values_.find(reader->input(0));
+      if (table == values_.end() || table->second.constant == nullptr || !table->second.constant->is_float ||
+          table->second.constant->dims.size() != 2) {
+        continue;
+      }
+      const int64_t rows = table->second.constant->dims[0];
+      vocab = vocab == 0 ? rows : std::min(vocab, rows);
+    }
+  }
+  if (vocab == 0) {
+    throw UserError(fmt::format("graph input '{}' holds int64 values; burst reads int64 inputs as token ids, "
+                                "read by an embedding (Gather from a [vocab, D] float table), and none reads it",
+                                input));
+  }
+  return vocab;
+}
+
+const Shape* Lowering::token_input_shape() const {
+  for (const LayerSpec& layer : layers_) {
+    const auto* input = std::get_if<InputAttrs>(&layer.attrs);
+    if (input != nullptr && input->dtype == DType::Int64) return &input->shape;
+  }
+  return nullptr;
+}
+
+void Lowering::range(const onnx::NodeProto& node) {
+  // torch.arange(start, limit, delta) with numbers known at import: integers [n].
+  const std::vector<int64_t> start = fixed_integers(node, 0), limit = fixed_integers(node, 1),
+                             delta = fixed_integers(node, 2);
+  if (start.size() != 1 || limit.size() != 1 || delta.size() != 1 || delta[0] == 0) {
+    fail(node, "burst folds Range of three scalar integers with a nonzero step");
+  }
+  SymbolicTensor out{{0}, {}};
+  constexpr int64_t kMaxRange = int64_t{1} << 20;
+  for (int64_t v = start[0]; delta[0] > 0 ? v < limit[0] : v > limit[0]; v += delta[0]) {
+    if (static_cast<int64_t>(out.values.size()) == kMaxRange) fail(node, "makes more than 2^20 integers");
+    out.values.push_back(fixed(v));
+  }
+  out.dims[0] = static_cast<int64_t>(out.values.size());
+  bind_integers(node.output(0), std::move(out));
+}
+
+void Lowering::table_gather(const onnx::NodeProto& node) {
+  ConstantTensor& table = constant_input(node, 0);
+  if (table.dims.size() != 2 || attr_int(node, "axis", 0) != 0) {
+    fail(node, fmt::format("gathers from a [{}] table on axis {}; burst reads rows of a [rows, D] table (nn.Embedding)",
+                           fmt::join(table.dims, ", "), attr_int(node, "axis", 0)));
+  }
+  const Value& indices = input(node, 1);
+  if (!indices.layer.empty()) {  // token ids [T] -> [T, D]
+    LayerWeights weights;
+    weights.parameters.push_back(initial(table));
+    const std::string layer = add_layer(node, table.name, {indices.layer}, EmbeddingAttrs{table.dims[0], table.dims[1]});
+    weights_[layer] = std::move(weights);
+    embedding_of_table_[table.name] = layer;
+    return;
+  }
+  // Rows 0 .. n - 1 (torch.arange(T)): the positions a following Add joins to the tokens.
+  const SymbolicTensor& rows = integer_input(node, 1);
+  const std::vector<int64_t> index = fixed_integers(node, 1);
+  bool first_rows = rows.dims.size() == 1 && !index.empty() && static_cast<int64_t>(index.size()) <= table.dims[0];
+  for (size_t i = 0; first_rows && i < index.size(); ++i) first_rows = index[i] == static_cast<int64_t>(i);
+  if (!first_rows) {
+    fail(node, fmt::format("gathers rows [{}] of table '{}'; burst reads token ids, or positions 0 .. T - 1 "
+                           "(torch.arange), from a table",
+                           fmt::join(rows.dims, ", "), table.name));
+  }
+  Value value = input(node, 0);
+  value.table_rows = static_cast<int64_t>(index.size());
+  values_[node.output(0)] = value;
+}
+
+void Lowering::constant_slice(const onnx::NodeProto& node) {
+  // mask[:, :, :T, :T] of a float buffer: a smaller constant, computed here.
+  const ConstantTensor& data = constant_input(node, 0);
+  if (data.floats.size() != static_cast<size_t>(data.element_count())) {
+    fail(node, fmt::format("slices '{}', whose values were not read", data.name));
+  }
+  const auto rank = static_cast<int64_t>(data.dims.size());
+  const std::vector<int64_t> starts = fixed_integers(node, 1), ends = fixed_integers(node, 2);
+  std::vector<int64_t> axes;
+  if (has_input(node, 3)) {
+    axes = fixed_integers(node, 3);
+  } else {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  const std::vector<int64_t> steps = has_input(node, 4) ? fixed_integers(node, 4) : std::vector<int64_t>(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+    fail(node, "starts, ends, axes and steps differ in length");
+  }
+  std::vector<int64_t> begin(data.dims.size(), 0), dims = data.dims;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i];
+    if (axis < 0 || axis >= rank || steps[i] != 1) fail(node, "burst slices a constant along its axes with step 1 only");
+    const int64_t size = data.dims[static_cast<size_t>(axis)];
+    const auto clamp = [size](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + size : v, 0, size); };
+    begin[static_cast<size_t>(axis)] = clamp(starts[i]);
+    dims[static_cast<size_t>(axis)] = std::max<int64_t>(0, clamp(ends[i]) - clamp(starts[i]));
+  }
+  ConstantTensor out;
+  out.name = node.output(0);
+  out.dims = dims;
+  out.is_float = true;
+  int64_t count = 1;
+  for (const int64_t dim : dims) count *= dim;
+  out.floats.reserve(static_cast<size_t>(count));
+  std::vector<int64_t> at(dims.size(), 0);  // the output index, row-major
+  for (int64_t n = 0; n < count; ++n) {
+    int64_t source = 0;
+    for (size_t d = 0; d < dims.size(); ++d) source = source * data.dims[d] + begin[d] + at[d];
+    out.floats.push_back(data.floats[static_cast<size_t>(source)]);
+    for (size_t d = dims.size(); d-- > 0 && ++at[d] == dims[d];) at[d] = 0;
+  }
+  constants_.push_back(std::move(out));
+  Value bound;
+  bound.constant = &constants_.back();
+  values_[node.output(0)] = std::move(bound);
+}
+
+void Lowering::constant_equal(const onnx::NodeProto& node) {
+  // mask == 0 of a float table and a number: a boolean table, as integers 0 and 1.
+  const int table_input = input(node, 0).constant != nullptr && input(node, 0).constant->is_float ? 0 : 1;
+  const ConstantTensor& table = constant_input(node, table_input);
+  const std::optional<double> value = folded_scalar(node, 1 - table_input);
+  if (!value || table.floats.size() != static_cast<size_t>(table.element_count())) {
+    fail(node, "burst compares a constant table with one number only");
+  }
+  SymbolicTensor out{table.dims, {}};
+  for (const float v : table.floats) out.values.push_back(fixed(static_cast<double>(v) == *value ? 1 : 0));
+  bind_integers(node.output(0), std::move(out));
+}
+
+void Lowering::masked_fill(const onnx::NodeProto& node, int scores_input) {
+  // Where(mask, -inf, scores) (masked_fill) or Where(keep, scores, -inf): scores [..., T, T].
+  const std::string scores = layer_input(node, scores_input);
+  // The fill: -inf, or a number so low (masked_fill(-1e9), torch.finfo(float32).min) that its
+  // exp underflows to 0 beside any score a model reaches: the softmax is then -inf's exactly.
+  const std::optional<double> fill = folded_scalar(node, 3 - scores_input);
+  if (!fill || !(*fill <= -1e9)) {
+    fail(node, "selects between a computed tensor and something other than -inf (or <= -1e9); burst reads causal "
+               "masks only");
+  }
+  const Shape& shape = info_of(scores).output_shape;
+  const SymbolicTensor& condition = integer_input(node, 0);
+  const std::vector<int64_t> table = fixed_integers(node, 0);
+  const size_t rank = condition.dims.size();
+  bool fits = shape.size() >= 2 && rank >= 2 && shape.back() == shape[shape.size() - 2] &&
+              condition.dims[rank - 1] == shape.back() && condition.dims[rank - 2] == shape.back();
+  for (size_t d = 0; fits && d + 2 < rank; ++d) fits = condition.dims[d] == 1;  // one table for all
+  if (!fits) {
+    fail(node, fmt::format("masks scores {} with a [{}] table; burst reads one [T, T] causal table over scores [..., T, T]",
+                           shape_to_string(shape), fmt::join(condition.dims, ", ")));
+  }
+  const int64_t tokens = shape.back();
+  // Where takes its second input where the condition holds: masked entries are those whose
+  // condition selects the fill.
+  const bool masked_when = scores_input == 2;
+  for (int64_t i = 0; i < tokens; ++i) {
+    for (int64_t j = 0; j < tokens; ++j) {
+      const bool masked = (table[static_cast<size_t>(i * tokens + j)] != 0) == masked_when;
+      if (masked != (j > i)) {
+        fail(node, fmt::format("masks query {} key {} {}; burst reads causal masks only (every later key masked, "
+                               "no other)",
+                               i, j, masked ? "out" : "in"));
+      }
+    }
+  }
+  add_layer(node, "", {scores}, CausalMaskAttrs{});
+}
+
+void Lowering::scalar_multiply(const onnx::NodeProto& node, const std::string& x, double factor) {
+  if (!std::isfinite(factor)) fail(node, fmt::format("multiplies by {}", factor));
+  add_layer(node, "", {x}, MulScalarAttrs{factor});
+}
+
+}  // namespace burst::graph::onnx_import
