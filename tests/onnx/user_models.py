@@ -263,7 +263,28 @@ class Gpt(nn.Module):
         return self.head(self.ln_f(x))
 
 
+class VolumeCnn(nn.Module):
+    """A 3-D CNN for volumes (the scientific and medical case: CT or MRI crops, simulation
+    cubes): Conv3d, BatchNorm3d, LeakyReLU, MaxPool3d, AvgPool3d, an anisotropic strided
+    convolution, global average pooling to the head."""
+
+    INPUT = ("float", [1, 16, 16, 16])
+
+    def __init__(self, classes=10, width=8):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv3d(1, width, 3, padding=1, bias=False), nn.BatchNorm3d(width), nn.LeakyReLU(0.1), nn.MaxPool3d(2),
+            nn.Conv3d(width, 2 * width, 3, padding=1), nn.BatchNorm3d(2 * width), nn.LeakyReLU(0.1), nn.AvgPool3d(2),
+            nn.Conv3d(2 * width, 2 * width, (1, 3, 3), stride=(1, 2, 2), padding=(0, 1, 1)), nn.ReLU(),
+            nn.AdaptiveAvgPool3d(1))
+        self.head = nn.Linear(2 * width, classes)
+
+    def forward(self, x):
+        return self.head(torch.flatten(self.features(x), 1))
+
+
 MODELS = {
+    "volume_cnn": VolumeCnn,
     "gpt": Gpt,
     "hand_resnet": HandResNet,
     "separable_net": SeparableNet,

@@ -247,7 +247,7 @@ const char* scale_name(EfficiencyCurve::Scale scale) {
 }
 
 OpClass op_class(const std::string& op_name) {
-  if (op_name == "conv2d") return OpClass::Conv;
+  if (op_name == "conv2d" || op_name == "conv3d" || op_name == "conv_transpose2d") return OpClass::Conv;
   if (op_name == "linear" || op_name == "self_attention" || op_name == "matmul") return OpClass::Matmul;
   return OpClass::Memory;
 }

@@ -109,6 +109,28 @@ template <typename Visit> void for_each_field(MatmulAttrs&, Visit&&) {}
 template <typename Visit> void for_each_field(SoftmaxAttrs&, Visit&&) {}
 template <typename Visit> void for_each_field(MulScalarAttrs& a, Visit&& v) { v("factor", a.factor, Presence::Required); }
 template <typename Visit> void for_each_field(CausalMaskAttrs&, Visit&&) {}
+template <typename Visit> void for_each_field(Conv3dAttrs& a, Visit&& v) {
+  v("out_channels", a.out_channels, Presence::Required);
+  v("kernel", a.kernel, Presence::Required);
+  v("stride", a.stride, Presence::Optional);
+  v("padding", a.padding, Presence::Optional);
+  v("dilation", a.dilation, Presence::Optional);
+  v("groups", a.groups, Presence::Optional);
+  v("bias", a.bias, Presence::Optional);
+}
+template <typename Visit> void for_each_field(MaxPool3dAttrs& a, Visit&& v) {
+  v("kernel", a.kernel, Presence::Required);
+  v("stride", a.stride, Presence::OmitIfDefault);
+  v("padding", a.padding, Presence::Optional);
+  v("ceil_mode", a.ceil_mode, Presence::Optional);
+}
+template <typename Visit> void for_each_field(AvgPool3dAttrs& a, Visit&& v) {
+  v("kernel", a.kernel, Presence::Required);
+  v("stride", a.stride, Presence::OmitIfDefault);
+  v("padding", a.padding, Presence::Optional);
+  v("ceil_mode", a.ceil_mode, Presence::Optional);
+  v("count_include_pad", a.count_include_pad, Presence::Optional);
+}
 template <typename Visit> void for_each_field(LeakyReluAttrs& a, Visit&& v) {
   v("negative_slope", a.negative_slope, Presence::Optional);
 }

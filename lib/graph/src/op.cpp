@@ -19,7 +19,8 @@ constexpr std::array<const char*, kOpKindCount> kOpNames = {
     "transpose",   "slice",          "mean",               "stochastic_depth",
     "matmul",      "softmax",        "leaky_relu",         "elu",
     "tanh",        "softplus",       "scale",              "conv_transpose2d",
-    "mul_scalar",  "causal_mask",
+    "mul_scalar",  "causal_mask",    "conv3d",             "maxpool3d",
+    "avgpool3d",
 };
 
 // default_attrs(kind) builds alternative number `kind` of the variant, value-initialised.

@@ -201,7 +201,11 @@ class Inferrer {
   }
 
   LayerInfo operator()(const BatchNorm2dAttrs& a) const {
-    const Shape& in = float_input(3, "[C, H, W]");
+    const Shape& in = float_input(0, "");
+    if (in.size() != 3 && in.size() != 4) {
+      fail(fmt::format("input '{}' has shape {}, expected [C, H, W] or a volume [C, D, H, W]", layer_.inputs.at(0),
+                       shape_to_string(in)));
+    }
     if (!(a.eps > 0)) fail(fmt::format("eps must be positive, got {}", a.eps));
     return finish(in, mul(2, in[0], "parameter count"),
                   mul(kBatchNormFlops, numel(in), "FLOPs"));
@@ -233,6 +237,61 @@ class Inferrer {
     const int64_t window = mul(a.kernel.h, a.kernel.w, "window");
     return finish(out, 0, mul(numel(out), window, "FLOPs"));
   }
+
+  // Three values each (depth, height, width), for the 3-D ops.
+  void require_three(const Shape& values, const char* what, int64_t lowest) const {
+    if (values.size() != 3) fail(fmt::format("{} must hold 3 values (depth, height, width), got {}", what, shape_to_string(values)));
+    for (const int64_t v : values) {
+      if (v < lowest) fail(fmt::format("{} {} must be >= {} in every dim", what, shape_to_string(values), lowest));
+    }
+  }
+  // [C, D', H', W'] of a window over a volume [C, D, H, W].
+  Shape volume_windows(const Shape& in, int64_t channels, const Shape& kernel, const Shape& stride, const Shape& padding,
+                       const Shape& dilation, bool ceil_mode) const {
+    static const char* const kDims[3] = {"depth", "height", "width"};
+    Shape out{channels};
+    for (size_t d = 0; d < 3; ++d) {
+      out.push_back(window_output(in[d + 1], kernel[d], stride[d], padding[d], dilation[d], ceil_mode, kDims[d]));
+    }
+    return out;
+  }
+
+  LayerInfo operator()(const Conv3dAttrs& a) const {
+    const Shape& in = float_input(4, "[C, D, H, W]");
+    require_positive(a.out_channels, "out_channels");
+    require_three(a.kernel, "kernel", 1);
+    require_three(a.stride, "stride", 1);
+    require_three(a.dilation, "dilation", 1);
+    require_three(a.padding, "padding", 0);
+    require_positive(a.groups, "groups");
+    if (in[0] % a.groups != 0 || a.out_channels % a.groups != 0) {
+      fail(fmt::format("groups {} must divide in_channels {} and out_channels {}", a.groups, in[0], a.out_channels));
+    }
+    const Shape out = volume_windows(in, a.out_channels, a.kernel, a.stride, a.padding, a.dilation, false);
+    // Weight [out, in/groups, kd, kh, kw] plus bias [out].
+    const int64_t fan_in = mul(in[0] / a.groups, numel(a.kernel), "fan-in");
+    const int64_t params = add(mul(a.out_channels, fan_in, "parameter count"), a.bias ? a.out_channels : 0, "parameter count");
+    const int64_t per_output = add(mul(2, fan_in, "FLOPs"), a.bias ? 1 : 0, "FLOPs");
+    return finish(out, params, mul(numel(out), per_output, "FLOPs"));
+  }
+
+  template <typename Pool3dAttrs>
+  LayerInfo pool3d(const Pool3dAttrs& a) const {
+    const Shape& in = float_input(4, "[C, D, H, W]");
+    require_three(a.kernel, "kernel", 1);
+    const Shape stride = a.stride.empty() ? a.kernel : a.stride;
+    require_three(stride, "stride", 1);
+    require_three(a.padding, "padding", 0);
+    for (size_t d = 0; d < 3; ++d) {
+      if (2 * a.padding[d] > a.kernel[d]) {
+        fail(fmt::format("padding {} exceeds half the kernel {}", shape_to_string(a.padding), shape_to_string(a.kernel)));
+      }
+    }
+    const Shape out = volume_windows(in, in[0], a.kernel, stride, a.padding, {1, 1, 1}, a.ceil_mode);
+    return finish(out, 0, mul(numel(out), numel(a.kernel), "FLOPs"));
+  }
+  LayerInfo operator()(const MaxPool3dAttrs& a) const { return pool3d(a); }
+  LayerInfo operator()(const AvgPool3dAttrs& a) const { return pool3d(a); }
 
   LayerInfo operator()(const AdaptiveAvgPool2dAttrs& a) const {
     const Shape& in = float_input(3, "[C, H, W]");

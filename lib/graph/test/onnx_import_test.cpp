@@ -155,6 +155,43 @@ TEST(OnnxImport, ConvTransposeAsUNetUpSamplesAndATrainableScale) {
   EXPECT_EQ(g.total_params(), 30);
 }
 
+TEST(OnnxImport, VolumesAsConv3dBatchNorm3dAndPools) {
+  // A volume [1, 4, 4, 4]: Conv (5-D weight [2, 1, 3, 3, 3], pads 1 on every side) ->
+  // [2, 4, 4, 4], 54 + 2 parameters; BatchNormalization over its 2 channels; MaxPool 2 ->
+  // [2, 2, 2, 2]; AveragePool kernel [1, 2, 2] -> [2, 2, 1, 1]; GlobalAveragePool ->
+  // [2, 1, 1, 1] (a mean over depth, height and width).
+  OnnxModel m({1, 4, 4, 4});
+  auto* conv = m.node("Conv", {"input", m.weight("conv.weight", {2, 1, 3, 3, 3}), m.weight("conv.bias", {2})}, {"c"});
+  set_ints(conv, "kernel_shape", {3, 3, 3});
+  set_ints(conv, "pads", {1, 1, 1, 1, 1, 1});
+  m.node("BatchNormalization", {"c", m.weight("bn.weight", {2}, 1), m.weight("bn.bias", {2}, 0),
+                                m.weight("bn.running_mean", {2}, 0), m.weight("bn.running_var", {2}, 1)},
+         {"n"});
+  set_ints(m.node("MaxPool", {"n"}, {"p"}), "kernel_shape", {2, 2, 2});
+  set_ints(m.node("AveragePool", {"p"}, {"a"}), "kernel_shape", {1, 2, 2});
+  m.node("GlobalAveragePool", {"a"}, {"g"});
+  m.node("Flatten", {"g"}, {"output"});
+  m.output("output");
+  const Graph g = m.import().graph;
+  EXPECT_EQ(std::get<Conv3dAttrs>(layer(g, "conv").attrs).padding, (Shape{1, 1, 1}));
+  EXPECT_EQ(g.info(*g.find("conv")).output_shape, (Shape{2, 4, 4, 4}));
+  EXPECT_EQ(layer(g, "bn").op(), OpKind::BatchNorm2d);
+  EXPECT_EQ(g.total_params(), 54 + 2 + 4);
+  int pools = 0;
+  for (LayerId id = 0; id < static_cast<LayerId>(g.size()); ++id) {
+    const OpKind op = g.layer(id).op();
+    pools += op == OpKind::MaxPool3d || op == OpKind::AvgPool3d ? 1 : 0;
+    if (op == OpKind::Mean) EXPECT_EQ(g.info(id).output_shape, (Shape{2, 1, 1, 1}));
+  }
+  EXPECT_EQ(pools, 2);
+  // Pads that differ at the two ends of a dim are refused.
+  OnnxModel uneven({1, 4, 4, 4});
+  auto* bad = uneven.node("Conv", {"input", uneven.weight("conv.weight", {2, 1, 3, 3, 3})}, {"output"});
+  set_ints(bad, "pads", {1, 1, 1, 0, 1, 1});
+  uneven.output("output");
+  expect_refused(uneven.bytes(), "are not the same at both ends");
+}
+
 TEST(OnnxImport, LeakyReluEluTanhAndSoftplus) {
   // As torch writes nn.LeakyReLU(0.2), nn.ELU() (alpha by default), nn.Tanh, nn.Softplus().
   OnnxModel m({6});

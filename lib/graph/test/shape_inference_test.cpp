@@ -225,6 +225,47 @@ TEST(ShapeInference, MatmulAndSoftmaxOfAttentionScores) {
   }
 }
 
+TEST(ShapeInference, VolumesThroughConv3dBatchNormAndPools) {
+  // A volume [2, 8, 8, 8]: Conv3d to 4 channels, kernel 3, padding 1 keeps 8^3; weight
+  // 4 x 2 x 27 = 216 plus 4 bias; each of the 4 x 512 outputs is 2 x 54 + 1 = 109 FLOPs
+  // (223,232). BatchNorm of [4, 8, 8, 8]: 8 parameters. MaxPool3d 2 -> [4, 4, 4, 4], a
+  // 2 x 2 x 2 window per output (2,048 FLOPs). AvgPool3d kernel [1, 2, 2], stride
+  // [1, 2, 2], padding 0 -> [4, 4, 2, 2].
+  GraphBuilder b("volume");
+  auto x = b.input("input", {2, 8, 8, 8});
+  Conv3dAttrs conv;
+  conv.out_channels = 4;
+  conv.kernel = {3, 3, 3};
+  conv.padding = {1, 1, 1};
+  auto c = b.add("conv", {x}, conv);
+  auto n = b.add("bn", {c}, BatchNorm2dAttrs{});
+  MaxPool3dAttrs max;
+  max.kernel = {2, 2, 2};
+  auto m = b.add("max", {n}, max);
+  AvgPool3dAttrs avg;
+  avg.kernel = {1, 2, 2};
+  b.add("avg", {m}, avg);
+  const Graph graph = std::move(b).build();
+  const auto info = [&](const char* name) { return graph.info(*graph.find(name)); };
+  EXPECT_EQ(info("conv").output_shape, (Shape{4, 8, 8, 8}));
+  EXPECT_EQ(info("conv").params, 220);
+  EXPECT_EQ(info("conv").forward_flops, 4 * 512 * 109);
+  EXPECT_EQ(info("bn").params, 8);
+  EXPECT_EQ(info("max").output_shape, (Shape{4, 4, 4, 4}));
+  EXPECT_EQ(info("max").forward_flops, 256 * 8);
+  EXPECT_EQ(info("avg").output_shape, (Shape{4, 4, 2, 2}));
+  // A 2-value kernel, or a volume op on an image, is refused naming the layer.
+  GraphBuilder bad("bad");
+  auto image = bad.input("image", {2, 8, 8});
+  bad.add("conv", {image}, conv);
+  try {
+    std::move(bad).build();
+    FAIL() << "expected a rank error";
+  } catch (const UserError& error) {
+    EXPECT_NE(std::string(error.what()).find("expected [C, D, H, W]"), std::string::npos) << error.what();
+  }
+}
+
 TEST(ShapeInference, ShapeOpsOfChannelShuffle) {
   // shufflenet's channel shuffle on [116, 28, 28] with 2 groups: reshape to [2, 58, 28, 28]
   // (same 90,944 elements), transpose the group and channel dims (perm [1, 0, 2, 3] ->

@@ -142,6 +142,8 @@ std::string sizes_text(const torch::Tensor& t) {
 }
 
 torch::ExpandingArray<2> pair(graph::Pair p) { return torch::ExpandingArray<2>({p.h, p.w}); }
+// Depth, height, width (shape inference checked there are 3).
+torch::ExpandingArray<3> triple(const graph::Shape& v) { return torch::ExpandingArray<3>({v.at(0), v.at(1), v.at(2)}); }
 
 // A pooling window's stride: unset (0, 0) means "equal to the kernel", as in torch.nn.
 graph::Pair pool_stride(graph::Pair kernel, graph::Pair stride) {
@@ -185,9 +187,36 @@ class Factory {
   }
 
   std::unique_ptr<LayerModule> operator()(const graph::BatchNorm2dAttrs& a) const {
-    // [B, C, H, W] -> same; batch statistics in training mode, running ones in eval mode.
-    return unary(torch::nn::BatchNorm2d(
-        torch::nn::BatchNorm2dOptions(in()[0]).eps(a.eps).momentum(a.momentum)));
+    // [B, C, H, W] (or volumes [B, C, D, H, W]) -> same; batch statistics in training mode,
+    // running ones in eval mode.
+    const auto options = torch::nn::BatchNormOptions(in()[0]).eps(a.eps).momentum(a.momentum);
+    if (in().size() == 4) return unary(torch::nn::BatchNorm3d(options));
+    return unary(torch::nn::BatchNorm2d(options));
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::Conv3dAttrs& a) const {
+    // [B, C, D, H, W] -> [B, out_channels, D', H', W'].
+    return unary(torch::nn::Conv3d(torch::nn::Conv3dOptions(in()[0], a.out_channels, triple(a.kernel))
+                                       .stride(triple(a.stride))
+                                       .padding(triple(a.padding))
+                                       .dilation(triple(a.dilation))
+                                       .groups(a.groups)
+                                       .bias(a.bias)));
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::MaxPool3dAttrs& a) const {
+    return unary(torch::nn::MaxPool3d(torch::nn::MaxPool3dOptions(triple(a.kernel))
+                                          .stride(triple(a.stride.empty() ? a.kernel : a.stride))
+                                          .padding(triple(a.padding))
+                                          .ceil_mode(a.ceil_mode)));
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::AvgPool3dAttrs& a) const {
+    return unary(torch::nn::AvgPool3d(torch::nn::AvgPool3dOptions(triple(a.kernel))
+                                          .stride(triple(a.stride.empty() ? a.kernel : a.stride))
+                                          .padding(triple(a.padding))
+                                          .ceil_mode(a.ceil_mode)
+                                          .count_include_pad(a.count_include_pad)));
   }
 
   std::unique_ptr<LayerModule> operator()(const graph::ReluAttrs&) const {

@@ -7,8 +7,12 @@
 namespace burst::layers {
 namespace {
 
-// Per-channel [C] values as [1, C, 1, 1], to broadcast over [b, C, H, W].
-torch::Tensor per_channel(const torch::Tensor& values) { return values.view({1, -1, 1, 1}); }
+// Per-channel [C] values as [1, C, 1, 1] (or [1, C, 1, 1, 1]), to broadcast over [b, C, ...] of `rank` dims.
+torch::Tensor per_channel(const torch::Tensor& values, int64_t rank) {
+  std::vector<int64_t> shape(static_cast<size_t>(rank), 1);
+  shape[1] = -1;
+  return values.view(shape);
+}
 
 class SyncBatchNorm : public torch::autograd::Function<SyncBatchNorm> {
  public:
@@ -50,11 +54,12 @@ class SyncBatchNorm : public torch::autograd::Function<SyncBatchNorm> {
     const torch::Tensor inverse_std = (variance + eps).rsqrt();
     // (x - mean) * (-inverse_std * mean(dy * x_hat)) = -x_hat * mean(dy * x_hat); then + dy,
     // - mean(dy), * weight * inverse_std: one new tensor, four passes in place.
-    torch::Tensor dx = x - per_channel(mean);
-    dx.mul_(per_channel(-inverse_std * mean_dy_x_hat))
+    const int64_t rank = x.dim();
+    torch::Tensor dx = x - per_channel(mean, rank);
+    dx.mul_(per_channel(-inverse_std * mean_dy_x_hat, rank))
         .add_(dy)
-        .sub_(per_channel(mean_dy))
-        .mul_(per_channel(weight * inverse_std));
+        .sub_(per_channel(mean_dy, rank))
+        .mul_(per_channel(weight * inverse_std, rank));
     // x, weight, bias, mean, variance, eps, context_address.
     return {dx, local_dy_x_hat, local_dy, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
@@ -73,17 +78,20 @@ torch::Tensor named(torch::nn::Module& module, const char* name, bool buffer) {
 
 torch::Tensor sync_batchnorm_forward(const torch::Tensor& x, torch::nn::Module& module, double eps,
                                      double momentum, SyncBatchNormContext& context) {
-  BURST_ASSERT(x.dim() == 4, "sync BatchNorm2d takes [b, C, H, W]");
-  // The group holds the whole global batch: count = B x H x W per channel, no message
+  BURST_ASSERT(x.dim() == 4 || x.dim() == 5, "sync BatchNorm takes [b, C, H, W] or [b, C, D, H, W]");
+  // The group holds the whole global batch: count = B x H x W (x D) per channel, no message
   // needed. One all-reduce of the per-channel sums of x and x^2, accumulated in float64 so
   // that E[x^2] - E[x]^2 loses nothing that one device's float64-accumulated statistics
   // keep (x^2 itself is rounded to float32: a relative 6e-8 per element).
-  const double total = static_cast<double>(context.batch * x.size(2) * x.size(3));
+  int64_t per_sample = 1;  // H x W (x D)
+  for (int64_t d = 2; d < x.dim(); ++d) per_sample *= x.size(d);
+  const double total = static_cast<double>(context.batch * per_sample);
   torch::Tensor mean;
   torch::Tensor variance;
   {
     torch::NoGradGuard no_grad;
-    const std::vector<int64_t> dims{0, 2, 3};
+    std::vector<int64_t> dims{0};
+    for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
     torch::Tensor sums = torch::cat({x.sum(dims, /*keepdim=*/false, torch::kFloat64),
                                      (x * x).sum(dims, /*keepdim=*/false, torch::kFloat64)});
     context.sum_over_group(sums);

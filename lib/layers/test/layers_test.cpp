@@ -133,7 +133,8 @@ TEST(LayersTest, ForwardShapesMatchTheGraph) {
 // The ops and attributes the zoo's small variants do not reach in a forward pass.
 // Runs every layer of `graph` on a batch of 3 (layer after layer on one process) and checks
 // the output shapes against the graph's; returns the outputs.
-std::vector<torch::Tensor> run_all(const Graph& graph) {
+// Every layer's output on a batch of 3; the modules are kept in `modules` when given.
+std::vector<torch::Tensor> run_all(const Graph& graph, std::vector<std::unique_ptr<LayerModule>>* modules = nullptr) {
   std::vector<torch::Tensor> outputs(graph.size());
   for (LayerId id = 0; id < static_cast<LayerId>(graph.size()); ++id) {
     auto layer = make_layer_module(graph, id);
@@ -143,6 +144,7 @@ std::vector<torch::Tensor> run_all(const Graph& graph) {
     if (graph.layer(id).op() == graph::OpKind::SoftmaxCrossEntropy) inputs.push_back(random_inputs(graph, id, 3).back());
     outputs[id] = layer->forward(inputs);
     EXPECT_EQ(outputs[id].sizes().vec(), batch_shape(3, graph.info(id).output_shape)) << graph.layer(id).name;
+    if (modules != nullptr) modules->push_back(std::move(layer));
   }
   return outputs;
 }
@@ -228,6 +230,39 @@ TEST(LayersTest, ImportedOpsComputeWhatTorchDoes) {
   EXPECT_EQ(graph.info(*graph.find("up")).output_shape, (graph::Shape{3, 4, 4}));
   EXPECT_EQ(graph.info(*graph.find("up")).params, 4 * 3 * 2 * 2 + 3);
   EXPECT_EQ(at("up").sizes(), (std::vector<int64_t>{3, 3, 4, 4}));
+}
+
+TEST(LayersTest, VolumeOpsComputeWhatTorchDoes) {
+  // Volumes [3, 2, 4, 4, 4] (per sample [2, 4, 4, 4]) through conv3d, BatchNorm and the 3-D
+  // pools, against torch's functional forms with the layers' own weights.
+  graph::GraphBuilder b("volumes");
+  auto x = b.input("input", {2, 4, 4, 4});
+  graph::Conv3dAttrs conv;
+  conv.out_channels = 3;
+  conv.kernel = {3, 1, 3};
+  conv.padding = {1, 0, 1};
+  auto c = b.add("conv", {x}, conv);
+  auto n = b.add("bn", {c}, graph::BatchNorm2dAttrs{});
+  graph::MaxPool3dAttrs max;
+  max.kernel = {2, 2, 2};
+  b.add("max", {n}, max);
+  graph::AvgPool3dAttrs avg;
+  avg.kernel = {2, 2, 2};
+  avg.stride = {1, 2, 2};
+  b.add("avg", {n}, avg);
+  const Graph graph = std::move(b).build();
+  std::vector<std::unique_ptr<LayerModule>> modules;
+  const auto out = run_all(graph, &modules);
+  const auto at = [&](const char* name) { return out[*graph.find(name)]; };
+  const auto params = modules[*graph.find("conv")]->module().parameters();
+  const torch::Tensor expected_conv = torch::conv3d(out[0], params[0], params[1], 1, {1, 0, 1});
+  EXPECT_TRUE(torch::allclose(at("conv"), expected_conv, 1e-5, 1e-6));
+  const torch::Tensor mean = expected_conv.mean({0, 2, 3, 4}, true);
+  const torch::Tensor var = expected_conv.var({0, 2, 3, 4}, false, true);
+  EXPECT_TRUE(torch::allclose(at("bn"), (expected_conv - mean) / torch::sqrt(var + 1e-5), 1e-4, 1e-5));
+  EXPECT_TRUE(torch::equal(at("max"), torch::max_pool3d(at("bn"), 2)));
+  EXPECT_TRUE(torch::allclose(at("avg"), torch::avg_pool3d(at("bn"), 2, {1, 2, 2})));
+  EXPECT_EQ(at("avg").sizes(), (std::vector<int64_t>{3, 3, 3, 2, 2}));
 }
 
 TEST(LayersTest, StochasticDepthDropsWholeSamplesWhereverTheyRun) {

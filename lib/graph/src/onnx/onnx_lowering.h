@@ -98,6 +98,13 @@ class Lowering {
   // Handlers, one per op type (onnx_ops.cpp).
   void conv(const onnx::NodeProto& node);
   void conv_transpose(const onnx::NodeProto& node);
+  // Volumes [C, D, H, W] (onnx_volumes.cpp): the 3-D forms of Conv, MaxPool, AveragePool and
+  // GlobalAveragePool, which the handlers above hand over when their input is one.
+  bool is_volume(const std::string& layer) const;
+  void conv3d(const onnx::NodeProto& node);
+  void max_pool3d(const onnx::NodeProto& node);
+  void average_pool3d(const onnx::NodeProto& node);
+  void global_average_pool3d(const onnx::NodeProto& node);
   // A convolution layer's weight (checked against `weight_shape`, `layout` naming it) and,
   // as input 2, its bias [out_channels].
   void conv_weights(const onnx::NodeProto& node, const std::string& layer, ConstantTensor& weight,

@@ -90,6 +90,7 @@ PoolAttrs window_attrs(const onnx::NodeProto& node) {
 void Lowering::conv(const onnx::NodeProto& node) {
   require_no_auto_pad(node);
   const std::string x = layer_input(node, 0);
+  if (is_volume(x)) return conv3d(node);
   ConstantTensor& weight = constant_input(node, 1);
   if (weight.dims.size() != 4) fail(node, "burst converts 2-D convolutions only (a 4-D weight)");
   auto attrs = conv_window<Conv2dAttrs>(node, weight, has_input(node, 2));
@@ -344,6 +345,7 @@ void Lowering::pad(const onnx::NodeProto& node) {
 
 void Lowering::max_pool(const onnx::NodeProto& node) {
   const std::string x = layer_input(node, 0);
+  if (is_volume(x)) return max_pool3d(node);
   auto attrs = window_attrs<MaxPool2dAttrs>(node);
   if (two(node, "dilations", attr_ints(node, "dilations", {}), {1, 1}) != Pair{1, 1}) {
     fail(node, "dilated pooling is not supported");
@@ -354,6 +356,7 @@ void Lowering::max_pool(const onnx::NodeProto& node) {
 
 void Lowering::average_pool(const onnx::NodeProto& node) {
   const std::string x = layer_input(node, 0);
+  if (is_volume(x)) return average_pool3d(node);
   auto attrs = window_attrs<AvgPool2dAttrs>(node);
   attrs.count_include_pad = attr_int(node, "count_include_pad", 0) != 0;  // ONNX default: 0
   const auto padded = pool_pads_.find(node.input(0));
@@ -369,6 +372,7 @@ void Lowering::average_pool(const onnx::NodeProto& node) {
 
 void Lowering::global_average_pool(const onnx::NodeProto& node) {
   const std::string x = layer_input(node, 0);
+  if (is_volume(x)) return global_average_pool3d(node);
   add_layer(node, "", {x}, AdaptiveAvgPool2dAttrs{{1, 1}});
 }
 

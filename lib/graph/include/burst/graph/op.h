@@ -29,7 +29,8 @@ struct Conv2dAttrs {
   bool bias = true;
 };
 
-// torch.nn.BatchNorm2d over the channels of [C, H, W] (affine; running stats are buffers).
+// torch.nn.BatchNorm2d over the channels of [C, H, W], or BatchNorm3d over those of volumes
+// [C, D, H, W] (affine; running stats are buffers).
 struct BatchNorm2dAttrs {
   double eps = 1e-5;
   double momentum = 0.1;
@@ -226,6 +227,34 @@ struct MulScalarAttrs {
 // the others pass (masked_fill of a lower-triangular table, as single-file GPTs write it).
 struct CausalMaskAttrs {};
 
+// torch.nn.Conv3d on volumes [C, D, H, W] -> [out_channels, D', H', W']; kernel, stride,
+// padding and dilation hold 3 values each (depth, height, width). Weight
+// [out_channels, C / groups, kd, kh, kw], bias [out_channels].
+struct Conv3dAttrs {
+  int64_t out_channels = 0;
+  Shape kernel;
+  Shape stride{1, 1, 1};
+  Shape padding{0, 0, 0};
+  Shape dilation{1, 1, 1};
+  int64_t groups = 1;
+  bool bias = true;
+};
+
+// torch.nn.MaxPool3d / AvgPool3d on [C, D, H, W]; 3 values each, an empty stride equals the kernel.
+struct MaxPool3dAttrs {
+  Shape kernel;
+  Shape stride;
+  Shape padding{0, 0, 0};
+  bool ceil_mode = false;
+};
+struct AvgPool3dAttrs {
+  Shape kernel;
+  Shape stride;
+  Shape padding{0, 0, 0};
+  bool ceil_mode = false;
+  bool count_include_pad = true;
+};
+
 using Attrs =
     std::variant<InputAttrs, Conv2dAttrs, BatchNorm2dAttrs, ReluAttrs, GeluAttrs, MaxPool2dAttrs,
                  AvgPool2dAttrs, AdaptiveAvgPool2dAttrs, LinearAttrs, FlattenAttrs, DropoutAttrs,
@@ -234,7 +263,8 @@ using Attrs =
                  SoftmaxCrossEntropyAttrs, HardtanhAttrs, SigmoidAttrs, SiluAttrs, HardswishAttrs,
                  HardsigmoidAttrs, MulAttrs, ReshapeAttrs, TransposeAttrs, SliceAttrs, MeanAttrs,
                  StochasticDepthAttrs, MatmulAttrs, SoftmaxAttrs, LeakyReluAttrs, EluAttrs, TanhAttrs,
-                 SoftplusAttrs, ScaleAttrs, ConvTranspose2dAttrs, MulScalarAttrs, CausalMaskAttrs>;
+                 SoftplusAttrs, ScaleAttrs, ConvTranspose2dAttrs, MulScalarAttrs, CausalMaskAttrs, Conv3dAttrs,
+                 MaxPool3dAttrs, AvgPool3dAttrs>;
 
 // Same order as Attrs' alternatives: OpKind(attrs.index()) is a layer's op.
 enum class OpKind {
@@ -280,6 +310,9 @@ enum class OpKind {
   ConvTranspose2d,
   MulScalar,
   CausalMask,
+  Conv3d,
+  MaxPool3d,
+  AvgPool3d,
 };
 inline constexpr int kOpKindCount = static_cast<int>(std::variant_size_v<Attrs>);
 
