@@ -283,7 +283,69 @@ class VolumeCnn(nn.Module):
         return self.head(torch.flatten(self.features(x), 1))
 
 
+class RmsNorm(nn.Module):
+    """RMSNorm as Llama-style code writes it by hand."""
+
+    def __init__(self, width, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(width))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class SwiGluBlock(nn.Module):
+    """A Llama-style block: RMSNorm, causal attention without biases, a SwiGLU MLP
+    (w2(silu(w1 x) * w3 x))."""
+
+    def __init__(self, width, heads, seq, hidden):
+        super().__init__()
+        self.heads = heads
+        self.attn_norm, self.mlp_norm = RmsNorm(width), RmsNorm(width)
+        self.wq, self.wk, self.wv, self.wo = (nn.Linear(width, width, bias=False) for _ in range(4))
+        self.w1, self.w3 = nn.Linear(width, hidden, bias=False), nn.Linear(width, hidden, bias=False)
+        self.w2 = nn.Linear(hidden, width, bias=False)
+        self.register_buffer("mask", torch.full((seq, seq), float("-inf")).triu(1))
+
+    def attention(self, x):
+        B, T, C = x.shape
+        q, k, v = (w(x).view(B, T, self.heads, C // self.heads).transpose(1, 2) for w in (self.wq, self.wk, self.wv))
+        scores = q @ k.transpose(2, 3) / math.sqrt(C // self.heads) + self.mask[:T, :T]
+        return self.wo((F.softmax(scores, dim=-1) @ v).transpose(1, 2).reshape(B, T, C))
+
+    def forward(self, x):
+        x = x + self.attention(self.attn_norm(x))
+        h = self.mlp_norm(x)
+        return x + self.w2(F.silu(self.w1(h)) * self.w3(h))
+
+
+class LlamaStyle(nn.Module):
+    """A small decoder in Llama's style (RMSNorm, SwiGLU, no biases, an additive -inf causal
+    mask buffer), with learned positions instead of rotary ones and an untied head."""
+
+    INPUT = ("tokens", [16], 64)
+
+    def __init__(self, vocab=64, seq=16, width=32, heads=2, blocks=2, hidden=64):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, width)
+        self.positions = nn.Embedding(seq, width)
+        self.blocks = nn.ModuleList(SwiGluBlock(width, heads, seq, hidden) for _ in range(blocks))
+        self.norm = RmsNorm(width)
+        self.output = nn.Linear(width, vocab, bias=False)
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, 0.0, 0.02)
+
+    def forward(self, idx):
+        x = self.embed(idx) + self.positions(torch.arange(idx.shape[1], device=idx.device))
+        for block in self.blocks:
+            x = block(x)
+        return self.output(self.norm(x))
+
+
 MODELS = {
+    "llama_style": LlamaStyle,
     "volume_cnn": VolumeCnn,
     "gpt": Gpt,
     "hand_resnet": HandResNet,

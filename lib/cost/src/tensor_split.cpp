@@ -52,6 +52,10 @@ bool element_wise(graph::OpKind op) {
     case OpKind::Add:
     case OpKind::Mul:
     case OpKind::MulScalar:
+    case OpKind::PowScalar:
+    case OpKind::AddScalar:
+    case OpKind::Sqrt:
+    case OpKind::Reciprocal:
     case OpKind::Hardtanh:
     case OpKind::Sigmoid:
     case OpKind::Silu:

@@ -109,6 +109,10 @@ template <typename Visit> void for_each_field(MatmulAttrs&, Visit&&) {}
 template <typename Visit> void for_each_field(SoftmaxAttrs&, Visit&&) {}
 template <typename Visit> void for_each_field(MulScalarAttrs& a, Visit&& v) { v("factor", a.factor, Presence::Required); }
 template <typename Visit> void for_each_field(CausalMaskAttrs&, Visit&&) {}
+template <typename Visit> void for_each_field(PowScalarAttrs& a, Visit&& v) { v("exponent", a.exponent, Presence::Required); }
+template <typename Visit> void for_each_field(AddScalarAttrs& a, Visit&& v) { v("value", a.value, Presence::Required); }
+template <typename Visit> void for_each_field(SqrtAttrs&, Visit&&) {}
+template <typename Visit> void for_each_field(ReciprocalAttrs&, Visit&&) {}
 template <typename Visit> void for_each_field(Conv3dAttrs& a, Visit&& v) {
   v("out_channels", a.out_channels, Presence::Required);
   v("kernel", a.kernel, Presence::Required);

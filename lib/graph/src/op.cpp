@@ -20,7 +20,8 @@ constexpr std::array<const char*, kOpKindCount> kOpNames = {
     "matmul",      "softmax",        "leaky_relu",         "elu",
     "tanh",        "softplus",       "scale",              "conv_transpose2d",
     "mul_scalar",  "causal_mask",    "conv3d",             "maxpool3d",
-    "avgpool3d",
+    "avgpool3d",   "pow_scalar",     "add_scalar",         "sqrt",
+    "reciprocal",
 };
 
 // default_attrs(kind) builds alternative number `kind` of the variant, value-initialised.

@@ -531,6 +531,16 @@ class Inferrer {
     if (!std::isfinite(a.factor)) fail(fmt::format("factor {} is not finite", a.factor));
     return element_wise(1);
   }
+  LayerInfo operator()(const PowScalarAttrs& a) const {
+    if (!std::isfinite(a.exponent)) fail(fmt::format("exponent {} is not finite", a.exponent));
+    return element_wise(1);
+  }
+  LayerInfo operator()(const AddScalarAttrs& a) const {
+    if (!std::isfinite(a.value)) fail(fmt::format("value {} is not finite", a.value));
+    return element_wise(1);
+  }
+  LayerInfo operator()(const SqrtAttrs&) const { return element_wise(1); }
+  LayerInfo operator()(const ReciprocalAttrs&) const { return element_wise(1); }
   LayerInfo operator()(const CausalMaskAttrs&) const {
     const Shape& in = float_input(0, "");
     if (in.size() < 2 || in[in.size() - 1] != in[in.size() - 2]) {

@@ -117,6 +117,66 @@ TEST(OnnxLanguage, NearMissesAreRefused) {
   expect_refused(tiny_gpt(shifted).bytes(), "burst reads token ids, or positions 0 .. T - 1");
 }
 
+// A Constant node holding one float, for the Python numbers of an export.
+std::string number(OnnxModel& m, const std::string& name, float value) {
+  auto* attribute = m.node("Constant", {}, {name})->add_attribute();
+  attribute->set_name("value");
+  attribute->set_type(onnx::AttributeProto::TENSOR);
+  attribute->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+  attribute->mutable_t()->add_float_data(value);
+  return name;
+}
+
+// Llama's pieces on x [4, 4]: RMSNorm written by hand, x * (1 / sqrt(mean(x^2) + eps)) *
+// weight (Pow, ReduceMean, Add, Sqrt, Div(1, .), Mul, Mul by norm.weight [4]), then scores
+// x @ x^T plus an additive mask buffer [6, 6] of 0 and `masked` above the diagonal, sliced to
+// [4, 4]; Softmax; the mean over queries as logits [4].
+OnnxModel rms_norm_and_additive_mask(float masked, float above_diagonal_offset = 0) {
+  OnnxModel m({kTokens, kWidth});
+  m.node("Pow", {"input", number(m, "two", 2)}, {"squared"});
+  set_ints(m.node("ReduceMean", {"squared"}, {"mean_square"}), "axes", {-1});
+  m.node("Add", {"mean_square", number(m, "eps", 1e-6f)}, {"plus_eps"});
+  m.node("Sqrt", {"plus_eps"}, {"rms"});
+  m.node("Div", {number(m, "one", 1), "rms"}, {"inverse_rms"});
+  m.node("Mul", {"input", "inverse_rms"}, {"normed"});
+  m.node("Mul", {"normed", m.weight("norm.weight", {kWidth}, 1)}, {"x"});
+  set_ints(m.node("Transpose", {"x"}, {"x_t"}), "perm", {0, 2, 1});
+  m.node("MatMul", {"x", "x_t"}, {"scores"});
+  const std::string mask = m.weight("mask", {kPositions, kPositions}, 0);
+  auto* tensor = m.proto().mutable_graph()->mutable_initializer(m.proto().graph().initializer_size() - 1);
+  for (int64_t i = 0; i < kPositions; ++i) {
+    for (int64_t j = 0; j < kPositions; ++j) {
+      if (j > i + above_diagonal_offset) tensor->set_float_data(static_cast<int>(i * kPositions + j), masked);
+    }
+  }
+  m.node("Slice", {mask, ints(m, "from", {0, 0}), ints(m, "to", {kTokens, kTokens}), ints(m, "axes", {0, 1})}, {"mask_t"});
+  m.node("Add", {"scores", "mask_t"}, {"masked_scores"});
+  set_int(m.node("Softmax", {"masked_scores"}, {"weights"}), "axis", -1);
+  auto* pooled = m.node("ReduceMean", {"weights"}, {"output"});  // logits [4]
+  set_ints(pooled, "axes", {1});
+  set_int(pooled, "keepdims", 0);
+  m.output("output");
+  return m;
+}
+
+TEST(OnnxLanguage, RmsNormByHandAndAnAdditiveCausalMask) {
+  const Graph g = rms_norm_and_additive_mask(-std::numeric_limits<float>::infinity()).import().graph;
+  std::vector<OpKind> ops;
+  for (LayerId id = 1; id < static_cast<LayerId>(g.size()); ++id) ops.push_back(g.layer(id).op());
+  const std::vector<OpKind> expected = {OpKind::PowScalar, OpKind::Mean,  OpKind::AddScalar, OpKind::Sqrt,
+                                        OpKind::Reciprocal, OpKind::Mul,  OpKind::Scale,     OpKind::Transpose,
+                                        OpKind::Matmul,     OpKind::CausalMask, OpKind::Softmax, OpKind::Mean,
+                                        OpKind::SoftmaxCrossEntropy};
+  EXPECT_EQ(ops, expected);
+  EXPECT_EQ(std::get<PowScalarAttrs>(g.layer(1).attrs).exponent, 2);
+  EXPECT_NEAR(std::get<AddScalarAttrs>(g.layer(3).attrs).value, 1e-6, 1e-12);
+  EXPECT_EQ(g.total_params(), kWidth);  // norm.weight; the mask is a buffer
+  // -1e9 masks as -inf does; a window that lets the next key in does not pass.
+  EXPECT_NO_THROW(rms_norm_and_additive_mask(-1e9f).import());
+  expect_refused(rms_norm_and_additive_mask(-1).bytes(), "additive causal masks of 0 and -inf only");
+  expect_refused(rms_norm_and_additive_mask(-1e9f, 1).bytes(), "masks query 0 key 1 in");
+}
+
 TEST(OnnxLanguage, IdsWithoutAnEmbeddingAreRefused) {
   OnnxModel m({kTokens}, 14, onnx::TensorProto::INT64);
   m.node("Cast", {"input"}, {"floats"});

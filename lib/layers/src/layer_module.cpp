@@ -390,6 +390,24 @@ class Factory {
     return function(1, [factor](const auto& x) { return x[0] * factor; });
   }
 
+  std::unique_ptr<LayerModule> operator()(const graph::PowScalarAttrs& a) const {
+    const double exponent = a.exponent;
+    return function(1, [exponent](const auto& x) { return torch::pow(x[0], exponent); });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::AddScalarAttrs& a) const {
+    const double value = a.value;
+    return function(1, [value](const auto& x) { return x[0] + value; });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::SqrtAttrs&) const {
+    return function(1, [](const auto& x) { return torch::sqrt(x[0]); });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::ReciprocalAttrs&) const {
+    return function(1, [](const auto& x) { return torch::reciprocal(x[0]); });
+  }
+
   std::unique_ptr<LayerModule> operator()(const graph::CausalMaskAttrs&) const {
     // [B, ..., T, T]: entries above the diagonal (key j > query i) become -inf.
     return function(1, [](const auto& x) {

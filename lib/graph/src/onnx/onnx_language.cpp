@@ -6,6 +6,7 @@
 // The mask buffer is folded at import and must be causal: it becomes a causal_mask layer.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include <fmt/format.h>
@@ -15,6 +16,12 @@
 #include "onnx/onnx_lowering.h"
 
 namespace burst::graph::onnx_import {
+namespace {
+
+// A masked score: -inf, or a number so low that exp() of it beside any real score is 0.
+constexpr double kMaskedScore = -1e9;
+
+}  // namespace
 
 int64_t Lowering::token_vocab(const std::string& input) const {
   int64_t vocab = 0;
@@ -154,47 +161,92 @@ void Lowering::constant_equal(const onnx::NodeProto& node) {
   bind_integers(node.output(0), std::move(out));
 }
 
-void Lowering::masked_fill(const onnx::NodeProto& node, int scores_input) {
-  // Where(mask, -inf, scores) (masked_fill) or Where(keep, scores, -inf): scores [..., T, T].
-  const std::string scores = layer_input(node, scores_input);
-  // The fill: -inf, or a number so low (masked_fill(-1e9), torch.finfo(float32).min) that its
-  // exp underflows to 0 beside any score a model reaches: the softmax is then -inf's exactly.
-  const std::optional<double> fill = folded_scalar(node, 3 - scores_input);
-  if (!fill || !(*fill <= -1e9)) {
-    fail(node, "selects between a computed tensor and something other than -inf (or <= -1e9); burst reads causal "
-               "masks only");
-  }
+void Lowering::causal_mask(const onnx::NodeProto& node, const std::string& scores, const std::vector<int64_t>& dims,
+                           const std::function<bool(size_t)>& masked) {
+  // The table `dims` (leading dims of 1, then [T, T]) over scores [..., T, T]: entry
+  // (i, j) at i * T + j must be masked exactly where key j comes after query i.
   const Shape& shape = info_of(scores).output_shape;
-  const SymbolicTensor& condition = integer_input(node, 0);
-  const std::vector<int64_t> table = fixed_integers(node, 0);
-  const size_t rank = condition.dims.size();
+  const size_t rank = dims.size();
   bool fits = shape.size() >= 2 && rank >= 2 && shape.back() == shape[shape.size() - 2] &&
-              condition.dims[rank - 1] == shape.back() && condition.dims[rank - 2] == shape.back();
-  for (size_t d = 0; fits && d + 2 < rank; ++d) fits = condition.dims[d] == 1;  // one table for all
+              dims[rank - 1] == shape.back() && dims[rank - 2] == shape.back();
+  for (size_t d = 0; fits && d + 2 < rank; ++d) fits = dims[d] == 1;  // one table for all
   if (!fits) {
     fail(node, fmt::format("masks scores {} with a [{}] table; burst reads one [T, T] causal table over scores [..., T, T]",
-                           shape_to_string(shape), fmt::join(condition.dims, ", ")));
+                           shape_to_string(shape), fmt::join(dims, ", ")));
   }
   const int64_t tokens = shape.back();
-  // Where takes its second input where the condition holds: masked entries are those whose
-  // condition selects the fill.
-  const bool masked_when = scores_input == 2;
   for (int64_t i = 0; i < tokens; ++i) {
     for (int64_t j = 0; j < tokens; ++j) {
-      const bool masked = (table[static_cast<size_t>(i * tokens + j)] != 0) == masked_when;
-      if (masked != (j > i)) {
+      const bool is_masked = masked(static_cast<size_t>(i * tokens + j));
+      if (is_masked != (j > i)) {
         fail(node, fmt::format("masks query {} key {} {}; burst reads causal masks only (every later key masked, "
                                "no other)",
-                               i, j, masked ? "out" : "in"));
+                               i, j, is_masked ? "out" : "in"));
       }
     }
   }
   add_layer(node, "", {scores}, CausalMaskAttrs{});
 }
 
+void Lowering::masked_fill(const onnx::NodeProto& node, int scores_input) {
+  // Where(mask, -inf, scores) (masked_fill) or Where(keep, scores, -inf): scores [..., T, T].
+  // The fill: -inf, or a number so low (masked_fill(-1e9), torch.finfo(float32).min) that its
+  // exp underflows to 0 beside any score a model reaches: the softmax is then -inf's exactly.
+  const std::string scores = layer_input(node, scores_input);
+  const std::optional<double> fill = folded_scalar(node, 3 - scores_input);
+  if (!fill || !(*fill <= kMaskedScore)) {
+    fail(node, "selects between a computed tensor and something other than -inf (or <= -1e9); burst reads causal "
+               "masks only");
+  }
+  const std::vector<int64_t> table = fixed_integers(node, 0);
+  // Where takes its second input where the condition holds: masked entries are those whose
+  // condition selects the fill.
+  const bool masked_when = scores_input == 2;
+  causal_mask(node, scores, integer_input(node, 0).dims,
+              [&](size_t at) { return (table[at] != 0) == masked_when; });
+}
+
+void Lowering::additive_mask(const onnx::NodeProto& node, const std::string& scores, const ConstantTensor& table) {
+  // scores + mask[:T, :T] of a buffer holding 0 and -inf (Llama's): -inf (or <= -1e9) masks.
+  if (table.floats.size() != static_cast<size_t>(table.element_count())) {
+    fail(node, fmt::format("adds '{}', whose values were not read", table.name));
+  }
+  for (const float v : table.floats) {
+    if (v != 0 && !(v <= kMaskedScore)) {
+      fail(node, fmt::format("adds a table holding {} to scores; burst reads additive causal masks of 0 and -inf only", v));
+    }
+  }
+  causal_mask(node, scores, table.dims, [&](size_t at) { return table.floats[at] != 0; });
+}
+
 void Lowering::scalar_multiply(const onnx::NodeProto& node, const std::string& x, double factor) {
   if (!std::isfinite(factor)) fail(node, fmt::format("multiplies by {}", factor));
   add_layer(node, "", {x}, MulScalarAttrs{factor});
+}
+
+std::optional<double> Lowering::python_number(const onnx::NodeProto& node, int index) const {
+  if (!has_input(node, index) || is_integer(node, index) || is_float_initializer(node, index)) return std::nullopt;
+  const Value& value = input(node, index);
+  if (value.constant == nullptr || value.constant->element_count() != 1) return std::nullopt;
+  return folded_scalar(node, index);
+}
+
+void Lowering::power(const onnx::NodeProto& node) {
+  const std::optional<double> exponent = python_number(node, 1);
+  if (input(node, 0).layer.empty() || !exponent) return pattern_only(node);
+  add_layer(node, "", {input(node, 0).layer}, PowScalarAttrs{*exponent});
+}
+
+void Lowering::reciprocal(const onnx::NodeProto& node) { add_layer(node, "", {layer_input(node, 0)}, ReciprocalAttrs{}); }
+
+void Lowering::subtract(const onnx::NodeProto& node) {
+  if (is_integer(node, 0) && is_integer(node, 1)) return integer_arithmetic(node);
+  const std::optional<double> value = python_number(node, 1);
+  if (input(node, 0).layer.empty() || !value) {
+    fail(node, "subtracts tensors; burst reads Sub of integers (shapes), of a number from a tensor, and inside "
+               "torch's LayerNorm");
+  }
+  add_layer(node, "", {input(node, 0).layer}, AddScalarAttrs{-*value});
 }
 
 }  // namespace burst::graph::onnx_import

@@ -70,7 +70,7 @@ const std::map<std::string, Handler>& handlers() {
       {"Unsqueeze", &Lowering::unsqueeze},
       {"Squeeze", &Lowering::squeeze},
       {"Cast", &Lowering::cast},
-      {"Sub", &Lowering::integer_arithmetic},
+      {"Sub", &Lowering::subtract},
       {"Mod", &Lowering::integer_arithmetic},  // torch 2.x: unflatten's dim, (-1 + rank) % rank
       {"Div", &Lowering::div},
       {"ConstantOfShape", &Lowering::constant_of_shape},
@@ -80,7 +80,8 @@ const std::map<std::string, Handler>& handlers() {
       {"Expand", &Lowering::expand},
       {"Softmax", &Lowering::softmax},
       {"Erf", &Lowering::pattern_only},
-      {"Pow", &Lowering::pattern_only},
+      {"Pow", &Lowering::power},
+      {"Reciprocal", &Lowering::reciprocal},
       {"Sqrt", &Lowering::sqrt},  // constants only (onnx_scalars.cpp); else inside patterns
       {"Reshape", &Lowering::reshape},
       {"Transpose", &Lowering::transpose},

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -156,7 +157,21 @@ class Lowering {
   void constant_slice(const onnx::NodeProto& node);
   void constant_equal(const onnx::NodeProto& node);
   void masked_fill(const onnx::NodeProto& node, int scores_input);
+  void additive_mask(const onnx::NodeProto& node, const std::string& scores, const ConstantTensor& table);
+  // Appends a causal_mask layer on `scores` after checking that `masked(i * T + j)` holds
+  // exactly for j > i of a table of `dims`; refuses any other mask.
+  void causal_mask(const onnx::NodeProto& node, const std::string& scores, const std::vector<int64_t>& dims,
+                   const std::function<bool(size_t)>& masked);
   void scalar_multiply(const onnx::NodeProto& node, const std::string& x, double factor);
+  // Element-wise arithmetic of a computed tensor with a Python number, as norms written by
+  // hand use it (RMSNorm: x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)): Pow, Sqrt,
+  // Reciprocal, and Add or Sub of a number (onnx_language.cpp).
+  void power(const onnx::NodeProto& node);
+  void reciprocal(const onnx::NodeProto& node);
+  void subtract(const onnx::NodeProto& node);  // integers, or a tensor minus a number
+  // Input `index` of `node` as a Python number (a Constant node or a folded scalar, not a
+  // learned initializer), nullopt otherwise.
+  std::optional<double> python_number(const onnx::NodeProto& node, int index) const;
   // The rows of the smallest embedding table that token input `input` is read by (its vocabulary).
   int64_t token_vocab(const std::string& input) const;
   // Pow, Sqrt, Erf: read only inside the patterns above; alone they are refused.

@@ -222,6 +222,12 @@ void Lowering::div(const onnx::NodeProto& node) {
   if (is_integer(node, 0) && is_integer(node, 1)) return integer_arithmetic(node);
   if (fold_scalar_division(node)) return;  // 1 / sqrt(d): attention's scale (torch 2.x)
   if (!input(node, 0).layer.empty() && fuse_gelu(node)) return;
+  const std::optional<double> numerator = python_number(node, 0);
+  if (numerator && !input(node, 1).layer.empty()) {  // c / x: torch.rsqrt's 1 / sqrt(x)
+    const std::string inverse = add_layer(node, "", {input(node, 1).layer}, ReciprocalAttrs{});
+    if (*numerator != 1) scalar_multiply(node, inverse, *numerator);
+    return;
+  }
   const std::optional<double> divisor = folded_scalar(node, 1);
   if (!input(node, 0).layer.empty() && divisor && *divisor != 0) {
     return scalar_multiply(node, input(node, 0).layer, 1.0 / *divisor);  // x / c (attention's scale)
@@ -256,6 +262,19 @@ void Lowering::add(const onnx::NodeProto& node) {
   if (!a.layer.empty() && !b.layer.empty()) {
     add_layer(node, "", {a.layer, b.layer}, AddAttrs{});
     return;
+  }
+  for (int k = 0; k < 2; ++k) {  // x + a Python number (RMSNorm's eps)
+    const std::optional<double> number = python_number(node, k);
+    if (number && !input(node, 1 - k).layer.empty()) {
+      return void(add_layer(node, "", {input(node, 1 - k).layer}, AddScalarAttrs{*number}));
+    }
+  }
+  for (int k = 0; k < 2; ++k) {  // scores + mask[:T, :T], a table computed from a buffer
+    const Value& table = input(node, k);
+    if (table.constant != nullptr && table.constant->is_float && producers_.count(node.input(k)) != 0 &&
+        table.table_rows == 0 && !input(node, 1 - k).layer.empty() && table.constant->dims.size() >= 2) {
+      return additive_mask(node, input(node, 1 - k).layer, *table.constant);
+    }
   }
   // A bias after a MatMul that nothing else reads: the linear layer takes it.
   const Value& computed = a.layer.empty() ? b : a;

@@ -36,6 +36,7 @@ std::optional<double> Lowering::folded_scalar(const onnx::NodeProto& node, int i
 }
 
 void Lowering::sqrt(const onnx::NodeProto& node) {
+  if (!input(node, 0).layer.empty()) return void(add_layer(node, "", {input(node, 0).layer}, SqrtAttrs{}));
   const std::optional<double> x = folded_scalar(node, 0);
   if (!x) return pattern_only(node);
   if (*x < 0) fail(node, fmt::format("takes the square root of {}", *x));

@@ -223,6 +223,17 @@ struct MulScalarAttrs {
   double factor = 1.0;
 };
 
+// Element-wise arithmetic with a number, as users write norms by hand (RMSNorm's
+// x * rsqrt(mean(x^2) + eps)): x^exponent, x + value, sqrt(x), 1 / x.
+struct PowScalarAttrs {
+  double exponent = 2.0;
+};
+struct AddScalarAttrs {
+  double value = 0.0;
+};
+struct SqrtAttrs {};
+struct ReciprocalAttrs {};
+
 // A causal mask on scores [..., T, T]: entry (i, j) with j > i (a later key) becomes -inf,
 // the others pass (masked_fill of a lower-triangular table, as single-file GPTs write it).
 struct CausalMaskAttrs {};
@@ -264,7 +275,7 @@ using Attrs =
                  HardsigmoidAttrs, MulAttrs, ReshapeAttrs, TransposeAttrs, SliceAttrs, MeanAttrs,
                  StochasticDepthAttrs, MatmulAttrs, SoftmaxAttrs, LeakyReluAttrs, EluAttrs, TanhAttrs,
                  SoftplusAttrs, ScaleAttrs, ConvTranspose2dAttrs, MulScalarAttrs, CausalMaskAttrs, Conv3dAttrs,
-                 MaxPool3dAttrs, AvgPool3dAttrs>;
+                 MaxPool3dAttrs, AvgPool3dAttrs, PowScalarAttrs, AddScalarAttrs, SqrtAttrs, ReciprocalAttrs>;
 
 // Same order as Attrs' alternatives: OpKind(attrs.index()) is a layer's op.
 enum class OpKind {
@@ -313,6 +324,10 @@ enum class OpKind {
   Conv3d,
   MaxPool3d,
   AvgPool3d,
+  PowScalar,
+  AddScalar,
+  Sqrt,
+  Reciprocal,
 };
 inline constexpr int kOpKindCount = static_cast<int>(std::variant_size_v<Attrs>);
 
