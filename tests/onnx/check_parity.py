@@ -153,6 +153,9 @@ def main():
     kind, shape, vocab = export_torchvision.input_spec(model, args.image_size)
     if kind == "tokens":
         x, y = synthetic_tokens(args.batch, shape[0], vocab)
+        output = export_torchvision.output_shape(model, args.image_size)
+        if len(output) == 1:  # a sequence classifier: one label a sample, the first id mod the classes
+            y = x[:, 0] % output[0]
     else:
         x, y = synthetic(args.batch, shape, export_torchvision.output_shape(model, args.image_size)[0])
     if args.dtype == "float64":

@@ -34,6 +34,9 @@ def build(name, dropout=None):
     torch.manual_seed(0)
     if name.startswith("user:"):  # a model in users' style (user_models.py)
         model = user_models.build(name[len("user:"):])
+    elif name.startswith("hf:"):  # Hugging Face transformers from a config (hf_models.py)
+        import hf_models
+        model = hf_models.build(name[len("hf:"):])
     else:
         model = getattr(torchvision.models, name)(weights=None, **OPTIONS.get(name, {}))
     # ViT zero-initialises its head: the first step's gradient would then stop there, and a

@@ -65,6 +65,13 @@ Dataset synthetic_tokens(const SyntheticSpec& spec, int64_t tokens) {
       labels[at] = static_cast<int64_t>(token);
     }
   }
+  if (spec.sequence_classes > 0) {  // one label a sample: the first id mod the classes
+    std::vector<int64_t> classes(static_cast<size_t>(spec.num_samples));
+    for (int64_t sample = 0; sample < spec.num_samples; ++sample) {
+      classes[static_cast<size_t>(sample)] = static_cast<int64_t>(ids[static_cast<size_t>(sample * tokens)]) % spec.sequence_classes;
+    }
+    return Dataset("synthetic", {tokens}, spec.sequence_classes, std::move(ids), std::move(classes), 1, true);
+  }
   return Dataset("synthetic", {tokens}, spec.vocab, std::move(ids), std::move(labels), tokens, true);
 }
 

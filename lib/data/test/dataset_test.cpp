@@ -106,6 +106,22 @@ TEST(SyntheticDataset, RefusesBadSpecs) {
             std::string::npos);
 }
 
+TEST(SyntheticTokens, ForASequenceClassifierLabelEachWalkByItsFirstIdModTheClasses) {
+  SyntheticSpec spec{6, {5}, 1, 3};
+  spec.vocab = 7;
+  const Dataset next_tokens = synthetic_dataset(spec);
+  spec.sequence_classes = 3;
+  const Dataset classified = synthetic_dataset(spec);
+  EXPECT_TRUE(classified.tokens());
+  EXPECT_EQ(classified.labels_per_sample(), 1);
+  EXPECT_EQ(classified.num_classes(), 3);
+  for (int64_t sample = 0; sample < 6; ++sample) {
+    // The same walks; one label each.
+    EXPECT_EQ(classified.sample_features(sample)[0], next_tokens.sample_features(sample)[0]);
+    EXPECT_EQ(classified.labels()[static_cast<size_t>(sample)], static_cast<int64_t>(classified.sample_features(sample)[0]) % 3);
+  }
+}
+
 TEST(SyntheticTokens, AreWalksWithTheirNextTokensAsLabels) {
   SyntheticSpec spec{6, {5}, 1, 3};
   spec.vocab = 7;

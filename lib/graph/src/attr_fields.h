@@ -63,6 +63,7 @@ template <typename Visit> void for_each_field(LinearAttrs& a, Visit&& v) {
   v("out_features", a.out_features, Presence::Required);
   v("bias", a.bias, Presence::Optional);
   v("tied_to", a.tied_to, Presence::OmitIfDefault);
+  v("weight_in_out", a.weight_in_out, Presence::OmitIfDefault);
 }
 template <typename Visit> void for_each_field(FlattenAttrs&, Visit&&) {}
 template <typename Visit> void for_each_field(DropoutAttrs& a, Visit&& v) {
@@ -82,6 +83,7 @@ template <typename Visit> void for_each_field(EmbeddingAttrs& a, Visit&& v) {
 template <typename Visit> void for_each_field(PositionEmbeddingAttrs& a, Visit&& v) {
   v("max_positions", a.max_positions, Presence::Required);
   v("table_2d", a.table_2d, Presence::OmitIfDefault);
+  v("row", a.row, Presence::OmitIfDefault);
 }
 template <typename Visit> void for_each_field(ClassTokenAttrs&, Visit&&) {}
 template <typename Visit> void for_each_field(ImageToTokensAttrs&, Visit&&) {}
@@ -113,6 +115,7 @@ template <typename Visit> void for_each_field(PowScalarAttrs& a, Visit&& v) { v(
 template <typename Visit> void for_each_field(AddScalarAttrs& a, Visit&& v) { v("value", a.value, Presence::Required); }
 template <typename Visit> void for_each_field(SqrtAttrs&, Visit&&) {}
 template <typename Visit> void for_each_field(ReciprocalAttrs&, Visit&&) {}
+template <typename Visit> void for_each_field(RotaryAttrs& a, Visit&& v) { v("theta", a.theta, Presence::Optional); }
 template <typename Visit> void for_each_field(Conv3dAttrs& a, Visit&& v) {
   v("out_channels", a.out_channels, Presence::Required);
   v("kernel", a.kernel, Presence::Required);

@@ -19,7 +19,9 @@ ModelSamples model_samples(const Graph& graph) {
       if (input.dtype == DType::Int64) samples.vocab = input.vocab;
     }
     if (layer.op() == OpKind::SoftmaxCrossEntropy && samples.classes == 0) {
-      samples.classes = graph.info(graph.inputs(id)[0]).output_shape.back();
+      const Shape& logits = graph.info(graph.inputs(id)[0]).output_shape;
+      samples.classes = logits.back();
+      samples.labels_per_token = samples.vocab > 0 && logits.size() == 2;
     }
   }
   return samples;
@@ -40,11 +42,14 @@ void check_fits_samples(const Graph& graph, const SampleSpec& spec) {
     }
     if (layer.op() == OpKind::SoftmaxCrossEntropy) {
       const Shape& logits = graph.info(graph.inputs(id)[0]).output_shape;
-      const Shape expected = spec.tokens ? Shape{spec.sample_shape.at(0), spec.classes} : Shape{spec.classes};
+      const bool per_token = spec.tokens && spec.labels_per_token;
+      const Shape expected = per_token ? Shape{spec.sample_shape.at(0), spec.classes} : Shape{spec.classes};
       if (logits != expected) {
         throw UserError(fmt::format("model '{}' loss '{}' takes logits [{}], but dataset '{}' has {} classes{}",
                                     graph.name(), layer.name, fmt::join(logits, ", "), spec.data_name, spec.classes,
-                                    spec.tokens ? fmt::format(" for each of {} tokens", spec.sample_shape.at(0)) : ""));
+                                    per_token     ? fmt::format(" for each of {} tokens", spec.sample_shape.at(0))
+                                    : spec.tokens ? " for each sequence"
+                                                  : ""));
       }
     }
   }

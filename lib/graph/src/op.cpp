@@ -21,7 +21,7 @@ constexpr std::array<const char*, kOpKindCount> kOpNames = {
     "tanh",        "softplus",       "scale",              "conv_transpose2d",
     "mul_scalar",  "causal_mask",    "conv3d",             "maxpool3d",
     "avgpool3d",   "pow_scalar",     "add_scalar",         "sqrt",
-    "reciprocal",
+    "reciprocal",  "rotary",
 };
 
 // default_attrs(kind) builds alternative number `kind` of the variant, value-initialised.

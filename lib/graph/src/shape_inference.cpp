@@ -389,8 +389,11 @@ class Inferrer {
   LayerInfo operator()(const PositionEmbeddingAttrs& a) const {
     const Shape& in = float_input(2, "[T, D]");
     require_positive(a.max_positions, "max_positions");
-    if (in[0] > a.max_positions) {
+    if (in[0] > a.max_positions && a.row < 0) {
       fail(fmt::format("sequence length {} exceeds max_positions {}", in[0], a.max_positions));
+    }
+    if (a.row < -1 || a.row >= a.max_positions) {
+      fail(fmt::format("row {} is outside the table's {} rows (-1: row t for token t)", a.row, a.max_positions));
     }
     return finish(in, mul(a.max_positions, in[1], "parameter count"), numel(in));
   }
@@ -541,6 +544,12 @@ class Inferrer {
   }
   LayerInfo operator()(const SqrtAttrs&) const { return element_wise(1); }
   LayerInfo operator()(const ReciprocalAttrs&) const { return element_wise(1); }
+  LayerInfo operator()(const RotaryAttrs& a) const {
+    const Shape& in = float_input(0, "");
+    if (in.size() < 2 || in.back() % 2 != 0) fail(fmt::format("input {} is not [..., T, d] with d even", shape_to_string(in)));
+    if (!(a.theta > 1) || !std::isfinite(a.theta)) fail(fmt::format("theta {} must be a finite number above 1", a.theta));
+    return element_wise(3);  // x cos + rotate_half(x) sin: two multiplies and an add
+  }
   LayerInfo operator()(const CausalMaskAttrs&) const {
     const Shape& in = float_input(0, "");
     if (in.size() < 2 || in[in.size() - 1] != in[in.size() - 2]) {

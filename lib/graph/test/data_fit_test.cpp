@@ -59,5 +59,24 @@ TEST(DataFit, TokenModelsTakeTokenDataWithALabelPerToken) {
             "model 'lm' loss 'loss' takes logits [8, 50], but dataset 'synthetic' has 40 classes for each of 8 tokens");
 }
 
+TEST(DataFit, SequenceClassifiersTakeTokenDataWithALabelPerSequence) {
+  // Token ids in, logits [3] out (BERT's sequence classification): one label a sample.
+  const Graph classifier = [] {
+    GraphBuilder b("bert");
+    auto x = b.token_input("ids", 8, 50);
+    x = b.embedding("embed", x, 50, 16);
+    x = b.add("first", {x}, TakeTokenAttrs{0});
+    x = b.linear("head", x, 3);
+    b.cross_entropy("loss", x);
+    return std::move(b).build();
+  }();
+  EXPECT_EQ(refusal(classifier, {"synthetic", {8}, 3, true, false}), "");
+  EXPECT_EQ(refusal(classifier, {"synthetic", {8}, 3, true, true}),
+            "model 'bert' loss 'loss' takes logits [3], but dataset 'synthetic' has 3 classes for each of 8 tokens");
+  EXPECT_EQ(refusal(classifier, {"synthetic", {8}, 5, true, false}),
+            "model 'bert' loss 'loss' takes logits [3], but dataset 'synthetic' has 5 classes for each sequence");
+  EXPECT_FALSE(model_samples(classifier).labels_per_token);
+}
+
 }  // namespace
 }  // namespace burst::graph

@@ -181,7 +181,9 @@ TEST(OnnxImport, VolumesAsConv3dBatchNorm3dAndPools) {
   for (LayerId id = 0; id < static_cast<LayerId>(g.size()); ++id) {
     const OpKind op = g.layer(id).op();
     pools += op == OpKind::MaxPool3d || op == OpKind::AvgPool3d ? 1 : 0;
-    if (op == OpKind::Mean) EXPECT_EQ(g.info(id).output_shape, (Shape{2, 1, 1, 1}));
+    if (op == OpKind::Mean) {
+      EXPECT_EQ(g.info(id).output_shape, (Shape{2, 1, 1, 1}));
+    }
   }
   EXPECT_EQ(pools, 2);
   // Pads that differ at the two ends of a dim are refused.

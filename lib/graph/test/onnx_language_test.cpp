@@ -112,9 +112,9 @@ TEST(OnnxLanguage, NearMissesAreRefused) {
   Variant small_fill;  // -1 does not remove a key from the softmax
   small_fill.fill = -1;
   expect_refused(tiny_gpt(small_fill).bytes(), "something other than -inf");
-  Variant shifted;  // positions 1 .. 3: not rows 0 .. T - 1 of the table
-  shifted.first_position = 1;
-  expect_refused(tiny_gpt(shifted).bytes(), "burst reads token ids, or positions 0 .. T - 1");
+  Variant shifted;  // torch.arange(3, T): 1 position for 4 tokens
+  shifted.first_position = 3;
+  expect_refused(tiny_gpt(shifted).bytes(), "adds 1 rows of table 'pos.weight' [6, 4] to [4, 4]");
 }
 
 // A Constant node holding one float, for the Python numbers of an export.

@@ -252,6 +252,7 @@ class Factory {
   std::unique_ptr<LayerModule> operator()(const graph::LinearAttrs& a) const {
     // [B, ..., in] -> [B, ..., out].
     const int64_t in_features = in().back();
+    if (a.weight_in_out) return unary(InOutLinear(in_features, a.out_features, a.bias));  // HF's Conv1D
     if (a.tied_to.empty()) {
       return unary(torch::nn::Linear(
           torch::nn::LinearOptions(in_features, a.out_features).bias(a.bias)));
@@ -306,7 +307,7 @@ class Factory {
   }
 
   std::unique_ptr<LayerModule> operator()(const graph::PositionEmbeddingAttrs& a) const {
-    return unary(PositionEmbedding(a.max_positions, in()[1], a.table_2d));  // [B, T, D] -> same
+    return unary(PositionEmbedding(a.max_positions, in()[1], a.table_2d, a.row));  // [B, T, D] -> same
   }
 
   std::unique_ptr<LayerModule> operator()(const graph::ScaleAttrs& a) const {
@@ -406,6 +407,11 @@ class Factory {
 
   std::unique_ptr<LayerModule> operator()(const graph::ReciprocalAttrs&) const {
     return function(1, [](const auto& x) { return torch::reciprocal(x[0]); });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::RotaryAttrs& a) const {
+    const double theta = a.theta;
+    return function(1, [theta](const auto& x) { return rotary_embedding(x[0], theta); });  // [B, ..., T, d]
   }
 
   std::unique_ptr<LayerModule> operator()(const graph::CausalMaskAttrs&) const {

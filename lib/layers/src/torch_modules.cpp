@@ -9,7 +9,8 @@ namespace burst::layers {
 
 namespace F = torch::nn::functional;
 
-PositionEmbeddingImpl::PositionEmbeddingImpl(int64_t max_positions, int64_t dim, bool table_2d) {
+PositionEmbeddingImpl::PositionEmbeddingImpl(int64_t max_positions, int64_t dim, bool table_2d, int64_t row)
+    : row_(row) {
   weight = register_parameter("weight", table_2d ? torch::empty({max_positions, dim}) : torch::empty({1, max_positions, dim}));
   torch::NoGradGuard no_grad;
   weight.normal_(0.0, 0.02);
@@ -17,7 +18,39 @@ PositionEmbeddingImpl::PositionEmbeddingImpl(int64_t max_positions, int64_t dim,
 
 torch::Tensor PositionEmbeddingImpl::forward(const torch::Tensor& x) {
   const int64_t tokens = x.size(1);
-  return x + weight.narrow(weight.dim() - 2, 0, tokens);  // [B, T, D] + [1, T, D] or [T, D]
+  const int64_t row_dim = weight.dim() - 2;
+  if (row_ >= 0) return x + weight.narrow(row_dim, row_, 1);  // [B, T, D] + one row [1, D], broadcast
+  return x + weight.narrow(row_dim, 0, tokens);  // [B, T, D] + [1, T, D] or [T, D]
+}
+
+InOutLinearImpl::InOutLinearImpl(int64_t in, int64_t out, bool with_bias) {
+  weight = register_parameter("weight", torch::empty({in, out}));
+  if (with_bias) bias = register_parameter("bias", torch::zeros({out}));
+  torch::NoGradGuard no_grad;
+  weight.normal_(0.0, 0.02);
+}
+
+torch::Tensor InOutLinearImpl::forward(const torch::Tensor& x) {
+  // As Conv1D: the rows [N, in] times [in, out], the bias added by addmm.
+  std::vector<int64_t> out_shape = x.sizes().vec();
+  out_shape.back() = weight.size(1);
+  const torch::Tensor rows = x.reshape({-1, weight.size(0)});
+  const torch::Tensor y = bias.defined() ? torch::addmm(bias, rows, weight) : rows.matmul(weight);
+  return y.view(out_shape);
+}
+
+torch::Tensor rotary_embedding(const torch::Tensor& x, double theta) {
+  const int64_t tokens = x.size(-2), dim = x.size(-1);
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(x.device());
+  // inv_freq_i = 1 / theta^(2i / d), positions 0 .. T - 1, angles [T, d / 2] then [T, d].
+  const torch::Tensor exponents = torch::arange(0, dim, 2, f32.dtype(torch::kLong)).to(torch::kFloat32) / dim;
+  const torch::Tensor inv_freq = 1.0 / torch::pow(theta, exponents);
+  const torch::Tensor angles = torch::arange(tokens, f32).unsqueeze(1) * inv_freq.unsqueeze(0);
+  const torch::Tensor both = torch::cat({angles, angles}, -1);
+  const torch::Tensor cos = both.cos().to(x.scalar_type()), sin = both.sin().to(x.scalar_type());
+  const int64_t half = dim / 2;
+  const torch::Tensor rotated = torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+  return x * cos + rotated * sin;
 }
 
 ScaleImpl::ScaleImpl(std::vector<int64_t> shape) { weight = register_parameter("weight", torch::ones(shape)); }

@@ -17,13 +17,33 @@ namespace burst::layers {
 // Initialised N(0, 0.02), as torchvision's ViT and GPT-2 do.
 class PositionEmbeddingImpl : public torch::nn::Module {
  public:
-  PositionEmbeddingImpl(int64_t max_positions, int64_t dim, bool table_2d = false);
+  PositionEmbeddingImpl(int64_t max_positions, int64_t dim, bool table_2d = false, int64_t row = -1);
   // x [B, T, D] -> x + weight[:, 0:T] (broadcast over B), [B, T, D].
   torch::Tensor forward(const torch::Tensor& x);
 
   torch::Tensor weight;  // [1, max_positions, D] (torchvision ViT's pos_embedding), or [max_positions, D]
+
+ private:
+  int64_t row_;  // every token's row; -1: row t for token t
 };
 TORCH_MODULE(PositionEmbedding);
+
+// A linear layer whose weight is held [in, out] (Hugging Face's Conv1D in GPT-2), so its
+// state_dict keeps that layout: x @ weight + bias as addmm of the rows, [..., in] -> [..., out].
+// Initialised as Conv1D: weight N(0, 0.02), bias 0.
+class InOutLinearImpl : public torch::nn::Module {
+ public:
+  InOutLinearImpl(int64_t in, int64_t out, bool bias);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::Tensor weight;  // [in, out]
+  torch::Tensor bias;    // [out], or undefined
+};
+TORCH_MODULE(InOutLinear);
+
+// Rotary position embeddings on x [B, ..., T, d] (graph::RotaryAttrs): cos and sin computed
+// in float32 as transformers' LlamaRotaryEmbedding does, then in x's dtype.
+torch::Tensor rotary_embedding(const torch::Tensor& x, double theta);
 
 // ViT's class token: one learned token [1, 1, D] (torchvision's shape, initialised to
 // zeros as torchvision does) prepended to every sequence.

@@ -265,6 +265,36 @@ TEST(LayersTest, VolumeOpsComputeWhatTorchDoes) {
   EXPECT_EQ(at("avg").sizes(), (std::vector<int64_t>{3, 3, 3, 2, 2}));
 }
 
+TEST(LayersTest, RotaryAndConv1DComputeWhatTransformersDo) {
+  // Rotary on [3, 2, 4, 4] (heads 2, T 4, d 4), base 100: token t, feature j rotates the pair
+  // (j, j + 2) by t * 100^(-2 (j mod 2) / 4); written out element by element here.
+  graph::GraphBuilder b("transformers");
+  auto x = b.input("input", {2, 4, 4});
+  b.add("rope", {x}, graph::RotaryAttrs{100});
+  graph::LinearAttrs conv1d{6, true, ""};
+  conv1d.weight_in_out = true;
+  b.add("c_fc", {x}, conv1d);
+  const Graph graph = std::move(b).build();
+  std::vector<std::unique_ptr<LayerModule>> modules;
+  const auto out = run_all(graph, &modules);
+  const torch::Tensor in = out[0];
+  torch::Tensor expected = torch::empty_like(in);
+  for (int64_t t = 0; t < 4; ++t) {
+    for (int64_t j = 0; j < 4; ++j) {
+      const double angle = static_cast<double>(t) * std::pow(100.0, -2.0 * static_cast<double>(j % 2) / 4.0);
+      const torch::Tensor here = in.select(2, t).select(2, j);
+      const torch::Tensor partner = in.select(2, t).select(2, (j + 2) % 4);
+      const double sign = j < 2 ? -1 : 1;  // rotate_half: -x2 in the first half, x1 in the second
+      expected.select(2, t).select(2, j).copy_(here * std::cos(angle) + sign * partner * std::sin(angle));
+    }
+  }
+  EXPECT_TRUE(torch::allclose(out[*graph.find("rope")], expected, 1e-5, 1e-6));
+  // Conv1D: weight [in 4, out 6], y = x W + b; its state keeps [4, 6].
+  const auto params = modules[*graph.find("c_fc")]->module().named_parameters();
+  EXPECT_EQ(params["weight"].sizes(), (std::vector<int64_t>{4, 6}));
+  EXPECT_TRUE(torch::allclose(out[*graph.find("c_fc")], torch::matmul(in, params["weight"]) + params["bias"], 1e-5, 1e-6));
+}
+
 TEST(LayersTest, StochasticDepthDropsWholeSamplesWhereverTheyRun) {
   graph::GraphBuilder b("depth");
   auto x = b.input("input", {2, 3});

@@ -16,6 +16,15 @@ bool has_tied_weights(const graph::Graph& graph, graph::LayerId id) {
   return !graph.tied_heads(id).empty();
 }
 
+std::string weight_split_refusal(const graph::Graph& graph, graph::LayerId id) {
+  if (has_tied_weights(graph, id)) return "its weight is tied to another layer's, and tied weights take no tensor split";
+  const auto* linear = std::get_if<graph::LinearAttrs>(&graph.layer(id).attrs);
+  if (linear != nullptr && linear->weight_in_out) {
+    return "its weight is held [in, out] (Hugging Face's Conv1D), which takes no tensor split yet";
+  }
+  return "";
+}
+
 namespace {
 
 using cost::SplitKind;
@@ -26,7 +35,7 @@ std::string refusal(const graph::Graph& graph, graph::LayerId id, SplitKind kind
   const OpKind op = graph.layer(id).op();
   const std::string name = graph::op_name(op);
   if (kind == SplitKind::Samples) return "";
-  if (has_tied_weights(graph, id)) return "its weight is tied to another layer's, and tied weights take no tensor split";
+  if (std::string why = weight_split_refusal(graph, id); !why.empty()) return why;
   switch (kind) {
     case SplitKind::Column:
     case SplitKind::Row:

@@ -26,7 +26,8 @@ std::vector<SplitKind> megatron_splits(const graph::Graph& graph, int32_t parts)
   const auto kind = [&](graph::LayerId id) -> SplitKind& { return kinds[static_cast<size_t>(id)]; };
   for (graph::LayerId id = 0; id < layers; ++id) {
     const graph::OpKind op = graph.layer(id).op();
-    if (has_tied_weights(graph, id) || op == graph::OpKind::BatchNorm2d || op == graph::OpKind::SoftmaxCrossEntropy) {
+    if (!weight_split_refusal(graph, id).empty() || op == graph::OpKind::BatchNorm2d ||
+        op == graph::OpKind::SoftmaxCrossEntropy) {
       kind(id) = SplitKind::Samples;
     } else if (op == graph::OpKind::SelfAttention &&
                cost::divided_units(graph, id, SplitKind::Heads).count % parts == 0) {

@@ -13,7 +13,7 @@ namespace {
 data::ModelSamples data_model_samples(const graph::Graph& graph) {
   const graph::ModelSamples model = graph::model_samples(graph);
   if (model.classes < 1) throw UserError(fmt::format("model '{}' has no classifier loss to train", graph.name()));
-  return {model.sample_shape, model.classes, model.vocab};
+  return {model.sample_shape, model.classes, model.vocab, model.labels_per_token};
 }
 
 data::Dataset load_named_dataset(const TrainConfig& config, const graph::Graph& graph, const std::string& name,
@@ -35,6 +35,8 @@ data::Dataset load_named_dataset(const TrainConfig& config, const graph::Graph& 
   synthetic.sample_shape = model.sample_shape;
   synthetic.vocab = model.vocab;
   synthetic.num_classes = model.classes;
+  // A sequence classifier (token ids in, logits [classes] out: BERT's) gets one label a sample.
+  if (model.vocab > 0 && !model.labels_per_token) synthetic.sequence_classes = model.classes;
   return data::synthetic_dataset(synthetic);
 }
 
@@ -42,7 +44,8 @@ data::Dataset load_named_dataset(const TrainConfig& config, const graph::Graph& 
 
 data::Dataset load_dataset(const TrainConfig& config, const graph::Graph& graph) {
   data::Dataset dataset = load_named_dataset(config, graph, config.dataset, data::Split::train);
-  graph::check_fits_samples(graph, {dataset.name(), dataset.sample_shape(), dataset.num_classes(), dataset.tokens()});
+  graph::check_fits_samples(graph, {dataset.name(), dataset.sample_shape(), dataset.num_classes(), dataset.tokens(),
+                                    dataset.labels_per_sample() > 1});
   return dataset;
 }
 
@@ -51,7 +54,8 @@ std::optional<data::Dataset> load_validation_dataset(const TrainConfig& config, 
   if (name.empty() && !data::is_user_dataset(data::parse_dataset_spec(config.dataset))) name = config.dataset;
   if (name.empty()) return std::nullopt;
   data::Dataset dataset = load_named_dataset(config, graph, name, data::Split::test);
-  graph::check_fits_samples(graph, {dataset.name(), dataset.sample_shape(), dataset.num_classes(), dataset.tokens()});
+  graph::check_fits_samples(graph, {dataset.name(), dataset.sample_shape(), dataset.num_classes(), dataset.tokens(),
+                                    dataset.labels_per_sample() > 1});
   return dataset;
 }
 

@@ -267,6 +267,64 @@ class TraceBuilder {
 
 }  // namespace
 
+bool Lowering::merges_batch(const onnx::NodeProto& reshape) const {
+  // A target whose first dim is -1 or k * batch while the rest do not hold a sample: the
+  // batch is merged into a dim with others (Hugging Face's Conv1D views x as [-1, in]).
+  const SymbolicTensor& target = integer_input(reshape, 1);
+  if (target.values.empty()) return false;
+  const SymbolicInt first = target.values[0];
+  if (first.batch > 1 && first.constant == 0) return true;
+  if (!(first == fixed(-1))) return false;
+  int64_t rest = 1, elements = 1;
+  for (size_t d = 1; d < target.values.size(); ++d) {
+    if (target.values[d].batch != 0 || target.values[d].constant <= 0) return false;
+    rest *= target.values[d].constant;
+  }
+  for (const int64_t dim : info_of(layer_input(reshape, 0)).output_shape) elements *= dim;
+  return rest != elements && elements % rest == 0;
+}
+
+void Lowering::trace_flatten(const onnx::NodeProto& reshape) {
+  // x [B, S..., in] as [B * S..., in]: a trace from x itself, reshaped.
+  const std::string x = layer_input(reshape, 0);
+  const TraceBuilder build(reshape, [this, &reshape](const std::string& reason) { fail(reshape, reason); });
+  Trace start;
+  start.op = Trace::Op::Start;
+  start.shape.push_back(kBatch);
+  for (const int64_t dim : info_of(x).output_shape) start.shape.push_back(fixed(dim));
+  for (size_t d = 0; d < start.shape.size(); ++d) start.perm.push_back(static_cast<int64_t>(d));
+  start.layer = x;
+  start.node = reshape.name();
+  const auto started = std::make_shared<const Trace>(std::move(start));
+  bind_trace(reshape.output(0), build.reshape(started, integer_input(reshape, 1), attr_int(reshape, "allowzero", 0) != 0));
+}
+
+std::string Lowering::close_flattened_linear(const onnx::NodeProto& node, const Trace& closing) {
+  // Reshape(Gemm(Reshape(x, [-1, in]), W, b), [B, S..., out]) is a linear layer on x's last dim.
+  const Trace* linear = closing.op == Trace::Op::Reshape ? closing.inputs.at(0).get() : nullptr;
+  const Trace* flat = linear != nullptr && linear->op == Trace::Op::Linear ? linear->inputs.at(0).get() : nullptr;
+  const Trace* start = flat != nullptr && flat->op == Trace::Op::Reshape ? flat->inputs.at(0).get() : nullptr;
+  const bool matches = start != nullptr && start->op == Trace::Op::Start && flat->shape.size() == 2 &&
+                       start->shape.size() == closing.shape.size() &&
+                       std::equal(start->shape.begin(), start->shape.end() - 1, closing.shape.begin());
+  if (!matches) {
+    fail(node, fmt::format("puts the batch first again as {} after a computation burst does not read (it reads a "
+                           "linear layer on rows [-1, in], restored to the input's leading dims)",
+                           symbolic_text(closing.shape)));
+  }
+  const int64_t out = closing.shape.back().constant;
+  LayerWeights weights;
+  // The weight in its own layout: [out, in] as torch.nn.Linear, or [in, out] as Conv1D.
+  weights.parameters.push_back(linear->weight_as_torch ? torch_linear_weight(*linear->weight, true) : initial(*linear->weight));
+  if (linear->bias != nullptr) weights.parameters.push_back(initial(*linear->bias, {out}));
+  LinearAttrs attrs{out, linear->bias != nullptr, ""};
+  attrs.weight_in_out = !linear->weight_as_torch;
+  std::string name = state_dict_prefix(linear->weight->name);
+  const std::string layer = add_named_layer(node, name, {start->layer}, attrs);
+  weights_[layer] = std::move(weights);
+  return layer;
+}
+
 // Slice, Unsqueeze, Squeeze and Gather of a traced tensor: views of its elements, each a
 // Slice or a Reshape trace (torch 2.x picks q, k and v with Gather).
 void Lowering::trace_view(const onnx::NodeProto& node) {
@@ -354,7 +412,15 @@ void Lowering::trace_op(const onnx::NodeProto& node) {
   } else if (op == "Slice" || op == "Unsqueeze" || op == "Squeeze" || op == "Gather") {
     trace_view(node);
   } else if (op == "Reshape") {
-    bind_trace(node.output(0), build.reshape(x, integer_input(node, 1), attr_int(node, "allowzero", 0) != 0));
+    Trace result = build.reshape(x, integer_input(node, 1), attr_int(node, "allowzero", 0) != 0);
+    // The batch first again: a linear layer on flattened rows closes here (Conv1D); torch's
+    // attention stays traced until its Transpose.
+    if (only_batch_first(result.shape) && x->op == Trace::Op::Linear && x->inputs.at(0)->op == Trace::Op::Reshape &&
+        x->inputs.at(0)->inputs.at(0)->op == Trace::Op::Start && x->inputs.at(0)->inputs.at(0)->perm.size() == result.shape.size()) {
+      bind_layer(node.output(0), close_flattened_linear(node, result));
+    } else {
+      bind_trace(node.output(0), std::move(result));
+    }
   } else if (op == "Softmax") {
     const int64_t axis = attr_int(node, "axis", -1);
     if (axis != -1 && axis != static_cast<int64_t>(x->shape.size()) - 1) fail(node, "burst reads a softmax over the last dim only");

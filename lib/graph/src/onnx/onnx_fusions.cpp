@@ -168,13 +168,24 @@ void Lowering::learned_scale(const onnx::NodeProto& mul, const std::string& x, C
 }
 
 void Lowering::position_embedding(const onnx::NodeProto& add, const std::string& x, ConstantTensor& table,
-                                  bool table_2d) {
+                                  bool table_2d, const std::vector<int64_t>& rows) {
   // x [T, D] + table [1, T, D]: torch's learned absolute positions (ViT's pos_embedding); or
-  // + rows 0 .. T - 1 of an nn.Embedding's table [T', D] (a GPT's positions by torch.arange).
+  // + rows of an nn.Embedding's table [T', D] (a GPT's positions by torch.arange: rows
+  // 0 .. T - 1; BERT's token types: row 0 for every token).
   const int64_t positions = table_2d ? table.dims.at(0) : info_of(x).output_shape.at(0);
+  bool in_order = true, one_row = !rows.empty();
+  for (size_t t = 0; t < rows.size(); ++t) {
+    in_order = in_order && rows[t] == static_cast<int64_t>(t);
+    one_row = one_row && rows[t] == rows[0];
+  }
+  if (!in_order && !one_row) {
+    fail(add, fmt::format("adds rows [{}] of table '{}'; burst adds row t to token t, or one row to every token",
+                          fmt::join(rows, ", "), table.name));
+  }
   LayerWeights weights;
   weights.parameters.push_back(initial(table));
-  weights_[add_named_layer(add, table.name, {x}, PositionEmbeddingAttrs{positions, table_2d})] = std::move(weights);
+  const PositionEmbeddingAttrs attrs{positions, table_2d, in_order ? -1 : rows[0]};
+  weights_[add_named_layer(add, table.name, {x}, attrs)] = std::move(weights);
 }
 
 void Lowering::take_token(const onnx::NodeProto& gather) {

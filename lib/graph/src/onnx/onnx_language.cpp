@@ -24,11 +24,19 @@ constexpr double kMaskedScore = -1e9;
 }  // namespace
 
 int64_t Lowering::token_vocab(const std::string& input) const {
+  // The tables of the Gathers reading the ids, directly or through views of them
+  // (input_ids.view(-1, T), as Hugging Face's GPT-2 writes).
   int64_t vocab = 0;
-  const auto readers = readers_.find(input);
-  if (readers != readers_.end()) {
+  std::vector<std::string> ids{input};
+  for (size_t next = 0; next < ids.size() && ids.size() < 64; ++next) {
+    const auto readers = readers_.find(ids[next]);
+    if (readers == readers_.end()) continue;
     for (const onnx::NodeProto* reader : readers->second) {
-      if (reader->op_type() != "Gather" || reader->input_size() < 2 || reader->input(1) != input) continue;
+      const std::string& op = reader->op_type();
+      if ((op == "Reshape" || op == "Identity" || op == "Squeeze" || op == "Unsqueeze") && reader->input(0) == ids[next]) {
+        ids.push_back(reader->output(0));
+      }
+      if (op != "Gather" || reader->input_size() < 2 || reader->input(1) != ids[next]) continue;
       const auto table = values_.find(reader->input(0));
       if (table == values_.end() || table->second.constant == nullptr || !table->second.constant->is_float ||
           table->second.constant->dims.size() != 2) {
@@ -86,18 +94,20 @@ void Lowering::table_gather(const onnx::NodeProto& node) {
     embedding_of_table_[table.name] = layer;
     return;
   }
-  // Rows 0 .. n - 1 (torch.arange(T)): the positions a following Add joins to the tokens.
+  // Rows by ids known at import (torch.arange(T), a buffer of token types): what a following
+  // Add joins to the tokens, one row a token.
   const SymbolicTensor& rows = integer_input(node, 1);
   const std::vector<int64_t> index = fixed_integers(node, 1);
-  bool first_rows = rows.dims.size() == 1 && !index.empty() && static_cast<int64_t>(index.size()) <= table.dims[0];
-  for (size_t i = 0; first_rows && i < index.size(); ++i) first_rows = index[i] == static_cast<int64_t>(i);
-  if (!first_rows) {
-    fail(node, fmt::format("gathers rows [{}] of table '{}'; burst reads token ids, or positions 0 .. T - 1 "
-                           "(torch.arange), from a table",
+  // [T], or [1, T] (position_ids = arange(T).unsqueeze(0), Hugging Face's).
+  bool one_row_a_token = !rows.dims.empty() && !index.empty() && rows.dims.back() == static_cast<int64_t>(index.size());
+  for (const int64_t row : index) one_row_a_token = one_row_a_token && row >= 0 && row < table.dims[0];
+  if (!one_row_a_token) {
+    fail(node, fmt::format("gathers rows [{}] of table '{}'; burst reads token ids, or one row a token by ids known "
+                           "at import (torch.arange(T)), from a table",
                            fmt::join(rows.dims, ", "), table.name));
   }
   Value value = input(node, 0);
-  value.table_rows = static_cast<int64_t>(index.size());
+  value.table_rows = index;
   values_[node.output(0)] = value;
 }
 
@@ -159,6 +169,25 @@ void Lowering::constant_equal(const onnx::NodeProto& node) {
   SymbolicTensor out{table.dims, {}};
   for (const float v : table.floats) out.values.push_back(fixed(static_cast<double>(v) == *value ? 1 : 0));
   bind_integers(node.output(0), std::move(out));
+}
+
+void Lowering::select_numbers(const onnx::NodeProto& node) {
+  // torch.where(mask, 0.0, finfo.min) of a folded boolean table: a float table, which an Add
+  // to attention scores reads as an additive mask.
+  const std::optional<double> a = folded_scalar(node, 1), b = folded_scalar(node, 2);
+  if (!a || !b) fail(node, "burst selects between integers, or between two numbers by a condition known at import");
+  const SymbolicTensor& condition = integer_input(node, 0);
+  const std::vector<int64_t> holds = fixed_integers(node, 0);
+  ConstantTensor table;
+  table.name = node.output(0);
+  table.dims = condition.dims;
+  table.is_float = true;
+  table.floats.reserve(holds.size());
+  for (const int64_t h : holds) table.floats.push_back(static_cast<float>(h != 0 ? *a : *b));
+  constants_.push_back(std::move(table));
+  Value bound;
+  bound.constant = &constants_.back();
+  values_[node.output(0)] = std::move(bound);
 }
 
 void Lowering::causal_mask(const onnx::NodeProto& node, const std::string& scores, const std::vector<int64_t>& dims,

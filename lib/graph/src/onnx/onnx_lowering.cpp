@@ -35,11 +35,9 @@ Lowering::Lowering(const onnx::GraphProto& graph, std::vector<const onnx::NodePr
 
 namespace {
 
-using Handler = void (Lowering::*)(const onnx::NodeProto&);
-
 // The one list of ONNX ops burst reads, each with its handler.
-const std::map<std::string, Handler>& handlers() {
-  static const std::map<std::string, Handler> table = {
+const std::map<std::string, Lowering::Handler>& handlers() {
+  static const std::map<std::string, Lowering::Handler> table = {
       {"Conv", &Lowering::conv},
       {"ConvTranspose", &Lowering::conv_transpose},
       {"BatchNormalization", &Lowering::batch_normalization},
@@ -77,6 +75,16 @@ const std::map<std::string, Handler>& handlers() {
       {"Equal", &Lowering::equal},
       {"Where", &Lowering::where},
       {"Range", &Lowering::range},
+      {"Less", &Lowering::integer_comparison},
+      {"LessOrEqual", &Lowering::integer_comparison},
+      {"Greater", &Lowering::integer_comparison},
+      {"GreaterOrEqual", &Lowering::integer_comparison},
+      {"And", &Lowering::integer_comparison},
+      {"Or", &Lowering::integer_comparison},
+      {"GatherElements", &Lowering::gather_elements},
+      {"Cos", &Lowering::fold_float_function},
+      {"Sin", &Lowering::fold_float_function},
+      {"Neg", &Lowering::negate},
       {"Expand", &Lowering::expand},
       {"Softmax", &Lowering::softmax},
       {"Erf", &Lowering::pattern_only},
@@ -104,15 +112,19 @@ std::vector<LayerSpec> Lowering::lower() {
       trace_op(*node);
       continue;
     }
-    const auto handler = handlers().find(node->op_type());
-    BURST_ASSERT(handler != handlers().end(), "unsupported ops are refused before lowering");
-    (this->*handler->second)(*node);
+    (this->*handler_of(node->op_type()))(*node);
   }
   lower_outputs();
   return std::move(layers_);
 }
 
 bool Lowering::supports(const std::string& op_type) { return handlers().count(op_type) != 0; }
+
+Lowering::Handler Lowering::handler_of(const std::string& op_type) {
+  const auto handler = handlers().find(op_type);
+  BURST_ASSERT(handler != handlers().end(), "unsupported ops are refused before lowering");
+  return handler->second;
+}
 
 void Lowering::lower_inputs() {
   for (const onnx::ValueInfoProto& input : graph_.input()) {

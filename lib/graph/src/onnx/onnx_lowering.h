@@ -57,7 +57,7 @@ struct Value {
   std::shared_ptr<const Trace> trace;   // a tensor whose batch is not its first dim
   bool transposed = false;              // constant: a matrix read transposed (Transpose perm 1,0)
   bool over_batch = false;              // constant: Expand-ed to [batch, ...] (ViT's class token)
-  int64_t table_rows = 0;               // constant: its rows 0 .. table_rows - 1 (Gather of arange)
+  std::optional<std::vector<int64_t>> table_rows;  // constant: these rows of it (Gather by constant ids)
 };
 
 // A tensor whose batch is not its first dim: torch exports nn.MultiheadAttention
@@ -146,6 +146,12 @@ class Lowering {
   void equal(const onnx::NodeProto& node);
   void where(const onnx::NodeProto& node);
   void expand(const onnx::NodeProto& node);
+  void integer_expand(const onnx::NodeProto& node);
+  void gather_elements(const onnx::NodeProto& node);  // integers known at import
+  // Less, LessOrEqual, Greater, GreaterOrEqual, And, Or of integers, broadcast.
+  void integer_comparison(const onnx::NodeProto& node);
+  // Where(condition, a number, a number): a float table of the condition's shape (a mask).
+  void select_numbers(const onnx::NodeProto& node);
   void div(const onnx::NodeProto& node);      // integers, GELU's x / sqrt(2), attention's scale
   void softmax(const onnx::NodeProto& node);  // over the last dim
   // Language models written by hand (onnx_language.cpp): Range of integers (torch.arange),
@@ -163,6 +169,27 @@ class Lowering {
   void causal_mask(const onnx::NodeProto& node, const std::string& scores, const std::vector<int64_t>& dims,
                    const std::function<bool(size_t)>& masked);
   void scalar_multiply(const onnx::NodeProto& node, const std::string& x, double factor);
+  // Float tables folded at import (onnx_constant_fold.cpp): rotary embeddings' cos and sin.
+  // The fold_ functions return false where the inputs are not all constants.
+  const ConstantTensor* float_table(const onnx::NodeProto& node, int index) const;  // nullptr if none
+  void bind_float_table(const std::string& tensor, std::vector<int64_t> dims, std::vector<float> values);
+  bool fold_float_arithmetic(const onnx::NodeProto& node);  // Mul, Add, Sub, Div
+  void fold_float_function(const onnx::NodeProto& node);    // Cos, Sin, Neg
+  void negate(const onnx::NodeProto& node);                 // Neg: of a tensor, x times -1
+  bool fold_integers_to_floats(const onnx::NodeProto& node);  // Cast
+  bool fold_float_unsqueeze(const onnx::NodeProto& node);
+  bool fold_float_concat(const onnx::NodeProto& node);
+  // Rotary embeddings (onnx_rotary.cpp): q * cos + rotate_half(q) * sin from the Mul of q
+  // (input `x_input`) and cos, one rotary layer; false where the nodes differ.
+  bool fuse_rotary(const onnx::NodeProto& mul, int x_input);
+  // The base theta whose rotary tables cos and sin [T, d] are, or nullopt.
+  std::optional<double> rotary_theta(const ConstantTensor& cos, const ConstantTensor& sin, int64_t tokens,
+                                     int64_t dim) const;
+  // Lowers the shape arithmetic that computes `tensor` now, before its turn (a pattern that
+  // needs bounds the file computes later); the nodes are skipped in order.
+  void lower_ahead(const std::string& tensor, int depth);
+  using Handler = void (Lowering::*)(const onnx::NodeProto&);
+  static Handler handler_of(const std::string& op_type);
   // Element-wise arithmetic of a computed tensor with a Python number, as norms written by
   // hand use it (RMSNorm: x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)): Pow, Sqrt,
   // Reciprocal, and Add or Sub of a number (onnx_language.cpp).
@@ -219,7 +246,7 @@ class Lowering {
   // Input `index` as one number known at import: a batch-independent integer or a float
   // scalar constant; nullopt otherwise.
   std::optional<double> folded_scalar(const onnx::NodeProto& node, int index) const;
-  // 1-D integers sliced along their one axis (shape arithmetic; Slice on integers).
+  // Integers sliced along their axes (shape arithmetic; Slice of an integer buffer).
   void integer_slice(const onnx::NodeProto& node);
   // A weight's initial tensor; its values move out of the constant when no other node reads it.
   InitialTensor initial(ConstantTensor& tensor, std::vector<int64_t> shape = {});
@@ -238,8 +265,9 @@ class Lowering {
   bool fuse_layer_norm(const onnx::NodeProto& mean);  // ReduceMean, Sub, Pow, ... (opset < 17)
   bool fuse_gelu(const onnx::NodeProto& div);         // x * (1 + erf(x / sqrt 2)) * 0.5
   void class_token(const onnx::NodeProto& concat);    // Concat(Expand(token), x) on axis 1
-  // x [T, D] + table [1, T', D] (ViT's) or rows 0 .. T - 1 of a table [T', D] (table_2d).
-  void position_embedding(const onnx::NodeProto& add, const std::string& x, ConstantTensor& table, bool table_2d);
+  // x [T, D] + table [1, T', D] (ViT's) or `rows` of a table [T', D] (table_2d): one per token.
+  void position_embedding(const onnx::NodeProto& add, const std::string& x, ConstantTensor& table, bool table_2d,
+                          const std::vector<int64_t>& rows = {});
   // Whether input `index` of `node` is a float initializer (a model's trainable tensor: torch
   // exports parameters as initializers, Python numbers as Constant nodes).
   bool is_float_initializer(const onnx::NodeProto& node, int index) const;
@@ -262,6 +290,12 @@ class Lowering {
   // Appends the layer a trace that puts the batch first again computes (multi-head
   // self-attention) and returns its name; refuses any other computation.
   std::string close_trace(const onnx::NodeProto& node, const Trace& closing);
+  // Rows of a batch-first tensor: a Reshape whose target merges the batch into its first dim
+  // starts a trace (trace_flatten); a Gemm on it and a Reshape back to the input's leading
+  // dims close it as one linear layer (close_flattened_linear): Hugging Face's Conv1D.
+  bool merges_batch(const onnx::NodeProto& reshape) const;
+  void trace_flatten(const onnx::NodeProto& reshape);
+  std::string close_flattened_linear(const onnx::NodeProto& node, const Trace& closing);
 
   const onnx::GraphProto& graph_;
   std::vector<const onnx::NodeProto*> nodes_;

@@ -272,7 +272,7 @@ void Lowering::add(const onnx::NodeProto& node) {
   for (int k = 0; k < 2; ++k) {  // scores + mask[:T, :T], a table computed from a buffer
     const Value& table = input(node, k);
     if (table.constant != nullptr && table.constant->is_float && producers_.count(node.input(k)) != 0 &&
-        table.table_rows == 0 && !input(node, 1 - k).layer.empty() && table.constant->dims.size() >= 2) {
+        !table.table_rows && !input(node, 1 - k).layer.empty() && table.constant->dims.size() >= 2) {
       return additive_mask(node, input(node, 1 - k).layer, *table.constant);
     }
   }
@@ -285,17 +285,16 @@ void Lowering::add(const onnx::NodeProto& node) {
   // x [T, D] + a learned [1, T, D]: ViT's position embedding; + rows 0 .. T - 1 of a
   // learned [T', D]: a GPT's (nn.Embedding of torch.arange(T)).
   const Shape& x_shape = info_of(computed.layer).output_shape;
-  if (x_shape.size() == 2 && bias.table_rows == 0 &&
-      bias.constant->dims == std::vector<int64_t>{1, x_shape[0], x_shape[1]}) {
+  if (x_shape.size() == 2 && !bias.table_rows && bias.constant->dims == std::vector<int64_t>{1, x_shape[0], x_shape[1]}) {
     return position_embedding(node, computed.layer, *bias.constant, false);
   }
-  if (bias.table_rows > 0) {
-    if (x_shape.size() != 2 || bias.table_rows != x_shape[0] || bias.constant->dims.at(1) != x_shape[1]) {
-      fail(node, fmt::format("adds rows 0..{} of table '{}' [{}] to {}; burst adds positions [T, D] to tokens [T, D]",
-                             bias.table_rows - 1, bias.constant->name, fmt::join(bias.constant->dims, ", "),
-                             shape_to_string(x_shape)));
+  if (bias.table_rows) {
+    const auto rows = static_cast<int64_t>(bias.table_rows->size());
+    if (x_shape.size() != 2 || rows != x_shape[0] || bias.constant->dims.at(1) != x_shape[1]) {
+      fail(node, fmt::format("adds {} rows of table '{}' [{}] to {}; burst adds one row [D] to each token of [T, D]",
+                             rows, bias.constant->name, fmt::join(bias.constant->dims, ", "), shape_to_string(x_shape)));
     }
-    return position_embedding(node, computed.layer, *bias.constant, true);
+    return position_embedding(node, computed.layer, *bias.constant, true, *bias.table_rows);
   }
   auto* linear = layers_.back().name == computed.layer ? std::get_if<LinearAttrs>(&layers_.back().attrs) : nullptr;
   const int64_t features = info_of(computed.layer).output_shape.back();
@@ -312,9 +311,15 @@ void Lowering::add(const onnx::NodeProto& node) {
 
 void Lowering::mul(const onnx::NodeProto& node) {
   if (is_integer(node, 0) && is_integer(node, 1)) return integer_arithmetic(node);
+  if (fold_float_arithmetic(node)) return;  // tables of constants (rotary cos and sin)
   for (int k = 0; k < 2; ++k) {
     if (is_float_initializer(node, k) && !input(node, 1 - k).layer.empty()) {
       return learned_scale(node, layer_input(node, 1 - k), constant_input(node, k));
+    }
+    if (float_table(node, k) != nullptr && float_table(node, k)->element_count() > 1 && !input(node, 1 - k).layer.empty()) {
+      if (fuse_rotary(node, 1 - k)) return;
+      fail(node, "multiplies a tensor by a constant table; burst reads such tables only as rotary embeddings' cos "
+                 "and sin (q * cos + rotate_half(q) * sin)");
     }
     // A Python number (a Constant node or one folded at import): att * (1 / sqrt(d)).
     const std::optional<double> factor = is_integer(node, k) ? std::nullopt : folded_scalar(node, k);
@@ -406,6 +411,7 @@ void Lowering::flatten(const onnx::NodeProto& node) {
 
 void Lowering::concat(const onnx::NodeProto& node) {
   if (has_input(node, 0) && input(node, 0).over_batch) return class_token(node);
+  if (fold_float_concat(node)) return;
   if (is_integer(node, 0)) {  // shape pieces: rank-1 integers joined along axis 0
     SymbolicTensor joined{{0}, {}};
     for (int i = 0; i < node.input_size(); ++i) {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "burst/util/error.h"
+#include "onnx/broadcast.h"
 #include "onnx/onnx_attributes.h"
 #include "onnx/onnx_lowering.h"
 
@@ -73,6 +74,7 @@ void Lowering::gather(const onnx::NodeProto& node) {
 }
 
 void Lowering::unsqueeze(const onnx::NodeProto& node) {
+  if (fold_float_unsqueeze(node)) return;
   SymbolicTensor out = integer_input(node, 0);
   std::vector<int64_t> axes = has_input(node, 1) ? fixed_integers(node, 1) : attr_ints(node, "axes", {});
   const auto rank = static_cast<int64_t>(out.dims.size() + axes.size());
@@ -107,6 +109,7 @@ void Lowering::squeeze(const onnx::NodeProto& node) {
 
 void Lowering::cast(const onnx::NodeProto& node) {
   if (fold_scalar_cast(node)) return;  // a number known at import, as a float
+  if (fold_integers_to_floats(node)) return;  // a table of them (rotary positions)
   const Value& value = input(node, 0);
   const int64_t to = attr_int(node, "to", 0);
   const bool to_integer = to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32;
@@ -122,6 +125,10 @@ void Lowering::cast(const onnx::NodeProto& node) {
   } else if (!value.layer.empty() && to == onnx::TensorProto::FLOAT) {
     bind_layer(node.output(0), value.layer);
   } else {
+    if (value.constant != nullptr && value.constant->is_float && to == onnx::TensorProto::FLOAT) {
+      values_[node.output(0)] = value;  // a float table (positions, a mask) stays itself
+      return;
+    }
     fail(node, fmt::format("burst casts integers to integers and float32 to float32 only (to = {})", to));
   }
 }
@@ -194,6 +201,7 @@ void Lowering::reshape(const onnx::NodeProto& node) {
     return;
   }
   const std::string x = layer_input(node, 0);
+  if (merges_batch(node)) return trace_flatten(node);
   const SymbolicTensor& target = integer_input(node, 1);
   const Shape& in = info_of(x).output_shape;
   const bool allow_zero = attr_int(node, "allowzero", 0) != 0;
@@ -271,20 +279,70 @@ void Lowering::transpose(const onnx::NodeProto& node) {
 }
 
 void Lowering::integer_slice(const onnx::NodeProto& node) {
+  // Integers sliced along any of their axes, step 1: shapes, and buffers of ids (BERT's
+  // position_ids[:, :T]).
   const SymbolicTensor& data = integer_input(node, 0);
   const std::vector<int64_t> starts = fixed_integers(node, 1), ends = fixed_integers(node, 2);
-  const std::vector<int64_t> axes = has_input(node, 3) ? fixed_integers(node, 3) : std::vector<int64_t>{0};
-  const std::vector<int64_t> steps = has_input(node, 4) ? fixed_integers(node, 4) : std::vector<int64_t>{1};
-  if (data.dims.size() != 1 || starts.size() != 1 || ends.size() != 1 || axes.size() != 1 || steps.size() != 1 ||
-      normalized_axis(axes[0], 1) != 0 || steps[0] != 1) {
-    fail(node, "burst slices 1-D integer tensors (shapes) along their axis, step 1, only");
+  std::vector<int64_t> axes;
+  if (has_input(node, 3)) {
+    axes = fixed_integers(node, 3);
+  } else {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   }
-  const auto size = static_cast<int64_t>(data.values.size());
-  const auto clamp = [size](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + size : v, 0, size); };
-  const int64_t start = clamp(starts[0]), end = std::max(start, clamp(ends[0]));
-  SymbolicTensor out{{end - start}, {}};
-  out.values.assign(data.values.begin() + start, data.values.begin() + end);
-  bind_integers(node.output(0), std::move(out));
+  const std::vector<int64_t> steps = has_input(node, 4) ? fixed_integers(node, 4) : std::vector<int64_t>(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+    fail(node, "starts, ends, axes and steps differ in length");
+  }
+  const auto rank = static_cast<int64_t>(data.dims.size());
+  std::vector<int64_t> begin(data.dims.size(), 0), dims = data.dims;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t axis = normalized_axis(axes[i], rank);
+    if (axis < 0 || axis >= rank || steps[i] != 1) fail(node, "burst slices integers along their axes with step 1 only");
+    const int64_t size = data.dims[static_cast<size_t>(axis)];
+    const auto clamp = [size](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + size : v, 0, size); };
+    begin[static_cast<size_t>(axis)] = clamp(starts[i]);
+    dims[static_cast<size_t>(axis)] = std::max<int64_t>(0, clamp(ends[i]) - clamp(starts[i]));
+  }
+  SymbolicTensor out{dims, {}};
+  int64_t count = 1;
+  for (const int64_t dim : dims) count *= dim;
+  std::vector<int64_t> at(dims.size(), 0);  // the output index, row-major
+  for (int64_t n = 0; n < count; ++n) {
+    size_t source = 0;
+    for (size_t d = 0; d < dims.size(); ++d) source = source * static_cast<size_t>(data.dims[d]) + static_cast<size_t>(begin[d] + at[d]);
+    out.values.push_back(data.values[source]);
+    for (size_t d = dims.size(); d-- > 0 && ++at[d] == dims[d];) at[d] = 0;
+  }
+  Value value;
+  value.ints = std::move(out);
+  value.over_batch = input(node, 0).over_batch;
+  values_[node.output(0)] = std::move(value);
+}
+
+void Lowering::gather_elements(const onnx::NodeProto& node) {
+  // torch.gather of integers known at import (BERT's token types: a buffer gathered by the
+  // position ids): out[i][j] = data[i][indices[i][j]] on axis 1, as ONNX's GatherElements.
+  const SymbolicTensor& data = integer_input(node, 0);
+  const SymbolicTensor& indices = integer_input(node, 1);
+  const std::vector<int64_t> index = fixed_integers(node, 1);
+  const int64_t axis = normalized_axis(attr_int(node, "axis", 0), static_cast<int64_t>(data.dims.size()));
+  if (data.dims.size() != 2 || indices.dims.size() != 2 || axis != 1 || indices.dims[0] != data.dims[0]) {
+    fail(node, "burst folds GatherElements of 2-D integers on axis 1 only");
+  }
+  SymbolicTensor out{indices.dims, {}};
+  const int64_t columns = data.dims[1];
+  for (int64_t i = 0; i < indices.dims[0]; ++i) {
+    for (int64_t j = 0; j < indices.dims[1]; ++j) {
+      int64_t at = index[static_cast<size_t>(i * indices.dims[1] + j)];
+      if (at < 0) at += columns;
+      if (at < 0 || at >= columns) fail(node, fmt::format("index {} is outside the {} columns", at, columns));
+      out.values.push_back(data.values[static_cast<size_t>(i * columns + at)]);
+    }
+  }
+  Value value;
+  value.ints = std::move(out);
+  value.over_batch = input(node, 0).over_batch || input(node, 1).over_batch;
+  values_[node.output(0)] = std::move(value);
 }
 
 void Lowering::slice(const onnx::NodeProto& node) {
@@ -413,10 +471,66 @@ void Lowering::equal(const onnx::NodeProto& node) {
   bind_integers(node.output(0), std::move(out));
 }
 
+namespace {
+
+// The largest integer table folded at import (a [T, T] mask of T = 4,096).
+constexpr int64_t kMaxFoldedIntegers = int64_t{1} << 24;
+
+}  // namespace
+
+void Lowering::integer_comparison(const onnx::NodeProto& node) {
+  // Less, LessOrEqual, Greater, GreaterOrEqual, And, Or of batch-independent integers, with
+  // numpy broadcasting: causal masks computed as arange(T)[:, None] >= arange(T)[None, :].
+  const SymbolicTensor& a = integer_input(node, 0);
+  const SymbolicTensor& b = integer_input(node, 1);
+  const std::vector<int64_t> x = fixed_integers(node, 0), y = fixed_integers(node, 1);
+  const auto dims = broadcast_dims(a.dims, b.dims);
+  if (!dims) fail(node, fmt::format("compares [{}] with [{}], which do not broadcast", fmt::join(a.dims, ", "), fmt::join(b.dims, ", ")));
+  int64_t count = 1;
+  for (const int64_t dim : *dims) count *= dim;
+  if (count > kMaxFoldedIntegers) fail(node, fmt::format("makes {} integers; burst folds at most 2^24", count));
+  const std::string& op = node.op_type();
+  SymbolicTensor out{*dims, {}};
+  out.values.reserve(static_cast<size_t>(count));
+  for_each_broadcast(a.dims, b.dims, *dims, [&](size_t i, size_t j) {
+    const int64_t u = x[i], v = y[j];
+    const bool holds = op == "Less" ? u < v : op == "LessOrEqual" ? u <= v : op == "Greater" ? u > v
+                     : op == "GreaterOrEqual" ? u >= v : op == "And" ? (u != 0 && v != 0) : (u != 0 || v != 0);
+    out.values.push_back(fixed(holds ? 1 : 0));
+  });
+  Value value;
+  value.ints = std::move(out);
+  value.over_batch = input(node, 0).over_batch || input(node, 1).over_batch;
+  values_[node.output(0)] = std::move(value);
+}
+
+void Lowering::integer_expand(const onnx::NodeProto& node) {
+  // Integers broadcast to a shape; a dim of the batch size stays 1 (the table is one for every
+  // sample) and the value is marked as over the batch.
+  const SymbolicTensor& x = integer_input(node, 0);
+  const SymbolicTensor& shape = integer_input(node, 1);
+  std::vector<int64_t> target;
+  bool over_batch = input(node, 0).over_batch;
+  for (const SymbolicInt& dim : shape.values) {
+    if (dim.batch != 0 && !(dim == SymbolicInt{1, 0})) fail(node, fmt::format("expands to {}", symbolic_text(shape.values)));
+    over_batch = over_batch || dim.batch != 0;
+    target.push_back(dim.batch != 0 ? 1 : dim.constant);
+  }
+  const auto dims = broadcast_dims(x.dims, target);
+  if (!dims) fail(node, fmt::format("expands [{}] to {}", fmt::join(x.dims, ", "), symbolic_text(shape.values)));
+  SymbolicTensor out{*dims, {}};
+  for_each_broadcast(x.dims, target, *dims, [&](size_t i, size_t) { out.values.push_back(x.values[i]); });
+  Value value;
+  value.ints = std::move(out);
+  value.over_batch = over_batch;
+  values_[node.output(0)] = std::move(value);
+}
+
 void Lowering::where(const onnx::NodeProto& node) {
   for (int k = 1; k < 3; ++k) {
     if (!input(node, k).layer.empty()) return masked_fill(node, k);
   }
+  if (!is_integer(node, 1) && !is_integer(node, 2)) return select_numbers(node);
   const std::vector<int64_t> condition = fixed_integers(node, 0);
   const SymbolicTensor& a = integer_input(node, 1);
   const SymbolicTensor& b = integer_input(node, 2);
@@ -431,6 +545,7 @@ void Lowering::where(const onnx::NodeProto& node) {
 }
 
 void Lowering::expand(const onnx::NodeProto& node) {
+  if (is_integer(node, 0)) return integer_expand(node);
   // A learned [1, 1, D] token repeated over the batch: [B, 1, D] (ViT's class token), taken
   // by the Concat that follows (class_token()).
   ConstantTensor& token = constant_input(node, 0);

@@ -99,6 +99,9 @@ struct SyntheticSpec {
   int64_t num_classes = 0;            // >= 1
   uint64_t seed = 0;
   int64_t vocab = 0;                  // > 0: token sequences over [0, vocab), at most 2^24
+  // > 0 with vocab: one label a sample instead of next tokens, the walk's first id mod
+  // sequence_classes (a task for a sequence classifier, as BERT's, whose pooler reads token 0).
+  int64_t sequence_classes = 0;
 };
 
 // Throws UserError naming the field when the spec is out of range or the dataset would

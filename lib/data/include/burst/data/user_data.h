@@ -35,6 +35,7 @@ struct ModelSamples {
   std::vector<int64_t> sample_shape;  // of one input sample: [C, H, W], or [T] for tokens
   int64_t classes = 0;                // labels lie in [0, classes) (token models: the vocabulary)
   int64_t vocab = 0;                  // > 0: the input is token ids in [0, vocab)
+  bool labels_per_token = true;       // token input: labels are T next tokens, else one a sample
 };
 
 // How images:DIR turns pixels into features; one entry per channel, or one for all.

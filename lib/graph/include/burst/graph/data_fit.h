@@ -14,7 +14,8 @@ struct SampleSpec {
   std::string data_name;  // for messages: "fashion-mnist", "synthetic", ...
   Shape sample_shape;     // of one sample, e.g. {1, 28, 28}
   int64_t classes = 0;    // labels in [0, classes)
-  bool tokens = false;    // samples are T token ids with T next-token labels (sample_shape [T])
+  bool tokens = false;    // samples are T token ids (sample_shape [T])
+  bool labels_per_token = true;  // token samples: T next-token labels, else one label a sample
 };
 
 // What the model takes: its (first) input's per-sample shape, the classes of its first
@@ -23,6 +24,7 @@ struct ModelSamples {
   Shape sample_shape;
   int64_t classes = 0;
   int64_t vocab = 0;
+  bool labels_per_token = false;  // token input whose loss takes logits [T, classes]
 };
 ModelSamples model_samples(const Graph& graph);
 

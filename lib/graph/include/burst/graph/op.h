@@ -64,11 +64,13 @@ struct AdaptiveAvgPool2dAttrs {
 
 // torch.nn.Linear on the last dimension: [..., in] -> [..., out_features].
 // `tied_to` names an embedding layer whose weight this layer shares (GPT-2's LM head):
-// the weight is then counted once, at the embedding.
+// the weight is then counted once, at the embedding. `weight_in_out`: the weight is held
+// [in, out] (Hugging Face's Conv1D, x @ W + b) instead of torch.nn.Linear's [out, in].
 struct LinearAttrs {
   int64_t out_features = 0;
   bool bias = true;
   std::string tied_to;
+  bool weight_in_out = false;
 };
 
 // Flattens every per-sample dimension: [d0, d1, ...] -> [d0 * d1 * ...]
@@ -101,9 +103,12 @@ struct EmbeddingAttrs {
 // Learned absolute positions added to [T, D]; a table of max_positions x D (T <= max_positions),
 // held as [1, max_positions, D] (torchvision ViT's pos_embedding) or, with `table_2d`, as
 // [max_positions, D] (an nn.Embedding of positions read with torch.arange, GPTs written by hand).
+// Token t gets row t, or, with `row` >= 0, every token gets that one row (BERT's token types:
+// row 0 of a [2, D] table).
 struct PositionEmbeddingAttrs {
   int64_t max_positions = 0;
   bool table_2d = false;
+  int64_t row = -1;
 };
 
 // Prepends one learned token (ViT's class token): [T, D] -> [T + 1, D].
@@ -234,6 +239,14 @@ struct AddScalarAttrs {
 struct SqrtAttrs {};
 struct ReciprocalAttrs {};
 
+// Rotary position embeddings (RoPE, as Llama applies them to queries and keys) on
+// [..., T, d], d even: x cos + rotate_half(x) sin, rotate_half(x) = cat(-x[..., d/2:],
+// x[..., :d/2]); cos and sin of t * theta^(-2i/d) for position t and frequency i < d/2, each
+// repeated twice along d, computed in float32 as transformers does.
+struct RotaryAttrs {
+  double theta = 10000.0;
+};
+
 // A causal mask on scores [..., T, T]: entry (i, j) with j > i (a later key) becomes -inf,
 // the others pass (masked_fill of a lower-triangular table, as single-file GPTs write it).
 struct CausalMaskAttrs {};
@@ -275,7 +288,8 @@ using Attrs =
                  HardsigmoidAttrs, MulAttrs, ReshapeAttrs, TransposeAttrs, SliceAttrs, MeanAttrs,
                  StochasticDepthAttrs, MatmulAttrs, SoftmaxAttrs, LeakyReluAttrs, EluAttrs, TanhAttrs,
                  SoftplusAttrs, ScaleAttrs, ConvTranspose2dAttrs, MulScalarAttrs, CausalMaskAttrs, Conv3dAttrs,
-                 MaxPool3dAttrs, AvgPool3dAttrs, PowScalarAttrs, AddScalarAttrs, SqrtAttrs, ReciprocalAttrs>;
+                 MaxPool3dAttrs, AvgPool3dAttrs, PowScalarAttrs, AddScalarAttrs, SqrtAttrs, ReciprocalAttrs,
+                 RotaryAttrs>;
 
 // Same order as Attrs' alternatives: OpKind(attrs.index()) is a layer's op.
 enum class OpKind {
@@ -328,6 +342,7 @@ enum class OpKind {
   AddScalar,
   Sqrt,
   Reciprocal,
+  Rotary,
 };
 inline constexpr int kOpKindCount = static_cast<int>(std::variant_size_v<Attrs>);
 

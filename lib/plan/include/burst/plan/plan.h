@@ -119,6 +119,10 @@ void validate_tensor_split(const LayerPlacement& placement, const graph::Graph& 
 // with tied heads.
 bool has_tied_weights(const graph::Graph& graph, graph::LayerId id);
 
+// Why layer `id`'s weight takes no tensor split whatever its op, or "" when it may: a weight
+// tied to another layer's, or a linear weight held [in, out] (Hugging Face's Conv1D).
+std::string weight_split_refusal(const graph::Graph& graph, graph::LayerId id);
+
 // Whether any layer of the plan has a tensor split.
 bool has_tensor_split(const Plan& plan);
 
