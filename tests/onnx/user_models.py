@@ -344,7 +344,35 @@ class LlamaStyle(nn.Module):
         return self.output(self.norm(x))
 
 
+class NormsNet(nn.Module):
+    """A small segmentation-style encoder-decoder with the norms and up-sampling such models
+    use: GroupNorm, InstanceNorm (affine), PReLU, reflection padding before an unpadded
+    convolution, nearest and bilinear up-sampling, a learned per-channel bias added by hand,
+    the map averaged to class logits."""
+
+    def __init__(self, classes=10, width=8):
+        super().__init__()
+        self.stem = nn.Conv2d(3, width, 3, padding=1)
+        self.gn = nn.GroupNorm(2, width)
+        self.act = nn.PReLU(width)
+        self.down = nn.Conv2d(width, 2 * width, 3, stride=2, padding=1)
+        self.inorm = nn.InstanceNorm2d(2 * width, affine=True)
+        self.refine = nn.Conv2d(2 * width, 2 * width, 3)  # after a reflection pad of 1
+        self.up_nearest = nn.Upsample(scale_factor=2, mode="nearest")
+        self.up_bilinear = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
+        self.shift = nn.Parameter(torch.randn(2 * width, 1, 1) * 0.1)
+        self.head = nn.Conv2d(2 * width, classes, 1)
+
+    def forward(self, x):
+        x = self.act(self.gn(self.stem(x)))
+        x = F.relu(self.inorm(self.down(x)))
+        x = self.refine(F.pad(x, (1, 1, 1, 1), mode="reflect"))
+        x = self.up_bilinear(F.avg_pool2d(self.up_nearest(x), 2)) + self.shift
+        return self.head(x).mean((2, 3))
+
+
 MODELS = {
+    "norms_net": NormsNet,
     "llama_style": LlamaStyle,
     "volume_cnn": VolumeCnn,
     "gpt": Gpt,

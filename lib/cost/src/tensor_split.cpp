@@ -56,6 +56,7 @@ bool element_wise(graph::OpKind op) {
     case OpKind::AddScalar:
     case OpKind::Sqrt:
     case OpKind::Reciprocal:
+    case OpKind::Erf:
     case OpKind::Hardtanh:
     case OpKind::Sigmoid:
     case OpKind::Silu:

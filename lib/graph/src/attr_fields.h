@@ -144,7 +144,32 @@ template <typename Visit> void for_each_field(LeakyReluAttrs& a, Visit&& v) {
 template <typename Visit> void for_each_field(EluAttrs& a, Visit&& v) { v("alpha", a.alpha, Presence::Optional); }
 template <typename Visit> void for_each_field(TanhAttrs&, Visit&&) {}
 template <typename Visit> void for_each_field(SoftplusAttrs&, Visit&&) {}
-template <typename Visit> void for_each_field(ScaleAttrs& a, Visit&& v) { v("shape", a.shape, Presence::Required); }
+template <typename Visit> void for_each_field(ScaleAttrs& a, Visit&& v) {
+  v("shape", a.shape, Presence::Required);
+  v("weight_shape", a.weight_shape, Presence::OmitIfDefault);
+}
+template <typename Visit> void for_each_field(ShiftAttrs& a, Visit&& v) {
+  v("shape", a.shape, Presence::Required);
+  v("weight_shape", a.weight_shape, Presence::OmitIfDefault);
+}
+template <typename Visit> void for_each_field(PReluAttrs& a, Visit&& v) {
+  v("num_parameters", a.num_parameters, Presence::Optional);
+}
+template <typename Visit> void for_each_field(ErfAttrs&, Visit&&) {}
+template <typename Visit> void for_each_field(InstanceNormAttrs& a, Visit&& v) {
+  v("eps", a.eps, Presence::Optional);
+  v("affine", a.affine, Presence::Optional);
+}
+template <typename Visit> void for_each_field(UpsampleAttrs& a, Visit&& v) {
+  v("scale", a.scale, Presence::Required);
+  v("mode", a.mode, Presence::Optional);
+  v("align_corners", a.align_corners, Presence::Optional);
+}
+template <typename Visit> void for_each_field(PadAttrs& a, Visit&& v) {
+  v("pads", a.pads, Presence::Required);
+  v("mode", a.mode, Presence::Optional);
+  v("value", a.value, Presence::Optional);
+}
 template <typename Visit> void for_each_field(ReshapeAttrs& a, Visit&& v) {
   v("shape", a.shape, Presence::Required);
 }

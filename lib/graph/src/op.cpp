@@ -21,7 +21,8 @@ constexpr std::array<const char*, kOpKindCount> kOpNames = {
     "tanh",        "softplus",       "scale",              "conv_transpose2d",
     "mul_scalar",  "causal_mask",    "conv3d",             "maxpool3d",
     "avgpool3d",   "pow_scalar",     "add_scalar",         "sqrt",
-    "reciprocal",  "rotary",
+    "reciprocal",  "rotary",         "shift",              "prelu",
+    "erf",         "instance_norm",  "upsample",           "pad",
 };
 
 // default_attrs(kind) builds alternative number `kind` of the variant, value-initialised.

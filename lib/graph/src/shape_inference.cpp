@@ -466,22 +466,75 @@ class Inferrer {
     return element_wise(kEluFlops);
   }
   LayerInfo operator()(const TanhAttrs&) const { return element_wise(kTanhFlops); }
-  LayerInfo operator()(const ScaleAttrs& a) const {
+  LayerInfo operator()(const ScaleAttrs& a) const { return learned_broadcast(a.shape, a.weight_shape, "scale"); }
+  LayerInfo operator()(const ShiftAttrs& a) const { return learned_broadcast(a.shape, a.weight_shape, "shift"); }
+  // A learned tensor of `shape` (held as `weight_shape`, when given) broadcast against the input.
+  LayerInfo learned_broadcast(const Shape& shape, const Shape& weight_shape, const char* what) const {
     const Shape& in = float_input(0, "");
-    if (a.shape.empty() || a.shape.size() > in.size()) {
-      fail(fmt::format("scale shape {} must have 1 to {} dims (the input is {})", shape_to_string(a.shape), in.size(),
+    if (shape.empty() || shape.size() > in.size()) {
+      fail(fmt::format("{} shape {} must have 1 to {} dims (the input is {})", what, shape_to_string(shape), in.size(),
                        shape_to_string(in)));
     }
-    const size_t offset = in.size() - a.shape.size();
-    for (size_t i = 0; i < a.shape.size(); ++i) {
-      if (a.shape[i] != 1 && a.shape[i] != in[offset + i]) {
-        fail(fmt::format("scale shape {} does not broadcast against the input {}", shape_to_string(a.shape),
+    if (!weight_shape.empty() && numel(weight_shape) != numel(shape)) {
+      fail(fmt::format("{} weight_shape {} does not hold the {} elements of shape {}", what, shape_to_string(weight_shape),
+                       numel(shape), shape_to_string(shape)));
+    }
+    const size_t offset = in.size() - shape.size();
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (shape[i] != 1 && shape[i] != in[offset + i]) {
+        fail(fmt::format("{} shape {} does not broadcast against the input {}", what, shape_to_string(shape),
                          shape_to_string(in)));
       }
     }
-    return finish(in, numel(a.shape), numel(in));
+    return finish(in, numel(shape), numel(in));
   }
   LayerInfo operator()(const SoftplusAttrs&) const { return element_wise(kSoftplusFlops); }
+  LayerInfo operator()(const ErfAttrs&) const { return element_wise(kTanhFlops); }  // a polynomial, as tanh's
+  LayerInfo operator()(const PReluAttrs& a) const {
+    const Shape& in = float_input(0, "");
+    if (a.num_parameters != 1 && a.num_parameters != in[0]) {
+      fail(fmt::format("num_parameters {} must be 1 or the {} channels of {}", a.num_parameters, in[0], shape_to_string(in)));
+    }
+    return finish(in, a.num_parameters, mul(2, numel(in), "FLOPs"));
+  }
+  LayerInfo operator()(const InstanceNormAttrs& a) const {
+    const Shape& in = float_input(0, "");
+    if (in.size() < 2 || in.size() > 4) fail(fmt::format("input {} is not [C, L], [C, H, W] or [C, D, H, W]", shape_to_string(in)));
+    if (!(a.eps > 0)) fail(fmt::format("eps must be positive, got {}", a.eps));
+    return finish(in, a.affine ? mul(2, in[0], "parameter count") : 0, mul(kBatchNormFlops, numel(in), "FLOPs"));
+  }
+  LayerInfo operator()(const UpsampleAttrs& a) const {
+    const Shape& in = float_input(3, "[C, H, W]");
+    require_positive(a.scale, "scale");
+    if (a.mode != "nearest" && a.mode != "bilinear") fail(fmt::format("mode must be \"nearest\" or \"bilinear\", got \"{}\"", a.mode));
+    if (a.mode == "nearest" && a.align_corners) fail("align_corners applies to bilinear up-sampling only");
+    const Shape out{in[0], mul(in[1], a.scale.h, "height"), mul(in[2], a.scale.w, "width")};
+    // Nearest copies; bilinear blends 4 inputs for each output (3 multiply-adds and a weight).
+    return finish(out, 0, a.mode == "bilinear" ? mul(8, numel(out), "FLOPs") : 0);
+  }
+  LayerInfo operator()(const PadAttrs& a) const {
+    const Shape& in = float_input(0, "");
+    if (a.pads.size() != 2 * in.size()) {
+      fail(fmt::format("pads {} must hold {} values (before and after each of {})", shape_to_string(a.pads), 2 * in.size(),
+                       shape_to_string(in)));
+    }
+    if (a.mode != "constant" && a.mode != "reflect" && a.mode != "replicate") {
+      fail(fmt::format("mode must be \"constant\", \"reflect\" or \"replicate\", got \"{}\"", a.mode));
+    }
+    Shape out = in;
+    for (size_t d = 0; d < in.size(); ++d) {
+      const int64_t before = a.pads[d], after = a.pads[d + in.size()];
+      if (before < 0 || after < 0) fail(fmt::format("pads {} crop (a negative pad); burst pads only", shape_to_string(a.pads)));
+      if (a.mode == "reflect" && (before >= in[d] || after >= in[d])) {
+        fail(fmt::format("reflection pads {} must be below the input's size {} in each dim", shape_to_string(a.pads), shape_to_string(in)));
+      }
+      out[d] = add(in[d], before + after, "padded size");
+    }
+    if (a.mode != "constant" && std::any_of(a.pads.begin(), a.pads.begin() + 1, [](int64_t p) { return p != 0; })) {
+      fail("reflection and replication pad the spatial dims only, not the channels");
+    }
+    return finish(out, 0, 0);
+  }
 
   LayerInfo operator()(const MulAttrs&) const {
     const Shape* shapes[2] = {&inputs_[0]->output_shape, &inputs_[1]->output_shape};

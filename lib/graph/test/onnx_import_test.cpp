@@ -194,6 +194,67 @@ TEST(OnnxImport, VolumesAsConv3dBatchNorm3dAndPools) {
   expect_refused(uneven.bytes(), "are not the same at both ends");
 }
 
+TEST(OnnxImport, GroupNormPReluReflectionPadAndUpsamplingAsTorchWritesThem) {
+  // x [4, 4, 4]. nn.GroupNorm(2, 4): Reshape [0, 2, -1] -> InstanceNormalization with constant
+  // ones and zeros -> Reshape to Shape(x) -> Mul(gn.weight [4] unsqueezed to [4, 1, 1]) ->
+  // Add(gn.bias likewise): reshape, instance_norm, reshape, scale and shift layers, the
+  // parameters kept [4]. nn.PReLU(4) likewise. F.pad(reflect, 1) of H and W -> [4, 6, 6];
+  // nn.Upsample(2) -> [4, 12, 12]; then pooled to logits [4]. 12 parameters.
+  OnnxModel m({4, 4, 4});
+  const auto constant = [&m](const std::string& name, std::vector<float> values) {
+    auto* attribute = m.node("Constant", {}, {name})->add_attribute();
+    attribute->set_name("value");
+    attribute->set_type(onnx::AttributeProto::TENSOR);
+    attribute->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+    attribute->mutable_t()->add_dims(static_cast<int64_t>(values.size()));
+    for (const float v : values) attribute->mutable_t()->add_float_data(v);
+    return name;
+  };
+  m.node("Reshape", {"input", ints(m, "groups", {0, 2, -1})}, {"grouped"});
+  m.node("InstanceNormalization", {"grouped", constant("ones", {1, 1}), constant("zeros", {0, 0})}, {"normed"});
+  m.node("Shape", {"input"}, {"shape"});
+  m.node("Reshape", {"normed", "shape"}, {"ungrouped"});
+  m.node("Unsqueeze", {m.weight("gn.weight", {4}, 1), ints(m, "axes", {1, 2})}, {"gamma"});
+  m.node("Mul", {"ungrouped", "gamma"}, {"scaled"});
+  m.node("Unsqueeze", {m.weight("gn.bias", {4}, 0), "axes"}, {"beta"});
+  m.node("Add", {"scaled", "beta"}, {"shifted"});
+  m.node("Unsqueeze", {m.weight("act.weight", {4}, 0.25f), "axes"}, {"slope"});
+  m.node("PRelu", {"shifted", "slope"}, {"activated"});
+  auto* pad = m.node("Pad", {"activated", ints(m, "pads", {0, 0, 1, 1, 0, 0, 1, 1})}, {"padded"});
+  auto* mode = pad->add_attribute();
+  mode->set_name("mode");
+  mode->set_type(onnx::AttributeProto::STRING);
+  mode->set_s("reflect");
+  auto* resize = m.node("Resize", {"padded", "", constant("scales", {1, 1, 2, 2})}, {"up"});
+  for (const auto& [name, value] : {std::pair<const char*, const char*>{"mode", "nearest"},
+                                    {"coordinate_transformation_mode", "asymmetric"}, {"nearest_mode", "floor"}}) {
+    auto* attribute = resize->add_attribute();
+    attribute->set_name(name);
+    attribute->set_type(onnx::AttributeProto::STRING);
+    attribute->set_s(value);
+  }
+  m.node("GlobalAveragePool", {"up"}, {"pooled"});
+  m.node("Flatten", {"pooled"}, {"output"});
+  m.output("output");
+  const ImportedModel imported = m.import();
+  const Graph& g = imported.graph;
+  std::vector<OpKind> ops;
+  for (LayerId id = 1; id < static_cast<LayerId>(g.size()); ++id) ops.push_back(g.layer(id).op());
+  const std::vector<OpKind> expected = {OpKind::Reshape, OpKind::InstanceNorm, OpKind::Reshape, OpKind::Scale,
+                                        OpKind::Shift,   OpKind::PRelu,        OpKind::Pad,     OpKind::Upsample,
+                                        OpKind::AdaptiveAvgPool2d, OpKind::Flatten, OpKind::SoftmaxCrossEntropy};
+  EXPECT_EQ(ops, expected);
+  EXPECT_EQ(std::get<ScaleAttrs>(layer(g, "gn.weight").attrs).shape, (Shape{4, 1, 1}));
+  EXPECT_EQ(std::get<ScaleAttrs>(layer(g, "gn.weight").attrs).weight_shape, (Shape{4}));
+  EXPECT_EQ(imported.weights.at("gn.bias").parameters.at(0).shape, (std::vector<int64_t>{4}));
+  EXPECT_EQ(std::get<PReluAttrs>(layer(g, "act").attrs).num_parameters, 4);
+  EXPECT_FALSE(std::get<InstanceNormAttrs>(g.layer(2).attrs).affine);
+  EXPECT_EQ(std::get<PadAttrs>(g.layer(7).attrs).mode, "reflect");
+  EXPECT_EQ(g.info(7).output_shape, (Shape{4, 6, 6}));
+  EXPECT_EQ(g.info(8).output_shape, (Shape{4, 12, 12}));
+  EXPECT_EQ(g.total_params(), 12);
+}
+
 TEST(OnnxImport, LeakyReluEluTanhAndSoftplus) {
   // As torch writes nn.LeakyReLU(0.2), nn.ELU() (alpha by default), nn.Tanh, nn.Softplus().
   OnnxModel m({6});

@@ -311,7 +311,59 @@ class Factory {
   }
 
   std::unique_ptr<LayerModule> operator()(const graph::ScaleAttrs& a) const {
-    return unary(Scale(a.shape));  // [B, ...] x [shape] broadcast
+    return unary(Scale(a.shape, a.weight_shape, false));  // [B, ...] x [shape] broadcast
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::ShiftAttrs& a) const {
+    return unary(Scale(a.shape, a.weight_shape, true));  // [B, ...] + [shape] broadcast
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::PReluAttrs& a) const {
+    return unary(torch::nn::PReLU(torch::nn::PReLUOptions().num_parameters(a.num_parameters)));
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::ErfAttrs&) const {
+    return function(1, [](const auto& x) { return torch::erf(x[0]); });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::InstanceNormAttrs& a) const {
+    // [B, C, ...] -> same; torch.nn.InstanceNorm{1,2,3}d by the per-sample rank.
+    const int64_t channels = in()[0];
+    if (in().size() == 2) return unary(torch::nn::InstanceNorm1d(torch::nn::InstanceNorm1dOptions(channels).eps(a.eps).affine(a.affine)));
+    if (in().size() == 3) return unary(torch::nn::InstanceNorm2d(torch::nn::InstanceNorm2dOptions(channels).eps(a.eps).affine(a.affine)));
+    return unary(torch::nn::InstanceNorm3d(torch::nn::InstanceNorm3dOptions(channels).eps(a.eps).affine(a.affine)));
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::UpsampleAttrs& a) const {
+    // [B, C, H, W] -> [B, C, H * scale.h, W * scale.w], as torch.nn.Upsample(scale_factor=...).
+    auto options = torch::nn::functional::InterpolateFuncOptions().scale_factor(
+        std::vector<double>{static_cast<double>(a.scale.h), static_cast<double>(a.scale.w)});
+    if (a.mode == "bilinear") {
+      options.mode(torch::kBilinear).align_corners(a.align_corners);
+    } else {
+      options.mode(torch::kNearest);
+    }
+    return function(1, [options](const auto& x) { return torch::nn::functional::interpolate(x[0], options); });
+  }
+
+  std::unique_ptr<LayerModule> operator()(const graph::PadAttrs& a) const {
+    // F.pad takes (before, after) pairs from the last dim back; burst's pads are ONNX's order.
+    const size_t rank = a.pads.size() / 2;
+    std::vector<int64_t> pairs;
+    for (size_t d = rank; d-- > 0;) {
+      pairs.push_back(a.pads[d]);
+      pairs.push_back(a.pads[d + rank]);
+    }
+    while (pairs.size() > 2 && pairs[pairs.size() - 1] == 0 && pairs[pairs.size() - 2] == 0) pairs.resize(pairs.size() - 2);
+    auto options = torch::nn::functional::PadFuncOptions(pairs);
+    if (a.mode == "reflect") {
+      options.mode(torch::kReflect);
+    } else if (a.mode == "replicate") {
+      options.mode(torch::kReplicate);
+    } else {
+      options.mode(torch::kConstant).value(a.value);
+    }
+    return function(1, [options](const auto& x) { return torch::nn::functional::pad(x[0], options); });
   }
 
   std::unique_ptr<LayerModule> operator()(const graph::ClassTokenAttrs&) const {
@@ -529,7 +581,8 @@ void copy_initial(torch::Tensor& target, const graph::InitialTensor& source, con
 std::string state_name(const Graph& graph, LayerId id, const std::string& key) {
   const graph::OpKind op = graph.layer(id).op();
   // Layers that are one learned tensor take its name (the initializer's, as torch names it).
-  if (op == graph::OpKind::ClassToken || op == graph::OpKind::PositionEmbedding || op == graph::OpKind::Scale) {
+  if (op == graph::OpKind::ClassToken || op == graph::OpKind::PositionEmbedding || op == graph::OpKind::Scale ||
+      op == graph::OpKind::Shift) {
     return graph.layer(id).name;
   }
   return graph.layer(id).name + "." + key;

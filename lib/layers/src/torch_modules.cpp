@@ -53,9 +53,16 @@ torch::Tensor rotary_embedding(const torch::Tensor& x, double theta) {
   return x * cos + rotated * sin;
 }
 
-ScaleImpl::ScaleImpl(std::vector<int64_t> shape) { weight = register_parameter("weight", torch::ones(shape)); }
+ScaleImpl::ScaleImpl(std::vector<int64_t> shape, std::vector<int64_t> weight_shape, bool adds)
+    : shape_(std::move(shape)), adds_(adds) {
+  const std::vector<int64_t>& held = weight_shape.empty() ? shape_ : weight_shape;
+  weight = register_parameter("weight", adds ? torch::zeros(held) : torch::ones(held));
+}
 
-torch::Tensor ScaleImpl::forward(const torch::Tensor& x) { return x * weight; }
+torch::Tensor ScaleImpl::forward(const torch::Tensor& x) {
+  const torch::Tensor w = weight.view(shape_);
+  return adds_ ? x + w : x * w;
+}
 
 ClassTokenImpl::ClassTokenImpl(int64_t dim) {
   token = register_parameter("token", torch::zeros({1, 1, dim}));

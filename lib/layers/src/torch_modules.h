@@ -47,14 +47,19 @@ torch::Tensor rotary_embedding(const torch::Tensor& x, double theta);
 
 // ViT's class token: one learned token [1, 1, D] (torchvision's shape, initialised to
 // zeros as torchvision does) prepended to every sequence.
-// A learned tensor times the input: weight of the per-sample `shape` (torch's state_dict
-// shape), ones at first; broadcasting right-aligns it against [B, ...].
+// A learned tensor times the input (or, with `adds`, plus it): weight of `weight_shape`
+// (torch's state_dict shape; empty: `shape`), ones at first (zeros when it adds), viewed as
+// the per-sample `shape`; broadcasting right-aligns it against [B, ...].
 class ScaleImpl : public torch::nn::Module {
  public:
-  explicit ScaleImpl(std::vector<int64_t> shape);
+  ScaleImpl(std::vector<int64_t> shape, std::vector<int64_t> weight_shape = {}, bool adds = false);
   torch::Tensor forward(const torch::Tensor& x);
 
   torch::Tensor weight;
+
+ private:
+  std::vector<int64_t> shape_;
+  bool adds_ = false;
 };
 TORCH_MODULE(Scale);
 

@@ -295,6 +295,39 @@ TEST(LayersTest, RotaryAndConv1DComputeWhatTransformersDo) {
   EXPECT_TRUE(torch::allclose(out[*graph.find("c_fc")], torch::matmul(in, params["weight"]) + params["bias"], 1e-5, 1e-6));
 }
 
+TEST(LayersTest, NormsPadAndUpsamplingComputeWhatTorchDoes) {
+  // [3, 2, 4, 4] through a scale held [2] seen as [2, 1, 1], a shift, PReLU, instance norm,
+  // reflection padding and bilinear up-sampling, against torch's functional forms.
+  graph::GraphBuilder b("norms");
+  auto x = b.input("input", {2, 4, 4});
+  auto scaled = b.add("gamma", {x}, graph::ScaleAttrs{{2, 1, 1}, {2}});
+  auto shifted = b.add("beta", {scaled}, graph::ShiftAttrs{{2, 1, 1}, {}});
+  auto activated = b.add("act", {shifted}, graph::PReluAttrs{2});
+  auto normed = b.add("inorm", {activated}, graph::InstanceNormAttrs{1e-5, true});
+  auto padded = b.add("pad", {normed}, graph::PadAttrs{{0, 1, 2, 0, 1, 2}, "reflect", 0.0});
+  b.add("up", {padded}, graph::UpsampleAttrs{{2, 2}, "bilinear", false});
+  const Graph graph = std::move(b).build();
+  std::vector<std::unique_ptr<LayerModule>> modules;
+  const auto out = run_all(graph, &modules);
+  const auto weight = [&](const char* layer) { return modules[*graph.find(layer)]->module().named_parameters()["weight"]; };
+  EXPECT_EQ(weight("gamma").sizes(), (std::vector<int64_t>{2}));  // torch's state_dict shape
+  const torch::Tensor expected_scaled = out[0] * weight("gamma").view({2, 1, 1});
+  EXPECT_TRUE(torch::allclose(out[*graph.find("gamma")], expected_scaled));
+  EXPECT_TRUE(torch::allclose(out[*graph.find("beta")], expected_scaled + weight("beta")));
+  EXPECT_TRUE(torch::allclose(out[*graph.find("act")], torch::prelu(out[*graph.find("beta")], weight("act"))));
+  const torch::Tensor a = out[*graph.find("act")];
+  const torch::Tensor centred = a - a.mean({2, 3}, true);
+  const torch::Tensor normalised = centred / torch::sqrt(a.var({2, 3}, false, true) + 1e-5);
+  const auto inorm = modules[*graph.find("inorm")]->module().named_parameters();
+  EXPECT_TRUE(torch::allclose(out[*graph.find("inorm")], normalised * inorm["weight"].view({2, 1, 1}) + inorm["bias"].view({2, 1, 1}),
+                              1e-4, 1e-5));
+  // Reflection: H padded 1 before and 1 after, W 2 and 2 -> [2, 6, 8]; then [2, 12, 16].
+  const torch::Tensor reflected = torch::reflection_pad2d(out[*graph.find("inorm")], {2, 2, 1, 1});
+  EXPECT_TRUE(torch::equal(out[*graph.find("pad")], reflected));
+  EXPECT_EQ(out[*graph.find("up")].sizes(), (std::vector<int64_t>{3, 2, 12, 16}));
+  EXPECT_TRUE(torch::allclose(out[*graph.find("up")], torch::upsample_bilinear2d(reflected, {12, 16}, false)));
+}
+
 TEST(LayersTest, StochasticDepthDropsWholeSamplesWhereverTheyRun) {
   graph::GraphBuilder b("depth");
   auto x = b.input("input", {2, 3});

@@ -24,7 +24,10 @@ const ConstantTensor* Lowering::float_table(const onnx::NodeProto& node, int ind
   // changes as they train.
   if (!has_input(node, index) || producers_.count(node.input(index)) == 0) return nullptr;
   const Value& value = input(node, index);
-  if (value.constant == nullptr || !value.constant->is_float || !value.layer.empty() || value.table_rows) return nullptr;
+  if (value.constant == nullptr || !value.constant->is_float || !value.layer.empty() || value.table_rows ||
+      !value.view_dims.empty()) {
+    return nullptr;
+  }
   if (value.constant->floats.size() != static_cast<size_t>(value.constant->element_count())) return nullptr;
   return value.constant;
 }
@@ -88,11 +91,8 @@ bool Lowering::fold_integers_to_floats(const onnx::NodeProto& node) {
   return true;
 }
 
-bool Lowering::fold_float_unsqueeze(const onnx::NodeProto& node) {
-  const ConstantTensor* x = float_table(node, 0);
-  if (x == nullptr) return false;
+std::vector<int64_t> Lowering::unsqueezed(const onnx::NodeProto& node, std::vector<int64_t> dims) const {
   std::vector<int64_t> axes = has_input(node, 1) ? fixed_integers(node, 1) : attr_ints(node, "axes", {});
-  std::vector<int64_t> dims = x->dims;
   const auto rank = static_cast<int64_t>(dims.size() + axes.size());
   for (int64_t& axis : axes) axis = axis < 0 ? axis + rank : axis;
   std::sort(axes.begin(), axes.end());
@@ -100,7 +100,13 @@ bool Lowering::fold_float_unsqueeze(const onnx::NodeProto& node) {
     if (axis < 0 || axis > static_cast<int64_t>(dims.size())) fail(node, fmt::format("axis {} is out of range", axis));
     dims.insert(dims.begin() + axis, 1);
   }
-  bind_float_table(node.output(0), std::move(dims), x->floats);
+  return dims;
+}
+
+bool Lowering::fold_float_unsqueeze(const onnx::NodeProto& node) {
+  const ConstantTensor* x = float_table(node, 0);
+  if (x == nullptr) return false;
+  bind_float_table(node.output(0), unsqueezed(node, x->dims), x->floats);
   return true;
 }
 

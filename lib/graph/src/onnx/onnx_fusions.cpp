@@ -153,18 +153,45 @@ void Lowering::class_token(const onnx::NodeProto& concat) {
 bool Lowering::is_float_initializer(const onnx::NodeProto& node, int index) const {
   if (!has_input(node, index)) return false;
   const Value& value = input(node, index);
-  return value.constant != nullptr && value.constant->is_float && producers_.count(node.input(index)) == 0;
+  if (value.constant == nullptr || !value.constant->is_float) return false;
+  return producers_.count(node.input(index)) == 0 || !value.view_dims.empty();  // an initializer, or a view of one
 }
 
-void Lowering::learned_scale(const onnx::NodeProto& mul, const std::string& x, ConstantTensor& factor) {
-  // The initializer's dims, less a leading batch dim of 1 ([1, C, 1, 1] as [C, 1, 1]).
-  std::vector<int64_t> shape = factor.dims;
-  const size_t rank = info_of(x).output_shape.size();
-  if (shape.size() == rank + 1 && shape.front() == 1) shape.erase(shape.begin());
-  if (shape.empty()) shape = {1};  // a learned scalar
+void Lowering::learned_view(const onnx::NodeProto& unsqueeze) {
+  Value view = input(unsqueeze, 0);
+  view.view_dims = unsqueezed(unsqueeze, view.view_dims.empty() ? view.constant->dims : view.view_dims);
+  values_[unsqueeze.output(0)] = view;
+}
+
+namespace {
+
+// A learned tensor's broadcast shape and, when its own differs, its state_dict shape: the
+// dims it is used with (an unsqueezed view's, or its own), less a leading batch dim of 1
+// ([1, C, 1, 1] as [C, 1, 1]); a scalar as [1].
+std::pair<Shape, Shape> learned_shapes(const Value& value, size_t input_rank) {
+  Shape shape = value.view_dims.empty() ? value.constant->dims : value.view_dims;
+  if (shape.size() == input_rank + 1 && shape.front() == 1) shape.erase(shape.begin());
+  if (shape.empty()) shape = {1};
+  const Shape& own = value.constant->dims;
+  return {shape, own == shape || own.empty() ? Shape{} : own};
+}
+
+}  // namespace
+
+void Lowering::learned_scale(const onnx::NodeProto& mul, const std::string& x, int index) {
+  const auto [shape, weight_shape] = learned_shapes(input(mul, index), info_of(x).output_shape.size());
+  ConstantTensor& factor = *input(mul, index).constant;
   LayerWeights weights;
-  weights.parameters.push_back(initial(factor, shape));
-  weights_[add_named_layer(mul, factor.name, {x}, ScaleAttrs{shape})] = std::move(weights);
+  weights.parameters.push_back(initial(factor, weight_shape.empty() ? shape : weight_shape));
+  weights_[add_named_layer(mul, factor.name, {x}, ScaleAttrs{shape, weight_shape})] = std::move(weights);
+}
+
+void Lowering::learned_shift(const onnx::NodeProto& add, const std::string& x, int index) {
+  const auto [shape, weight_shape] = learned_shapes(input(add, index), info_of(x).output_shape.size());
+  ConstantTensor& term = *input(add, index).constant;
+  LayerWeights weights;
+  weights.parameters.push_back(initial(term, weight_shape.empty() ? shape : weight_shape));
+  weights_[add_named_layer(add, term.name, {x}, ShiftAttrs{shape, weight_shape})] = std::move(weights);
 }
 
 void Lowering::position_embedding(const onnx::NodeProto& add, const std::string& x, ConstantTensor& table,

@@ -87,7 +87,10 @@ const std::map<std::string, Lowering::Handler>& handlers() {
       {"Neg", &Lowering::negate},
       {"Expand", &Lowering::expand},
       {"Softmax", &Lowering::softmax},
-      {"Erf", &Lowering::pattern_only},
+      {"Erf", &Lowering::erf},
+      {"PRelu", &Lowering::prelu},
+      {"InstanceNormalization", &Lowering::instance_normalization},
+      {"Resize", &Lowering::resize},
       {"Pow", &Lowering::power},
       {"Reciprocal", &Lowering::reciprocal},
       {"Sqrt", &Lowering::sqrt},  // constants only (onnx_scalars.cpp); else inside patterns

@@ -58,6 +58,7 @@ struct Value {
   bool transposed = false;              // constant: a matrix read transposed (Transpose perm 1,0)
   bool over_batch = false;              // constant: Expand-ed to [batch, ...] (ViT's class token)
   std::optional<std::vector<int64_t>> table_rows;  // constant: these rows of it (Gather by constant ids)
+  std::vector<int64_t> view_dims;       // a learned initializer seen with these dims (unsqueezed)
 };
 
 // A tensor whose batch is not its first dim: torch exports nn.MultiheadAttention
@@ -127,6 +128,12 @@ class Lowering {
   void layer_normalization(const onnx::NodeProto& node);  // opset 17
   void identity(const onnx::NodeProto& node);
   void pad(const onnx::NodeProto& node);
+  // Normalisations, activations and resampling (onnx_norms.cpp).
+  void instance_normalization(const onnx::NodeProto& node);
+  void prelu(const onnx::NodeProto& node);
+  void erf(const onnx::NodeProto& node);  // torch.erf outside GELU
+  void resize(const onnx::NodeProto& node);
+  void padding(const onnx::NodeProto& node);  // a Pad that no pooling layer takes
   // Shape arithmetic, folded at import (onnx_shape_ops.cpp), and the shape ops on layers.
   void shape(const onnx::NodeProto& node);
   void gather(const onnx::NodeProto& node);
@@ -178,6 +185,8 @@ class Lowering {
   void negate(const onnx::NodeProto& node);                 // Neg: of a tensor, x times -1
   bool fold_integers_to_floats(const onnx::NodeProto& node);  // Cast
   bool fold_float_unsqueeze(const onnx::NodeProto& node);
+  // `dims` with the size-1 dims an Unsqueeze node inserts.
+  std::vector<int64_t> unsqueezed(const onnx::NodeProto& node, std::vector<int64_t> dims) const;
   bool fold_float_concat(const onnx::NodeProto& node);
   // Rotary embeddings (onnx_rotary.cpp): q * cos + rotate_half(q) * sin from the Mul of q
   // (input `x_input`) and cos, one rotary layer; false where the nodes differ.
@@ -271,8 +280,12 @@ class Lowering {
   // Whether input `index` of `node` is a float initializer (a model's trainable tensor: torch
   // exports parameters as initializers, Python numbers as Constant nodes).
   bool is_float_initializer(const onnx::NodeProto& node, int index) const;
-  // x * a learned tensor (ConvNeXt's layer scale): a scale layer named after it.
-  void learned_scale(const onnx::NodeProto& mul, const std::string& x, ConstantTensor& factor);
+  // x * a learned tensor (ConvNeXt's layer scale), x + one (a bias added by hand): a scale or
+  // shift layer named after it, shaped as input `index` of `node` is (an initializer, or a
+  // view of one: learned_view).
+  void learned_scale(const onnx::NodeProto& mul, const std::string& x, int index);
+  void learned_shift(const onnx::NodeProto& add, const std::string& x, int index);
+  void learned_view(const onnx::NodeProto& unsqueeze);  // weight.unsqueeze(...) of an initializer
   void take_token(const onnx::NodeProto& gather);     // Gather(x, i) on the token axis
   // The one node reading `tensor` if it is of `op_type` and no graph output reads it.
   const onnx::NodeProto* only_reader(const std::string& tensor, const char* op_type) const;

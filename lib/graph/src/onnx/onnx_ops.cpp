@@ -301,7 +301,10 @@ void Lowering::add(const onnx::NodeProto& node) {
   const std::string& matmul_output = node.input(a.layer.empty() ? 1 : 0);
   if (linear == nullptr || linear->bias || uses(matmul_output) != 1 || bias.constant->element_count() != features ||
       bias.constant->dims.size() != 1) {
-    fail(node, "adds a constant; burst folds only a bias [out] into the MatMul just before it");
+    const int term = a.layer.empty() ? 0 : 1;
+    if (is_float_initializer(node, term)) return learned_shift(node, computed.layer, term);  // x + a learned tensor
+    fail(node, "adds a constant that is no learned tensor; burst folds a bias [out] into the MatMul just before it, "
+               "and adds learned tensors (initializers)");
   }
   linear->bias = true;
   infos_[computed.layer] = infer_layer(layers_.back(), {&info_of(layers_.back().inputs.at(0))});
@@ -314,7 +317,7 @@ void Lowering::mul(const onnx::NodeProto& node) {
   if (fold_float_arithmetic(node)) return;  // tables of constants (rotary cos and sin)
   for (int k = 0; k < 2; ++k) {
     if (is_float_initializer(node, k) && !input(node, 1 - k).layer.empty()) {
-      return learned_scale(node, layer_input(node, 1 - k), constant_input(node, k));
+      return learned_scale(node, layer_input(node, 1 - k), k);
     }
     if (float_table(node, k) != nullptr && float_table(node, k)->element_count() > 1 && !input(node, 1 - k).layer.empty()) {
       if (fuse_rotary(node, 1 - k)) return;
@@ -345,25 +348,23 @@ void Lowering::mul(const onnx::NodeProto& node) {
 void Lowering::pad(const onnx::NodeProto& node) {
   // torch exports avg_pool2d as a Pad of zeros before AveragePool: with all pads 0 it is the
   // identity; with count_include_pad and padding p (inception_v3's branch pools) the Pad
-  // has p on H and W, and the pools that read it take it as their own padding.
+  // has p on H and W, and the pools that read it take it as their own padding. Any other
+  // Pad (F.pad: constant, reflect, replicate) is a pad layer.
   const std::string x = layer_input(node, 0);
-  if (attr_string(node, "mode", "constant") != "constant") fail(node, "only constant padding is supported");
-  ConstantTensor& pads = constant_input(node, 1);
-  if (has_input(node, 2) && constant_input(node, 2).scalar() != 0) fail(node, "pads with a value other than 0");
-  bind_layer(node.output(0), x);
-  if (std::all_of(pads.ints.begin(), pads.ints.end(), [](int64_t amount) { return amount == 0; })) return;
-  const std::vector<int64_t>& p = pads.ints;  // [begin of each dim (batch first)..., end of each...]
+  const std::vector<int64_t> p = fixed_integers(node, 1);  // [begin of each dim (batch first)..., end of each...]
+  const bool zeros = attr_string(node, "mode", "constant") == "constant" &&
+                     (!has_input(node, 2) || folded_scalar(node, 2) == std::optional<double>(0.0));
+  if (zeros && std::all_of(p.begin(), p.end(), [](int64_t amount) { return amount == 0; })) {
+    return bind_layer(node.output(0), x);
+  }
   const auto readers = readers_.find(node.output(0));
   const bool pooled = readers != readers_.end() &&
                       std::all_of(readers->second.begin(), readers->second.end(),
                                   [](const onnx::NodeProto* r) { return r->op_type() == "AveragePool"; });
   const bool spatial = p.size() == 8 && p[0] == 0 && p[1] == 0 && p[4] == 0 && p[5] == 0 && p[2] == p[6] &&
                        p[3] == p[7] && p[2] >= 0 && p[3] >= 0;
-  if (!pooled || !spatial) {
-    fail(node, fmt::format("pads {}; burst takes padding only inside conv and pooling layers (a Pad of H and W "
-                           "alike, read only by average pools)",
-                           fmt::join(p, ",")));
-  }
+  if (!zeros || !pooled || !spatial) return padding(node);
+  bind_layer(node.output(0), x);
   pool_pads_[node.output(0)] = {p[2], p[3]};
 }
 

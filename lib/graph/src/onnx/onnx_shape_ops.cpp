@@ -75,6 +75,7 @@ void Lowering::gather(const onnx::NodeProto& node) {
 
 void Lowering::unsqueeze(const onnx::NodeProto& node) {
   if (fold_float_unsqueeze(node)) return;
+  if (is_float_initializer(node, 0)) return learned_view(node);  // weight.unsqueeze(...): GroupNorm's, PReLU's
   SymbolicTensor out = integer_input(node, 0);
   std::vector<int64_t> axes = has_input(node, 1) ? fixed_integers(node, 1) : attr_ints(node, "axes", {});
   const auto rank = static_cast<int64_t>(out.dims.size() + axes.size());
@@ -249,6 +250,15 @@ void Lowering::reshape(const onnx::NodeProto& node) {
 void Lowering::transpose(const onnx::NodeProto& node) {
   const Value& value = input(node, 0);
   std::vector<int64_t> perm = attr_ints(node, "perm", {});
+  if (value.ints && value.ints->dims.size() == 2 && (perm.empty() || perm == std::vector<int64_t>{1, 0})) {
+    // An integer matrix transposed (F.pad's [2, dims] pad list to ONNX's order).
+    const SymbolicTensor& x = *value.ints;
+    SymbolicTensor out{{x.dims[1], x.dims[0]}, {}};
+    for (int64_t c = 0; c < x.dims[1]; ++c) {
+      for (int64_t r = 0; r < x.dims[0]; ++r) out.values.push_back(x.values[static_cast<size_t>(r * x.dims[1] + c)]);
+    }
+    return bind_integers(node.output(0), std::move(out));
+  }
   if (value.constant != nullptr && value.layer.empty()) {  // x @ W.t(): the weight read transposed
     if (value.constant->dims.size() != 2 || (!perm.empty() && perm != std::vector<int64_t>{1, 0})) {
       fail(node, "burst transposes constant matrices only (a weight for MatMul)");
@@ -279,8 +289,8 @@ void Lowering::transpose(const onnx::NodeProto& node) {
 }
 
 void Lowering::integer_slice(const onnx::NodeProto& node) {
-  // Integers sliced along any of their axes, step 1: shapes, and buffers of ids (BERT's
-  // position_ids[:, :T]).
+  // Integers sliced along any of their axes, with any step (ONNX's clamping): shapes, buffers
+  // of ids (BERT's position_ids[:, :T]), and F.pad's pad list reversed pairwise.
   const SymbolicTensor& data = integer_input(node, 0);
   const std::vector<int64_t> starts = fixed_integers(node, 1), ends = fixed_integers(node, 2);
   std::vector<int64_t> axes;
@@ -294,14 +304,18 @@ void Lowering::integer_slice(const onnx::NodeProto& node) {
     fail(node, "starts, ends, axes and steps differ in length");
   }
   const auto rank = static_cast<int64_t>(data.dims.size());
-  std::vector<int64_t> begin(data.dims.size(), 0), dims = data.dims;
+  std::vector<int64_t> first(data.dims.size(), 0), step(data.dims.size(), 1), dims = data.dims;
   for (size_t i = 0; i < axes.size(); ++i) {
     const int64_t axis = normalized_axis(axes[i], rank);
-    if (axis < 0 || axis >= rank || steps[i] != 1) fail(node, "burst slices integers along their axes with step 1 only");
-    const int64_t size = data.dims[static_cast<size_t>(axis)];
-    const auto clamp = [size](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + size : v, 0, size); };
-    begin[static_cast<size_t>(axis)] = clamp(starts[i]);
-    dims[static_cast<size_t>(axis)] = std::max<int64_t>(0, clamp(ends[i]) - clamp(starts[i]));
+    if (axis < 0 || axis >= rank || steps[i] == 0) fail(node, "slices an axis the integers do not have, or with step 0");
+    const int64_t size = data.dims[static_cast<size_t>(axis)], s = steps[i];
+    const auto at = [size](int64_t v, int64_t low, int64_t high) { return std::clamp<int64_t>(v < 0 ? v + size : v, low, high); };
+    const int64_t begin = s > 0 ? at(starts[i], 0, size) : at(starts[i], 0, size - 1);
+    const int64_t stop = s > 0 ? at(ends[i], 0, size) : (ends[i] < -size ? -1 : at(ends[i], -1, size - 1));
+    const int64_t count = s > 0 ? (stop - begin + s - 1) / s : (begin - stop + (-s) - 1) / (-s);
+    first[static_cast<size_t>(axis)] = begin;
+    step[static_cast<size_t>(axis)] = s;
+    dims[static_cast<size_t>(axis)] = std::max<int64_t>(0, count);
   }
   SymbolicTensor out{dims, {}};
   int64_t count = 1;
@@ -309,7 +323,9 @@ void Lowering::integer_slice(const onnx::NodeProto& node) {
   std::vector<int64_t> at(dims.size(), 0);  // the output index, row-major
   for (int64_t n = 0; n < count; ++n) {
     size_t source = 0;
-    for (size_t d = 0; d < dims.size(); ++d) source = source * static_cast<size_t>(data.dims[d]) + static_cast<size_t>(begin[d] + at[d]);
+    for (size_t d = 0; d < dims.size(); ++d) {
+      source = source * static_cast<size_t>(data.dims[d]) + static_cast<size_t>(first[d] + at[d] * step[d]);
+    }
     out.values.push_back(data.values[source]);
     for (size_t d = dims.size(); d-- > 0 && ++at[d] == dims[d];) at[d] = 0;
   }

@@ -204,8 +204,52 @@ struct SoftplusAttrs {};
 // A learned tensor multiplying the input (ConvNeXt's layer scale [C, 1, 1], any trainable
 // initializer in a Mul): its one parameter has per-sample shape `shape`, broadcast against
 // the input's trailing dims as numpy does (each dim 1 or the input's), initialised to ones.
+// `weight_shape`, when given, is the parameter's own shape (as many elements) that a view
+// makes `shape` (GroupNorm's weight [C] used as [C, 1, 1]).
 struct ScaleAttrs {
   Shape shape;
+  Shape weight_shape;
+};
+
+// A learned tensor added to the input, broadcast the same way (a per-channel bias
+// nn.Parameter(torch.zeros(C, 1, 1)) added by hand; GroupNorm's bias), initialised to zeros.
+struct ShiftAttrs {
+  Shape shape;
+  Shape weight_shape;
+};
+
+// torch.nn.PReLU: x for x >= 0, a learned slope times x below; one slope, or one a channel of
+// [C, ...] (num_parameters = C).
+struct PReluAttrs {
+  int64_t num_parameters = 1;
+};
+
+// torch.erf element-wise.
+struct ErfAttrs {};
+
+// torch.nn.InstanceNorm1d/2d/3d on [C, ...]: each sample's channels normalised over their
+// own elements (batch statistics in training and evaluation alike, no running statistics);
+// with `affine`, a learned weight and bias [C]. GroupNorm exports as one on [groups, rest].
+struct InstanceNormAttrs {
+  double eps = 1e-5;
+  bool affine = false;
+};
+
+// torch.nn.Upsample on [C, H, W] by whole factors: [C, H * scale.h, W * scale.w], "nearest"
+// or "bilinear" (align_corners false or true).
+struct UpsampleAttrs {
+  Pair scale{2, 2};
+  std::string mode = "nearest";
+  bool align_corners = false;
+};
+
+// torch.nn.functional.pad of the per-sample dims: `pads` holds each dim's padding before,
+// then each dim's after (ONNX's order, per sample); "constant" (with `value`), "reflect" or
+// "replicate".
+struct PadAttrs {
+  Shape pads;
+  std::string mode = "constant";
+  double value = 0.0;
 };
 
 // torch.nn.ConvTranspose2d on [C, H, W] -> [out_channels, H', W'], H' = (H - 1) stride -
@@ -289,7 +333,7 @@ using Attrs =
                  StochasticDepthAttrs, MatmulAttrs, SoftmaxAttrs, LeakyReluAttrs, EluAttrs, TanhAttrs,
                  SoftplusAttrs, ScaleAttrs, ConvTranspose2dAttrs, MulScalarAttrs, CausalMaskAttrs, Conv3dAttrs,
                  MaxPool3dAttrs, AvgPool3dAttrs, PowScalarAttrs, AddScalarAttrs, SqrtAttrs, ReciprocalAttrs,
-                 RotaryAttrs>;
+                 RotaryAttrs, ShiftAttrs, PReluAttrs, ErfAttrs, InstanceNormAttrs, UpsampleAttrs, PadAttrs>;
 
 // Same order as Attrs' alternatives: OpKind(attrs.index()) is a layer's op.
 enum class OpKind {
@@ -343,6 +387,12 @@ enum class OpKind {
   Sqrt,
   Reciprocal,
   Rotary,
+  Shift,
+  PRelu,
+  Erf,
+  InstanceNorm,
+  Upsample,
+  Pad,
 };
 inline constexpr int kOpKindCount = static_cast<int>(std::variant_size_v<Attrs>);
 
