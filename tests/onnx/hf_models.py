@@ -53,8 +53,9 @@ def bert():
 
 def llama():
     from transformers import LlamaConfig, LlamaForCausalLM
+    # Grouped-query attention: 4 query heads share 2 key and value heads (repeat_kv).
     config = LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=SEQ)
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=SEQ)
     config._attn_implementation = "eager"
     return LlamaForCausalLM(config)
 

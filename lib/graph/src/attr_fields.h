@@ -156,6 +156,7 @@ template <typename Visit> void for_each_field(PReluAttrs& a, Visit&& v) {
   v("num_parameters", a.num_parameters, Presence::Optional);
 }
 template <typename Visit> void for_each_field(ErfAttrs&, Visit&&) {}
+template <typename Visit> void for_each_field(ExpandAttrs& a, Visit&& v) { v("shape", a.shape, Presence::Required); }
 template <typename Visit> void for_each_field(InstanceNormAttrs& a, Visit&& v) {
   v("eps", a.eps, Presence::Optional);
   v("affine", a.affine, Presence::Optional);

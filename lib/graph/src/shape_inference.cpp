@@ -512,6 +512,16 @@ class Inferrer {
     // Nearest copies; bilinear blends 4 inputs for each output (3 multiply-adds and a weight).
     return finish(out, 0, a.mode == "bilinear" ? mul(8, numel(out), "FLOPs") : 0);
   }
+  LayerInfo operator()(const ExpandAttrs& a) const {
+    const Shape& in = float_input(0, "");
+    bool fits = a.shape.size() == in.size();
+    for (size_t d = 0; fits && d < in.size(); ++d) fits = a.shape[d] >= 1 && (in[d] == a.shape[d] || in[d] == 1);
+    if (!fits) {
+      fail(fmt::format("input {} does not expand to {} (each dim equal or 1)", shape_to_string(in), shape_to_string(a.shape)));
+    }
+    return finish(a.shape, 0, 0);  // a view; the layer after it copies
+  }
+
   LayerInfo operator()(const PadAttrs& a) const {
     const Shape& in = float_input(0, "");
     if (a.pads.size() != 2 * in.size()) {

@@ -149,5 +149,35 @@ TEST(OnnxTransformers, RotaryEmbeddingsAreOneLayerWithTheirBase) {
   expect_refused(rotary_model(10000, true).bytes(), "burst reads such tables only as rotary embeddings' cos and sin");
 }
 
+TEST(OnnxTransformers, GroupedQueryAttentionRepeatsKeysAndValues) {
+  // repeat_kv: keys [B, 2, 4, 8] (2 key heads, T 4, d 8) -> Unsqueeze axis 2 -> [B, 2, 1, 4, 8]
+  // -> Expand to Shape(k)[0] ++ [2, 2, 4, 8] -> Reshape [0, 4, 4, 8]: 4 heads, each key head
+  // twice. A reshape, an expand and a reshape layer.
+  OnnxModel m({2, 4, 8});
+  m.node("Unsqueeze", {"input", ints(m, "axis", {2})}, {"k1"});
+  m.node("Shape", {"input"}, {"shape"});
+  m.node("Slice", {"shape", ints(m, "zero", {0}), ints(m, "one", {1})}, {"batch"});
+  set_int(m.node("Concat", {"batch", ints(m, "rest", {2, 2, 4, 8})}, {"target"}), "axis", 0);
+  m.node("Expand", {"k1", "target"}, {"repeated"});
+  m.node("Reshape", {"repeated", ints(m, "heads", {0, 4, 4, 8})}, {"k4"});
+  auto* pooled = m.node("ReduceMean", {"k4"}, {"output"});
+  set_ints(pooled, "axes", {1, 2});
+  set_int(pooled, "keepdims", 0);
+  m.output("output");
+  const Graph g = m.import().graph;
+  EXPECT_EQ(g.layer(1).op(), OpKind::Reshape);
+  EXPECT_EQ(g.info(1).output_shape, (Shape{2, 1, 4, 8}));
+  EXPECT_EQ(std::get<ExpandAttrs>(g.layer(2).attrs).shape, (Shape{2, 2, 4, 8}));
+  EXPECT_EQ(g.info(3).output_shape, (Shape{4, 4, 8}));
+  // Expanding a dim that is not 1 is refused.
+  OnnxModel bad({2, 4, 8});
+  bad.node("Shape", {"input"}, {"shape"});
+  bad.node("Slice", {"shape", ints(bad, "zero", {0}), ints(bad, "one", {1})}, {"batch"});
+  set_int(bad.node("Concat", {"batch", ints(bad, "rest", {3, 4, 8})}, {"target"}), "axis", 0);
+  bad.node("Expand", {"input", "target"}, {"output"});
+  bad.output("output");
+  expect_refused(bad.bytes(), "does not expand to [3, 4, 8]");
+}
+
 }  // namespace onnx_transformers_test
 }  // namespace burst::graph

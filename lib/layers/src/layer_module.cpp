@@ -346,6 +346,12 @@ class Factory {
     return function(1, [options](const auto& x) { return torch::nn::functional::interpolate(x[0], options); });
   }
 
+  std::unique_ptr<LayerModule> operator()(const graph::ExpandAttrs& a) const {
+    std::vector<int64_t> sizes{-1};  // the batch kept
+    sizes.insert(sizes.end(), a.shape.begin(), a.shape.end());
+    return function(1, [sizes](const auto& x) { return x[0].expand(sizes); });
+  }
+
   std::unique_ptr<LayerModule> operator()(const graph::PadAttrs& a) const {
     // F.pad takes (before, after) pairs from the last dim back; burst's pads are ONNX's order.
     const size_t rank = a.pads.size() / 2;

@@ -74,6 +74,17 @@ void Lowering::gather(const onnx::NodeProto& node) {
 }
 
 void Lowering::unsqueeze(const onnx::NodeProto& node) {
+  if (!input(node, 0).layer.empty()) {  // x[:, :, None]: a reshape that inserts size-1 dims
+    const std::string x = input(node, 0).layer;
+    Shape with_batch{1};
+    const Shape& in = info_of(x).output_shape;
+    with_batch.insert(with_batch.end(), in.begin(), in.end());
+    const Shape out = unsqueezed(node, with_batch);
+    std::vector<int64_t> axes = has_input(node, 1) ? fixed_integers(node, 1) : attr_ints(node, "axes", {});
+    for (int64_t& axis : axes) axis = axis < 0 ? axis + static_cast<int64_t>(out.size()) : axis;
+    if (std::find(axes.begin(), axes.end(), 0) != axes.end()) fail(node, "unsqueezes before the batch");
+    return void(add_layer(node, "", {x}, ReshapeAttrs{Shape(out.begin() + 1, out.end())}));
+  }
   if (fold_float_unsqueeze(node)) return;
   if (is_float_initializer(node, 0)) return learned_view(node);  // weight.unsqueeze(...): GroupNorm's, PReLU's
   SymbolicTensor out = integer_input(node, 0);
@@ -562,6 +573,23 @@ void Lowering::where(const onnx::NodeProto& node) {
 
 void Lowering::expand(const onnx::NodeProto& node) {
   if (is_integer(node, 0)) return integer_expand(node);
+  if (!input(node, 0).layer.empty()) {  // x.expand(B, ...): a per-sample broadcast
+    const std::string x = input(node, 0).layer;
+    const SymbolicTensor& target = integer_input(node, 1);
+    const Shape& in = info_of(x).output_shape;
+    if (target.values.size() != in.size() + 1 || !(target.values[0] == SymbolicInt{1, 0} || target.values[0] == fixed(1))) {
+      fail(node, fmt::format("expands {} to {}; burst expands the per-sample dims of a tensor, keeping its batch",
+                             shape_to_string(in), symbolic_text(target.values)));
+    }
+    Shape shape;
+    for (size_t d = 1; d < target.values.size(); ++d) {
+      const SymbolicInt v = target.values[d];
+      if (v.batch != 0) fail(node, fmt::format("expands to {}, a dim that depends on the batch", symbolic_text(target.values)));
+      shape.push_back(v.constant == 1 ? in[d - 1] : v.constant);  // ONNX Expand: 1 keeps the input's dim
+    }
+    if (shape == in) return bind_layer(node.output(0), x);
+    return void(add_layer(node, "", {x}, ExpandAttrs{shape}));
+  }
   // A learned [1, 1, D] token repeated over the batch: [B, 1, D] (ViT's class token), taken
   // by the Concat that follows (class_token()).
   ConstantTensor& token = constant_input(node, 0);

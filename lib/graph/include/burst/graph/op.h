@@ -323,6 +323,13 @@ struct AvgPool3dAttrs {
   bool count_include_pad = true;
 };
 
+// A broadcast of the input to a per-sample `shape` of the same rank, each input dim equal to
+// the target's or 1 (torch's expand: grouped-query attention's keys and values repeated over
+// the query heads of their group).
+struct ExpandAttrs {
+  Shape shape;
+};
+
 using Attrs =
     std::variant<InputAttrs, Conv2dAttrs, BatchNorm2dAttrs, ReluAttrs, GeluAttrs, MaxPool2dAttrs,
                  AvgPool2dAttrs, AdaptiveAvgPool2dAttrs, LinearAttrs, FlattenAttrs, DropoutAttrs,
@@ -333,7 +340,8 @@ using Attrs =
                  StochasticDepthAttrs, MatmulAttrs, SoftmaxAttrs, LeakyReluAttrs, EluAttrs, TanhAttrs,
                  SoftplusAttrs, ScaleAttrs, ConvTranspose2dAttrs, MulScalarAttrs, CausalMaskAttrs, Conv3dAttrs,
                  MaxPool3dAttrs, AvgPool3dAttrs, PowScalarAttrs, AddScalarAttrs, SqrtAttrs, ReciprocalAttrs,
-                 RotaryAttrs, ShiftAttrs, PReluAttrs, ErfAttrs, InstanceNormAttrs, UpsampleAttrs, PadAttrs>;
+                 RotaryAttrs, ShiftAttrs, PReluAttrs, ErfAttrs, InstanceNormAttrs, UpsampleAttrs, PadAttrs,
+                 ExpandAttrs>;
 
 // Same order as Attrs' alternatives: OpKind(attrs.index()) is a layer's op.
 enum class OpKind {
@@ -393,6 +401,7 @@ enum class OpKind {
   InstanceNorm,
   Upsample,
   Pad,
+  Expand,
 };
 inline constexpr int kOpKindCount = static_cast<int>(std::variant_size_v<Attrs>);
 
