@@ -178,20 +178,13 @@ std::pair<Shape, Shape> learned_shapes(const Value& value, size_t input_rank) {
 
 }  // namespace
 
-void Lowering::learned_scale(const onnx::NodeProto& mul, const std::string& x, int index) {
-  const auto [shape, weight_shape] = learned_shapes(input(mul, index), info_of(x).output_shape.size());
-  ConstantTensor& factor = *input(mul, index).constant;
+void Lowering::learned_tensor(const onnx::NodeProto& node, const std::string& x, int index, bool adds) {
+  const auto [shape, weight_shape] = learned_shapes(input(node, index), info_of(x).output_shape.size());
+  ConstantTensor& tensor = *input(node, index).constant;
   LayerWeights weights;
-  weights.parameters.push_back(initial(factor, weight_shape.empty() ? shape : weight_shape));
-  weights_[add_named_layer(mul, factor.name, {x}, ScaleAttrs{shape, weight_shape})] = std::move(weights);
-}
-
-void Lowering::learned_shift(const onnx::NodeProto& add, const std::string& x, int index) {
-  const auto [shape, weight_shape] = learned_shapes(input(add, index), info_of(x).output_shape.size());
-  ConstantTensor& term = *input(add, index).constant;
-  LayerWeights weights;
-  weights.parameters.push_back(initial(term, weight_shape.empty() ? shape : weight_shape));
-  weights_[add_named_layer(add, term.name, {x}, ShiftAttrs{shape, weight_shape})] = std::move(weights);
+  weights.parameters.push_back(initial(tensor, weight_shape.empty() ? shape : weight_shape));
+  const Attrs attrs = adds ? Attrs{ShiftAttrs{shape, weight_shape}} : Attrs{ScaleAttrs{shape, weight_shape}};
+  weights_[add_named_layer(node, tensor.name, {x}, attrs)] = std::move(weights);
 }
 
 void Lowering::position_embedding(const onnx::NodeProto& add, const std::string& x, ConstantTensor& table,

@@ -117,45 +117,10 @@ void Lowering::constant_slice(const onnx::NodeProto& node) {
   if (data.floats.size() != static_cast<size_t>(data.element_count())) {
     fail(node, fmt::format("slices '{}', whose values were not read", data.name));
   }
-  const auto rank = static_cast<int64_t>(data.dims.size());
-  const std::vector<int64_t> starts = fixed_integers(node, 1), ends = fixed_integers(node, 2);
-  std::vector<int64_t> axes;
-  if (has_input(node, 3)) {
-    axes = fixed_integers(node, 3);
-  } else {
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  }
-  const std::vector<int64_t> steps = has_input(node, 4) ? fixed_integers(node, 4) : std::vector<int64_t>(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
-    fail(node, "starts, ends, axes and steps differ in length");
-  }
-  std::vector<int64_t> begin(data.dims.size(), 0), dims = data.dims;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    const int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i];
-    if (axis < 0 || axis >= rank || steps[i] != 1) fail(node, "burst slices a constant along its axes with step 1 only");
-    const int64_t size = data.dims[static_cast<size_t>(axis)];
-    const auto clamp = [size](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + size : v, 0, size); };
-    begin[static_cast<size_t>(axis)] = clamp(starts[i]);
-    dims[static_cast<size_t>(axis)] = std::max<int64_t>(0, clamp(ends[i]) - clamp(starts[i]));
-  }
-  ConstantTensor out;
-  out.name = node.output(0);
-  out.dims = dims;
-  out.is_float = true;
-  int64_t count = 1;
-  for (const int64_t dim : dims) count *= dim;
-  out.floats.reserve(static_cast<size_t>(count));
-  std::vector<int64_t> at(dims.size(), 0);  // the output index, row-major
-  for (int64_t n = 0; n < count; ++n) {
-    int64_t source = 0;
-    for (size_t d = 0; d < dims.size(); ++d) source = source * data.dims[d] + begin[d] + at[d];
-    out.floats.push_back(data.floats[static_cast<size_t>(source)]);
-    for (size_t d = dims.size(); d-- > 0 && ++at[d] == dims[d];) at[d] = 0;
-  }
-  constants_.push_back(std::move(out));
-  Value bound;
-  bound.constant = &constants_.back();
-  values_[node.output(0)] = std::move(bound);
+  const SliceWindow window = slice_window(node, data.dims);
+  std::vector<float> values;
+  for (const size_t source : window.sources(data.dims)) values.push_back(data.floats[source]);
+  bind_float_table(node.output(0), window.dims, std::move(values));
 }
 
 void Lowering::constant_equal(const onnx::NodeProto& node) {
@@ -178,16 +143,10 @@ void Lowering::select_numbers(const onnx::NodeProto& node) {
   if (!a || !b) fail(node, "burst selects between integers, or between two numbers by a condition known at import");
   const SymbolicTensor& condition = integer_input(node, 0);
   const std::vector<int64_t> holds = fixed_integers(node, 0);
-  ConstantTensor table;
-  table.name = node.output(0);
-  table.dims = condition.dims;
-  table.is_float = true;
-  table.floats.reserve(holds.size());
-  for (const int64_t h : holds) table.floats.push_back(static_cast<float>(h != 0 ? *a : *b));
-  constants_.push_back(std::move(table));
-  Value bound;
-  bound.constant = &constants_.back();
-  values_[node.output(0)] = std::move(bound);
+  std::vector<float> values;
+  values.reserve(holds.size());
+  for (const int64_t h : holds) values.push_back(static_cast<float>(h != 0 ? *a : *b));
+  bind_float_table(node.output(0), condition.dims, std::move(values));
 }
 
 void Lowering::causal_mask(const onnx::NodeProto& node, const std::string& scores, const std::vector<int64_t>& dims,

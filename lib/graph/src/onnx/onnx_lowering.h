@@ -255,6 +255,18 @@ class Lowering {
   // Input `index` as one number known at import: a batch-independent integer or a float
   // scalar constant; nullopt otherwise.
   std::optional<double> folded_scalar(const onnx::NodeProto& node, int index) const;
+  // A Slice node's inputs, starts, ends, axes (default: 0, 1, ...) and steps (default 1).
+  struct SliceArguments {
+    std::vector<int64_t> starts, ends, axes, steps;
+  };
+  SliceArguments slice_arguments(const onnx::NodeProto& node) const;
+  // What a Slice node takes of a constant of `dims`: each dim's first index and step, and the
+  // output dims; sources() lists the elements taken, row-major.
+  struct SliceWindow {
+    std::vector<int64_t> first, step, dims;
+    std::vector<size_t> sources(const std::vector<int64_t>& data_dims) const;
+  };
+  SliceWindow slice_window(const onnx::NodeProto& node, const std::vector<int64_t>& dims) const;
   // Integers sliced along their axes (shape arithmetic; Slice of an integer buffer).
   void integer_slice(const onnx::NodeProto& node);
   // A weight's initial tensor; its values move out of the constant when no other node reads it.
@@ -280,11 +292,10 @@ class Lowering {
   // Whether input `index` of `node` is a float initializer (a model's trainable tensor: torch
   // exports parameters as initializers, Python numbers as Constant nodes).
   bool is_float_initializer(const onnx::NodeProto& node, int index) const;
-  // x * a learned tensor (ConvNeXt's layer scale), x + one (a bias added by hand): a scale or
-  // shift layer named after it, shaped as input `index` of `node` is (an initializer, or a
+  // x * a learned tensor (ConvNeXt's layer scale), or with `adds` x + one (a bias added by
+  // hand): a scale or shift layer named after it, shaped as input `index` of `node` is (an initializer, or a
   // view of one: learned_view).
-  void learned_scale(const onnx::NodeProto& mul, const std::string& x, int index);
-  void learned_shift(const onnx::NodeProto& add, const std::string& x, int index);
+  void learned_tensor(const onnx::NodeProto& node, const std::string& x, int index, bool adds);
   void learned_view(const onnx::NodeProto& unsqueeze);  // weight.unsqueeze(...) of an initializer
   void take_token(const onnx::NodeProto& gather);     // Gather(x, i) on the token axis
   // The one node reading `tensor` if it is of `op_type` and no graph output reads it.

@@ -302,7 +302,7 @@ void Lowering::add(const onnx::NodeProto& node) {
   if (linear == nullptr || linear->bias || uses(matmul_output) != 1 || bias.constant->element_count() != features ||
       bias.constant->dims.size() != 1) {
     const int term = a.layer.empty() ? 0 : 1;
-    if (is_float_initializer(node, term)) return learned_shift(node, computed.layer, term);  // x + a learned tensor
+    if (is_float_initializer(node, term)) return learned_tensor(node, computed.layer, term, true);  // x + a learned tensor
     fail(node, "adds a constant that is no learned tensor; burst folds a bias [out] into the MatMul just before it, "
                "and adds learned tensors (initializers)");
   }
@@ -317,7 +317,7 @@ void Lowering::mul(const onnx::NodeProto& node) {
   if (fold_float_arithmetic(node)) return;  // tables of constants (rotary cos and sin)
   for (int k = 0; k < 2; ++k) {
     if (is_float_initializer(node, k) && !input(node, 1 - k).layer.empty()) {
-      return learned_scale(node, layer_input(node, 1 - k), k);
+      return learned_tensor(node, layer_input(node, 1 - k), k, false);
     }
     if (float_table(node, k) != nullptr && float_table(node, k)->element_count() > 1 && !input(node, 1 - k).layer.empty()) {
       if (fuse_rotary(node, 1 - k)) return;

@@ -299,47 +299,66 @@ void Lowering::transpose(const onnx::NodeProto& node) {
   add_layer(node, "", {x}, TransposeAttrs{per_sample});
 }
 
-void Lowering::integer_slice(const onnx::NodeProto& node) {
-  // Integers sliced along any of their axes, with any step (ONNX's clamping): shapes, buffers
-  // of ids (BERT's position_ids[:, :T]), and F.pad's pad list reversed pairwise.
-  const SymbolicTensor& data = integer_input(node, 0);
-  const std::vector<int64_t> starts = fixed_integers(node, 1), ends = fixed_integers(node, 2);
-  std::vector<int64_t> axes;
+Lowering::SliceArguments Lowering::slice_arguments(const onnx::NodeProto& node) const {
+  SliceArguments args{fixed_integers(node, 1), fixed_integers(node, 2), {}, {}};
   if (has_input(node, 3)) {
-    axes = fixed_integers(node, 3);
+    args.axes = fixed_integers(node, 3);
   } else {
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    for (size_t i = 0; i < args.starts.size(); ++i) args.axes.push_back(static_cast<int64_t>(i));
   }
-  const std::vector<int64_t> steps = has_input(node, 4) ? fixed_integers(node, 4) : std::vector<int64_t>(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+  args.steps = has_input(node, 4) ? fixed_integers(node, 4) : std::vector<int64_t>(args.starts.size(), 1);
+  if (args.ends.size() != args.starts.size() || args.axes.size() != args.starts.size() ||
+      args.steps.size() != args.starts.size()) {
     fail(node, "starts, ends, axes and steps differ in length");
   }
-  const auto rank = static_cast<int64_t>(data.dims.size());
-  std::vector<int64_t> first(data.dims.size(), 0), step(data.dims.size(), 1), dims = data.dims;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    const int64_t axis = normalized_axis(axes[i], rank);
-    if (axis < 0 || axis >= rank || steps[i] == 0) fail(node, "slices an axis the integers do not have, or with step 0");
-    const int64_t size = data.dims[static_cast<size_t>(axis)], s = steps[i];
+  return args;
+}
+
+Lowering::SliceWindow Lowering::slice_window(const onnx::NodeProto& node, const std::vector<int64_t>& dims) const {
+  // ONNX's clamping: a positive step runs from start in [0, size] to end in [0, size), a
+  // negative one from start in [0, size - 1] down to end in [-1, size - 1).
+  const SliceArguments args = slice_arguments(node);
+  const auto rank = static_cast<int64_t>(dims.size());
+  SliceWindow window{std::vector<int64_t>(dims.size(), 0), std::vector<int64_t>(dims.size(), 1), dims};
+  for (size_t i = 0; i < args.axes.size(); ++i) {
+    const int64_t axis = normalized_axis(args.axes[i], rank);
+    if (axis < 0 || axis >= rank || args.steps[i] == 0) fail(node, "slices an axis the constant does not have, or with step 0");
+    const int64_t size = dims[static_cast<size_t>(axis)], s = args.steps[i];
     const auto at = [size](int64_t v, int64_t low, int64_t high) { return std::clamp<int64_t>(v < 0 ? v + size : v, low, high); };
-    const int64_t begin = s > 0 ? at(starts[i], 0, size) : at(starts[i], 0, size - 1);
-    const int64_t stop = s > 0 ? at(ends[i], 0, size) : (ends[i] < -size ? -1 : at(ends[i], -1, size - 1));
+    const int64_t begin = s > 0 ? at(args.starts[i], 0, size) : at(args.starts[i], 0, size - 1);
+    const int64_t stop = s > 0 ? at(args.ends[i], 0, size) : (args.ends[i] < -size ? -1 : at(args.ends[i], -1, size - 1));
     const int64_t count = s > 0 ? (stop - begin + s - 1) / s : (begin - stop + (-s) - 1) / (-s);
-    first[static_cast<size_t>(axis)] = begin;
-    step[static_cast<size_t>(axis)] = s;
-    dims[static_cast<size_t>(axis)] = std::max<int64_t>(0, count);
+    window.first[static_cast<size_t>(axis)] = begin;
+    window.step[static_cast<size_t>(axis)] = s;
+    window.dims[static_cast<size_t>(axis)] = std::max<int64_t>(0, count);
   }
-  SymbolicTensor out{dims, {}};
+  return window;
+}
+
+std::vector<size_t> Lowering::SliceWindow::sources(const std::vector<int64_t>& data_dims) const {
   int64_t count = 1;
   for (const int64_t dim : dims) count *= dim;
+  std::vector<size_t> result;
+  result.reserve(static_cast<size_t>(count));
   std::vector<int64_t> at(dims.size(), 0);  // the output index, row-major
   for (int64_t n = 0; n < count; ++n) {
     size_t source = 0;
     for (size_t d = 0; d < dims.size(); ++d) {
-      source = source * static_cast<size_t>(data.dims[d]) + static_cast<size_t>(first[d] + at[d] * step[d]);
+      source = source * static_cast<size_t>(data_dims[d]) + static_cast<size_t>(first[d] + at[d] * step[d]);
     }
-    out.values.push_back(data.values[source]);
+    result.push_back(source);
     for (size_t d = dims.size(); d-- > 0 && ++at[d] == dims[d];) at[d] = 0;
   }
+  return result;
+}
+
+void Lowering::integer_slice(const onnx::NodeProto& node) {
+  // Integers sliced along any of their axes, with any step: shapes, buffers of ids (BERT's
+  // position_ids[:, :T]), and F.pad's pad list reversed pairwise.
+  const SymbolicTensor& data = integer_input(node, 0);
+  const SliceWindow window = slice_window(node, data.dims);
+  SymbolicTensor out{window.dims, {}};
+  for (const size_t source : window.sources(data.dims)) out.values.push_back(data.values[source]);
   Value value;
   value.ints = std::move(out);
   value.over_batch = input(node, 0).over_batch;
@@ -375,20 +394,13 @@ void Lowering::gather_elements(const onnx::NodeProto& node) {
 void Lowering::slice(const onnx::NodeProto& node) {
   if (is_integer(node, 0)) return integer_slice(node);
   if (input(node, 0).constant != nullptr && input(node, 0).constant->is_float) return constant_slice(node);
-  const std::vector<int64_t> starts = fixed_integers(node, 1);
-  const std::vector<int64_t> ends = fixed_integers(node, 2);
   std::string x = layer_input(node, 0);
   const auto rank = static_cast<int64_t>(info_of(x).output_shape.size()) + 1;
-  std::vector<int64_t> axes;
-  if (has_input(node, 3)) {
-    axes = fixed_integers(node, 3);
-  } else {
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  }
-  const std::vector<int64_t> steps = has_input(node, 4) ? fixed_integers(node, 4) : std::vector<int64_t>(starts.size(), 1);
-  if (starts.size() != ends.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
-    fail(node, "starts, ends, axes and steps differ in length");
-  }
+  const SliceArguments args = slice_arguments(node);
+  const std::vector<int64_t>& starts = args.starts;
+  const std::vector<int64_t>& ends = args.ends;
+  const std::vector<int64_t>& axes = args.axes;
+  const std::vector<int64_t>& steps = args.steps;
   std::string result = x;
   for (size_t i = 0; i < axes.size(); ++i) {
     const int64_t axis = normalized_axis(axes[i], rank);
