@@ -201,14 +201,8 @@ TEST(OnnxImport, GroupNormPReluReflectionPadAndUpsamplingAsTorchWritesThem) {
   // parameters kept [4]. nn.PReLU(4) likewise. F.pad(reflect, 1) of H and W -> [4, 6, 6];
   // nn.Upsample(2) -> [4, 12, 12]; then pooled to logits [4]. 12 parameters.
   OnnxModel m({4, 4, 4});
-  const auto constant = [&m](const std::string& name, std::vector<float> values) {
-    auto* attribute = m.node("Constant", {}, {name})->add_attribute();
-    attribute->set_name("value");
-    attribute->set_type(onnx::AttributeProto::TENSOR);
-    attribute->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
-    attribute->mutable_t()->add_dims(static_cast<int64_t>(values.size()));
-    for (const float v : values) attribute->mutable_t()->add_float_data(v);
-    return name;
+  const auto constant = [&m](const std::string& name, const std::vector<float>& values) {
+    return onnx_test::float_constant(m, name, {static_cast<int64_t>(values.size())}, values);
   };
   m.node("Reshape", {"input", ints(m, "groups", {0, 2, -1})}, {"grouped"});
   m.node("InstanceNormalization", {"grouped", constant("ones", {1, 1}), constant("zeros", {0, 0})}, {"normed"});

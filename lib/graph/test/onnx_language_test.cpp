@@ -13,6 +13,7 @@ namespace burst::graph {
 namespace onnx_language_test {
 
 using onnx_test::expect_refused;
+using onnx_test::float_constant;
 using onnx_test::ints;
 using onnx_test::layer;
 using onnx_test::OnnxModel;
@@ -56,12 +57,7 @@ OnnxModel tiny_gpt(const Variant& variant = {}) {
   set_ints(m.node("Transpose", {"x"}, {"x_t"}), "perm", {0, 2, 1});
   m.node("MatMul", {"x", "x_t"}, {"scores"});
   // A Python number in the export is a Constant node, not an initializer (a learned scale).
-  m.node("Mul", {"scores", "half"}, {"scaled"});
-  auto* value = m.node("Constant", {}, {"half"})->add_attribute();
-  value->set_name("value");
-  value->set_type(onnx::AttributeProto::TENSOR);
-  value->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
-  value->mutable_t()->add_float_data(0.5f);
+  m.node("Mul", {"scores", float_constant(m, "half", {}, {0.5f})}, {"scaled"});
   m.node("Slice", {mask_buffer(m, variant), ints(m, "from", {0, 0}), ints(m, "to", {kTokens, kTokens}), ints(m, "axes", {2, 3})},
          {"mask"});
   m.node("Equal", {"mask", m.weight("zero", {}, 0)}, {"masked"});
@@ -117,27 +113,17 @@ TEST(OnnxLanguage, NearMissesAreRefused) {
   expect_refused(tiny_gpt(shifted).bytes(), "adds 1 rows of table 'pos.weight' [6, 4] to [4, 4]");
 }
 
-// A Constant node holding one float, for the Python numbers of an export.
-std::string number(OnnxModel& m, const std::string& name, float value) {
-  auto* attribute = m.node("Constant", {}, {name})->add_attribute();
-  attribute->set_name("value");
-  attribute->set_type(onnx::AttributeProto::TENSOR);
-  attribute->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
-  attribute->mutable_t()->add_float_data(value);
-  return name;
-}
-
 // Llama's pieces on x [4, 4]: RMSNorm written by hand, x * (1 / sqrt(mean(x^2) + eps)) *
 // weight (Pow, ReduceMean, Add, Sqrt, Div(1, .), Mul, Mul by norm.weight [4]), then scores
 // x @ x^T plus an additive mask buffer [6, 6] of 0 and `masked` above the diagonal, sliced to
 // [4, 4]; Softmax; the mean over queries as logits [4].
 OnnxModel rms_norm_and_additive_mask(float masked, float above_diagonal_offset = 0) {
   OnnxModel m({kTokens, kWidth});
-  m.node("Pow", {"input", number(m, "two", 2)}, {"squared"});
+  m.node("Pow", {"input", float_constant(m, "two", {}, {2})}, {"squared"});
   set_ints(m.node("ReduceMean", {"squared"}, {"mean_square"}), "axes", {-1});
-  m.node("Add", {"mean_square", number(m, "eps", 1e-6f)}, {"plus_eps"});
+  m.node("Add", {"mean_square", float_constant(m, "eps", {}, {1e-6f})}, {"plus_eps"});
   m.node("Sqrt", {"plus_eps"}, {"rms"});
-  m.node("Div", {number(m, "one", 1), "rms"}, {"inverse_rms"});
+  m.node("Div", {float_constant(m, "one", {}, {1}), "rms"}, {"inverse_rms"});
   m.node("Mul", {"input", "inverse_rms"}, {"normed"});
   m.node("Mul", {"normed", m.weight("norm.weight", {kWidth}, 1)}, {"x"});
   set_ints(m.node("Transpose", {"x"}, {"x_t"}), "perm", {0, 2, 1});

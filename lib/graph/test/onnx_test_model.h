@@ -92,6 +92,19 @@ inline std::string ints(OnnxModel& m, const std::string& name, std::vector<int64
   return name;
 }
 
+// A Constant node holding a float tensor of `dims` (a Python number or a table computed in the
+// export: exporters write them as Constant nodes, not initializers); returns its output.
+inline std::string float_constant(OnnxModel& m, const std::string& name, const std::vector<int64_t>& dims,
+                                  const std::vector<float>& values) {
+  auto* attribute = m.node("Constant", {}, {name})->add_attribute();
+  attribute->set_name("value");
+  attribute->set_type(onnx::AttributeProto::TENSOR);
+  attribute->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+  for (const int64_t dim : dims) attribute->mutable_t()->add_dims(dim);
+  for (const float v : values) attribute->mutable_t()->add_float_data(v);
+  return name;
+}
+
 // The one-line message of importing `bytes`, or "" if it imported.
 inline std::string refusal(const std::string& bytes, const std::string& base_dir = "") {
   try {

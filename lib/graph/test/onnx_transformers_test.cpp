@@ -12,23 +12,12 @@ namespace burst::graph {
 namespace onnx_transformers_test {
 
 using onnx_test::expect_refused;
+using onnx_test::float_constant;
 using onnx_test::ints;
 using onnx_test::layer;
 using onnx_test::OnnxModel;
 using onnx_test::set_int;
 using onnx_test::set_ints;
-
-// A Constant node holding a float tensor of `dims`.
-std::string constant_table(OnnxModel& m, const std::string& name, const std::vector<int64_t>& dims,
-                           const std::vector<float>& values) {
-  auto* attribute = m.node("Constant", {}, {name})->add_attribute();
-  attribute->set_name("value");
-  attribute->set_type(onnx::AttributeProto::TENSOR);
-  attribute->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
-  for (const int64_t dim : dims) attribute->mutable_t()->add_dims(dim);
-  for (const float v : values) attribute->mutable_t()->add_float_data(v);
-  return name;
-}
 
 // Logits [last] from x [T, last]: the mean over tokens.
 void mean_over_tokens(OnnxModel& m, const std::string& x) {
@@ -84,7 +73,7 @@ TEST(OnnxTransformers, ACausalMaskFromArangeAndLessOrEqualOverTheBatch) {
   m.node("Gather", {"shape", ints(m, "zero", {0})}, {"batch"});
   set_int(m.node("Concat", {"batch", ints(m, "rest", {1, 4, 4})}, {"expanded_shape"}), "axis", 0);
   m.node("Expand", {"allowed", "expanded_shape"}, {"allowed_b"});
-  m.node("Where", {"allowed_b", constant_table(m, "open", {}, {0.0f}), constant_table(m, "closed", {}, {-3.4e38f})}, {"mask"});
+  m.node("Where", {"allowed_b", float_constant(m, "open", {}, {0.0f}), float_constant(m, "closed", {}, {-3.4e38f})}, {"mask"});
   set_ints(m.node("Transpose", {"input"}, {"x_t"}), "perm", {0, 1, 3, 2});
   m.node("MatMul", {"input", "x_t"}, {"scores"});
   m.node("Add", {"scores", "mask"}, {"masked"});
@@ -114,8 +103,8 @@ std::vector<float> rotary_table(double theta, int64_t tokens, int64_t dim, bool 
 // q [B, 2, 4, 4] (heads 2, T 4, d 4): q * cos + cat(-q[..., 2:], q[..., :2], -1) * sin.
 OnnxModel rotary_model(double sine_theta, bool swap_halves = false) {
   OnnxModel m({2, 4, 4});
-  const std::string cos = constant_table(m, "cos", {1, 1, 4, 4}, rotary_table(10000, 4, 4, false));
-  const std::string sin = constant_table(m, "sin", {1, 1, 4, 4}, rotary_table(sine_theta, 4, 4, true));
+  const std::string cos = float_constant(m, "cos", {1, 1, 4, 4}, rotary_table(10000, 4, 4, false));
+  const std::string sin = float_constant(m, "sin", {1, 1, 4, 4}, rotary_table(sine_theta, 4, 4, true));
   m.node("Mul", {"input", cos}, {"q_cos"});
   const std::vector<int64_t> second = swap_halves ? std::vector<int64_t>{0, 2} : std::vector<int64_t>{2, 4};
   const std::vector<int64_t> first = swap_halves ? std::vector<int64_t>{2, 4} : std::vector<int64_t>{0, 2};
