@@ -86,6 +86,12 @@ TEST(OnnxTransformers, ACausalMaskFromArangeAndLessOrEqualOverTheBatch) {
   int masks = 0;
   for (LayerId id = 0; id < static_cast<LayerId>(g.size()); ++id) masks += g.layer(id).op() == OpKind::CausalMask ? 1 : 0;
   EXPECT_EQ(masks, 1);
+  // A mask table past 2^24 integers is refused, not built.
+  OnnxModel huge({4});
+  huge.node("Expand", {ints(huge, "one", {1}), ints(huge, "shape", {8192, 8192, 8192})}, {"table"});
+  huge.node("Cast", {"table"}, {"output"});
+  huge.output("output");
+  expect_refused(huge.bytes(), "expands to a [8192, 8192, 8192] table; burst folds at most 2^24 integers");
 }
 
 // Rotary tables [1, 1, T, d] of base `theta`: angle t * theta^(-2i/d), i < d/2, repeated.

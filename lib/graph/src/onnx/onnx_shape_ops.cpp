@@ -515,6 +515,16 @@ namespace {
 // The largest integer table folded at import (a [T, T] mask of T = 4,096).
 constexpr int64_t kMaxFoldedIntegers = int64_t{1} << 24;
 
+// The element count of `dims` if it is at most kMaxFoldedIntegers (no overflow on the way).
+std::optional<int64_t> foldable_count(const std::vector<int64_t>& dims) {
+  int64_t count = 1;
+  for (const int64_t dim : dims) {
+    if (dim < 0 || (dim > 0 && count > kMaxFoldedIntegers / dim)) return std::nullopt;
+    count *= dim;
+  }
+  return count;
+}
+
 }  // namespace
 
 void Lowering::integer_comparison(const onnx::NodeProto& node) {
@@ -525,12 +535,11 @@ void Lowering::integer_comparison(const onnx::NodeProto& node) {
   const std::vector<int64_t> x = fixed_integers(node, 0), y = fixed_integers(node, 1);
   const auto dims = broadcast_dims(a.dims, b.dims);
   if (!dims) fail(node, fmt::format("compares [{}] with [{}], which do not broadcast", fmt::join(a.dims, ", "), fmt::join(b.dims, ", ")));
-  int64_t count = 1;
-  for (const int64_t dim : *dims) count *= dim;
-  if (count > kMaxFoldedIntegers) fail(node, fmt::format("makes {} integers; burst folds at most 2^24", count));
+  const std::optional<int64_t> count = foldable_count(*dims);
+  if (!count) fail(node, fmt::format("makes a [{}] table; burst folds at most 2^24 integers", fmt::join(*dims, ", ")));
   const std::string& op = node.op_type();
   SymbolicTensor out{*dims, {}};
-  out.values.reserve(static_cast<size_t>(count));
+  out.values.reserve(static_cast<size_t>(*count));
   for_each_broadcast(a.dims, b.dims, *dims, [&](size_t i, size_t j) {
     const int64_t u = x[i], v = y[j];
     const bool holds = op == "Less" ? u < v : op == "LessOrEqual" ? u <= v : op == "Greater" ? u > v
@@ -557,6 +566,9 @@ void Lowering::integer_expand(const onnx::NodeProto& node) {
   }
   const auto dims = broadcast_dims(x.dims, target);
   if (!dims) fail(node, fmt::format("expands [{}] to {}", fmt::join(x.dims, ", "), symbolic_text(shape.values)));
+  if (!foldable_count(*dims)) {
+    fail(node, fmt::format("expands to a [{}] table; burst folds at most 2^24 integers", fmt::join(*dims, ", ")));
+  }
   SymbolicTensor out{*dims, {}};
   for_each_broadcast(x.dims, target, *dims, [&](size_t i, size_t) { out.values.push_back(x.values[i]); });
   Value value;
