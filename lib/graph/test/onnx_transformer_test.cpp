@@ -220,16 +220,9 @@ TEST(OnnxTransformer, BatchFirstMatMulOfTwoTensorsAndSoftmaxAreLayers) {
 TEST(OnnxTransformer, NearMissesOfLayerNormAndGeluAreNotFused) {
   // (x - mean)^3 is no LayerNorm: its Sub stays a Sub of tensors, which burst refuses.
   expect_refused(tiny_vit({}, 3.0f).bytes(), "(Sub)");
-  // x * (1 + erf(x / sqrt 2)) * 0.4 is no GELU: it imports as what it computes, x times a
-  // number, erf, plus 1, a product and times 0.4, and no gelu layer.
-  const Graph near_gelu = tiny_vit({}, 2.0f, 0.4f).import().graph;
-  int gelus = 0, erfs = 0;
-  for (LayerId id = 0; id < static_cast<LayerId>(near_gelu.size()); ++id) {
-    gelus += near_gelu.layer(id).op() == OpKind::Gelu ? 1 : 0;
-    erfs += near_gelu.layer(id).op() == OpKind::Erf ? 1 : 0;
-  }
-  EXPECT_EQ(gelus, 0);
-  EXPECT_EQ(erfs, 1);
+  // x * (1 + erf(x / sqrt 2)) * 0.4 is no GELU. Here sqrt 2 is an initializer, which burst
+  // takes as a learned tensor: a Div by it is refused rather than frozen into a constant.
+  expect_refused(tiny_vit({}, 2.0f, 0.4f).bytes(), "(Div): divides a tensor");
 }
 
 }  // namespace

@@ -228,11 +228,13 @@ void Lowering::div(const onnx::NodeProto& node) {
     if (*numerator != 1) scalar_multiply(node, inverse, *numerator);
     return;
   }
-  const std::optional<double> divisor = folded_scalar(node, 1);
+  // A Python number, not an initializer: a learned divisor (x / self.temperature) must train.
+  const std::optional<double> divisor = python_number(node, 1);
   if (!input(node, 0).layer.empty() && divisor && *divisor != 0) {
     return scalar_multiply(node, input(node, 0).layer, 1.0 / *divisor);  // x / c (attention's scale)
   }
-  fail(node, "divides a tensor; burst reads a float Div of a tensor by a nonzero number (and GELU's x / sqrt(2))");
+  fail(node, "divides a tensor; burst reads a float Div of a tensor by a nonzero Python number (and GELU's x / "
+             "sqrt(2)), not by a tensor or a learned one");
 }
 
 void Lowering::softmax(const onnx::NodeProto& node) {
@@ -325,7 +327,7 @@ void Lowering::mul(const onnx::NodeProto& node) {
                  "and sin (q * cos + rotate_half(q) * sin)");
     }
     // A Python number (a Constant node or one folded at import): att * (1 / sqrt(d)).
-    const std::optional<double> factor = is_integer(node, k) ? std::nullopt : folded_scalar(node, k);
+    const std::optional<double> factor = python_number(node, k);
     if (factor && !input(node, 1 - k).layer.empty()) return scalar_multiply(node, input(node, 1 - k).layer, *factor);
   }
   const std::string a = layer_input(node, 0);
