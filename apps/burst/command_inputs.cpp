@@ -1,11 +1,13 @@
 #include "command_inputs.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 
@@ -13,6 +15,7 @@
 #include "burst/timing/evaluate.h"
 #include "burst/planner/pipeline_planner.h"
 #include "burst/planner/tensor_planner.h"
+#include "burst/planner/heterogeneous.h"
 #include "burst/util/error.h"
 #include "burst/util/format.h"
 #include "burst/util/json_io.h"
@@ -70,17 +73,86 @@ planner::BurstOptions burst_options(const std::optional<double>& limit, bool str
 }
 
 
-std::optional<std::string> profile_path(const InputOptions& options) {
-  return options.profile.empty() ? std::nullopt : std::optional<std::string>(options.profile);
+namespace {
+
+// A --profile entry: KIND=FILE where KIND is a device kind's name, else FILE.
+std::pair<std::string, std::string> split_profile(const std::string& entry) {
+  const size_t equals = entry.find('=');
+  if (equals == std::string::npos || equals == 0) return {"", entry};
+  const std::string kind = entry.substr(0, equals);
+  const bool kind_like = std::all_of(kind.begin(), kind.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+  });
+  return kind_like ? std::make_pair(kind, entry.substr(equals + 1)) : std::make_pair(std::string(), entry);
 }
 
+// Every KIND=FILE names a kind of the cluster, at most one profile per kind, and a bare FILE
+// only on a cluster of one kind.
+void check_profiles(const InputOptions& options, const cluster::Cluster& cluster) {
+  std::vector<std::string> seen;
+  for (const std::string& entry : options.profiles) {
+    auto [kind, file] = split_profile(entry);
+    if (file.empty()) throw UserError(fmt::format("--profile '{}' names no file", entry));
+    if (kind.empty()) {
+      if (cluster.mixed()) {
+        throw UserError(fmt::format("--profile '{}': on a cluster of several kinds ({}) give each profile as KIND=FILE",
+                                    entry, fmt::join(cluster.kinds(), ", ")));
+      }
+      kind = cluster.device();
+    } else if (std::find(cluster.kinds().begin(), cluster.kinds().end(), kind) == cluster.kinds().end()) {
+      throw UserError(fmt::format("--profile '{}' is for kind '{}', which the cluster does not have (its kinds: {})",
+                                  entry, kind, fmt::join(cluster.kinds(), ", ")));
+    }
+    if (std::find(seen.begin(), seen.end(), kind) != seen.end()) {
+      throw UserError(fmt::format("--profile gives kind '{}' two profiles", kind));
+    }
+    seen.push_back(kind);
+  }
+}
+
+}  // namespace
+
+std::optional<std::string> profile_path(const InputOptions& options, const std::string& kind) {
+  std::optional<std::string> found;
+  for (const std::string& entry : options.profiles) {
+    const auto [entry_kind, file] = split_profile(entry);
+    if (!entry_kind.empty() && !kind.empty() && entry_kind != kind) continue;
+    if (found) throw UserError(fmt::format("--profile is given twice for {}", kind.empty() ? "one device kind" : kind));
+    found = file;
+  }
+  return found;
+}
+
+CLI::Option* add_profile_option(CLI::App& command, std::vector<std::string>& profiles) {
+  return command.add_option("--profile", profiles,
+                            "Measured profile for the cost model (burst profile -o FILE): FILE, or KIND=FILE for one "
+                            "kind of a mixed cluster (repeatable)")
+      ->take_all()
+      ->allow_extra_args(false)
+      ->check([](const std::string& text) { return text.empty() ? std::string("--profile needs a value, got ''") : std::string(); });
+}
 
 // The cluster of the command line: --cluster FILE, or the built-in one of `kind` with
 // --devices (or, with --plan and no --devices, the plan's device count).
 namespace {
 
+// Whether --devices lists kinds (a100:8,v100:8) rather than counting devices.
+bool lists_kinds(const InputOptions& options) {
+  return !options.devices.empty() && options.devices.find_first_not_of("0123456789") != std::string::npos;
+}
+
 cluster::Cluster make_cluster(const InputOptions& options, const std::string& kind,
                               const std::optional<plan::Plan>& loaded) {
+  if (lists_kinds(options)) {  // --devices a100:8,v100:8
+    if (!options.cluster_file.empty()) {
+      throw UserError(fmt::format("--devices '{}' builds a mixed cluster: give it or --cluster FILE, not both",
+                                  options.devices));
+    }
+    if (!options.device.empty()) {
+      throw UserError(fmt::format("--devices '{}' names its device kinds: it takes no --device", options.devices));
+    }
+    return cluster::builtin_mixed_cluster(options.devices, kind);
+  }
   std::optional<int64_t> devices;
   if (!options.devices.empty()) {
     devices = parse_whole(options.devices, "--devices", 1, cluster::kMaxDevices);
@@ -96,6 +168,71 @@ cluster::Cluster make_cluster(const InputOptions& options, const std::string& ki
   if (!devices && loaded) devices = loaded->devices;
   if (!devices) throw UserError(fmt::format("{} needs --devices N (or --cluster FILE)", options.command));
   return cluster::builtin_cluster(kind, *devices);
+}
+
+// The precision a mixed cluster's step runs at by default: the reference kind's default
+// where every kind has it, else fp32 (an A100 with a V100: the V100 has no tf32).
+cost::Precision common_default_precision(const std::vector<cost::DeviceModel>& devices, const cost::DeviceModel& reference) {
+  const cost::Precision wanted = cost::default_precision(reference.spec);
+  for (const cost::DeviceModel& device : devices) {
+    try {
+      cost::at_precision(device.spec, wanted);
+    } catch (const UserError&) {
+      return cost::Precision::Fp32;
+    }
+  }
+  return wanted;
+}
+
+// Every kind's device model, the fastest first as the reference (Inputs).
+void resolve_kinds(const InputOptions& options, const graph::Graph& graph, int64_t global_batch, Inputs& inputs) {
+  const cluster::Cluster& cluster = inputs.cluster;
+  for (const std::string& kind : cluster.kinds()) inputs.kind_devices.push_back(cost::resolve_device(kind, profile_path(options, kind)));
+  std::vector<std::unique_ptr<cost::CostModel>> models;
+  std::vector<const cost::CostModel*> pointers;
+  for (const cost::DeviceModel& device : inputs.kind_devices) {
+    models.push_back(cost::make_cost_model(device, cost::Precision::Fp32));
+    pointers.push_back(models.back().get());
+  }
+  const cost::NetworkModel network(cluster);
+  const plan::PlanContext context{graph, *pointers.front(), network, pointers};
+  inputs.reference_kind =
+      planner::kinds_fastest_first(context, std::max<int64_t>(1, global_batch / cluster.size())).front();
+  inputs.device = inputs.kind_devices[static_cast<size_t>(inputs.reference_kind)];
+}
+
+// Each rank's memory: its group's, else its kind's catalog capacity; --device-memory for all.
+program::MemoryCapacity mixed_capacity(const Inputs& inputs) {
+  const cluster::Cluster& cluster = inputs.cluster;
+  program::MemoryCapacity capacity;
+  for (int rank = 0; rank < cluster.size(); ++rank) {
+    const cluster::DeviceGroup& group = cluster.groups()[static_cast<size_t>(cluster.group_of(rank))];
+    const Bytes bytes = group.memory ? *group.memory : inputs.kind_devices[static_cast<size_t>(cluster.kind_index(rank))].spec.memory;
+    capacity.rank_capacity.push_back(bytes);
+    capacity.rank_device.push_back(group.device);
+    if (capacity.capacity < bytes) {
+      capacity.capacity = bytes;
+      capacity.device = group.device;
+    }
+  }
+  return capacity;
+}
+
+// A layer whose own weights, gradients and optimizer state fit no device of the cluster
+// (whatever the plan, short of tensor splits or ZeRO): one line naming it and the kinds.
+void check_layers_fit_some_kind(const Inputs& inputs) {
+  if (!inputs.cluster.mixed()) return;
+  const program::LayerStateBound largest = program::largest_unsplit_layer_state(
+      inputs.graph, inputs.optimizer, inputs.program, inputs.cluster.size());
+  if (!(inputs.capacity.capacity < largest.bytes)) return;
+  std::vector<std::string> kinds;
+  for (size_t kind = 0; kind < inputs.cluster.kinds().size(); ++kind) {
+    kinds.push_back(fmt::format("{} {}", inputs.cluster.kinds()[kind], bytes_decimal(inputs.kind_devices[kind].spec.memory.value())));
+  }
+  throw UserError(fmt::format("layer '{}' needs at least {} for its weights, gradients and optimizer state, more than "
+                              "a device of any kind of the cluster holds ({})",
+                              inputs.graph.layer(largest.layer).name, bytes_decimal(largest.bytes.value()),
+                              fmt::join(kinds, ", ")));
 }
 
 }  // namespace
@@ -144,7 +281,7 @@ Inputs read_inputs(const InputOptions& options) {
   // The device kind: the cluster file's, --device's, or (--profile alone) the profile's.
   std::optional<cost::DeviceModel> device;
   std::string kind = options.device;
-  if (options.cluster_file.empty() && kind.empty()) {
+  if (options.cluster_file.empty() && kind.empty() && !lists_kinds(options)) {
     device = cost::resolve_device("", profile_path(options));
     kind = device->spec.kind;
   }
@@ -156,17 +293,56 @@ Inputs read_inputs(const InputOptions& options) {
       throw UserError(fmt::format("plan file '{}': {}", options.plan_file, error.what()));
     }
   }
-  if (!device) device = cost::resolve_device(cluster.device(), profile_path(options));
+  check_profiles(options, cluster);
   const cost::Optimizer optimizer = cost::parse_optimizer(options.optimizer);
-  program::MemoryCapacity capacity{cluster.device(), device->spec.memory};
-  if (!options.device_memory.empty()) {
-    capacity.capacity = Bytes(parse_finite(options.device_memory, "--device-memory", 1e-9, "a size in GB > 0") * 1e9);
+  Inputs inputs{std::move(graph), std::move(loaded), std::move(cluster), cost::DeviceModel{}, {}, 0,
+                *global_batch,    optimizer,         {},                 {},                  {}};
+  if (inputs.cluster.mixed()) {
+    resolve_kinds(options, inputs.graph, *global_batch, inputs);
+    inputs.capacity = mixed_capacity(inputs);
+  } else {
+    inputs.device = device ? std::move(*device) : cost::resolve_device(inputs.cluster.device(), profile_path(options));
+    inputs.capacity = program::MemoryCapacity{inputs.cluster.device(), inputs.device.spec.memory};
   }
-  program::ProgramOptions program = parse_program_options(options.program, cost::default_precision(device->spec));
-  cost::at_precision(device->spec, program.precision);  // refuses a precision the device lacks
-  planner::ShapePins pins = parse_pins(options, program);
-  return Inputs{std::move(graph), std::move(loaded),  std::move(cluster),   std::move(*device),
-                *global_batch,    optimizer,          std::move(capacity), program, pins};
+  if (!options.device_memory.empty()) {
+    inputs.capacity = program::MemoryCapacity{
+        inputs.capacity.device,
+        Bytes(parse_finite(options.device_memory, "--device-memory", 1e-9, "a size in GB > 0") * 1e9)};
+  }
+  const cost::Precision default_precision =
+      inputs.cluster.mixed() ? common_default_precision(inputs.kind_devices, inputs.device)
+                             : cost::default_precision(inputs.device.spec);
+  inputs.program = parse_program_options(options.program, default_precision);
+  cost::at_precision(inputs.device.spec, inputs.program.precision);  // refuses a precision the device lacks
+  for (const cost::DeviceModel& kind : inputs.kind_devices) cost::at_precision(kind.spec, inputs.program.precision);
+  inputs.pins = parse_pins(options, inputs.program);
+  check_layers_fit_some_kind(inputs);
+  return inputs;
+}
+
+CostModels make_cost_models(const Inputs& inputs, cost::Precision precision) {
+  CostModels models;
+  if (inputs.kind_devices.empty()) {
+    models.models.push_back(cost::make_cost_model(inputs.device, precision));
+    return models;
+  }
+  for (const cost::DeviceModel& device : inputs.kind_devices) models.models.push_back(cost::make_cost_model(device, precision));
+  models.reference = inputs.reference_kind;
+  return models;
+}
+
+std::vector<double> memory_of_kind(const Inputs& inputs) {
+  std::vector<double> memory;
+  for (const cost::DeviceModel& device : inputs.kind_devices) memory.push_back(device.spec.memory.value());
+  return memory;
+}
+
+plan::PlanContext CostModels::context(const graph::Graph& graph, const cost::NetworkModel& network) const {
+  std::vector<const cost::CostModel*> kinds;
+  if (models.size() > 1) {
+    for (const auto& model : models) kinds.push_back(model.get());
+  }
+  return plan::PlanContext{graph, reference_model(), network, std::move(kinds)};
 }
 
 std::string ProgramOptionsText::default_bucket_mib() {
@@ -422,9 +598,8 @@ void choose_automatically(const Inputs& inputs, const plan::PlanContext& context
     }
     std::vector<program::DeviceMemory> memory =
         program::plan_memory(candidate.plan, inputs.graph, inputs.optimizer, candidate.program);
-    const program::DeviceMemory& peak = program::peak_memory(memory);
-    if (inputs.capacity.capacity < peak.use.total()) {
-      tried.why_not = program::memory_text(peak, inputs.graph, inputs.capacity);
+    if (!program::fits(memory, inputs.capacity)) {
+      tried.why_not = program::memory_text(program::tightest_memory(memory, inputs.capacity), inputs.graph, inputs.capacity);
     } else {
       tried.time = candidate.predicted;
       if (!tried.time) {
@@ -497,8 +672,8 @@ ChosenPlan choose_plan(const Inputs& inputs, const std::string& strategy, const 
 }
 
 std::string memory_summary(const ChosenPlan& chosen, const Inputs& inputs) {
-  const program::DeviceMemory& peak = program::peak_memory(chosen.memory);
-  const bool over = inputs.capacity.capacity < peak.use.total();
+  const program::DeviceMemory& peak = program::tightest_memory(chosen.memory, inputs.capacity);
+  const bool over = !program::fits(chosen.memory, inputs.capacity);
   return fmt::format("{} (optimizer {}, precision {}, recompute {}, ZeRO {}){}",
                      program::memory_text(peak, inputs.graph, inputs.capacity), cost::optimizer_name(inputs.optimizer),
                      cost::precision_name(chosen.program.precision), cost::recompute_name(chosen.program.recompute),

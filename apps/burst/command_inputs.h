@@ -3,6 +3,8 @@
 // cluster (built-in or a file), the cost model's device, the global batch and an optional
 // plan file, each checked with a one-line reason before any planning.
 #include <cstdint>
+#include <memory>
+#include <vector>
 #include <optional>
 #include <string>
 
@@ -12,6 +14,7 @@
 #include "burst/planner/burst_planner.h"
 #include "burst/planner/three_d_planner.h"
 #include "burst/plan/plan.h"
+#include "burst/plan/plan_context.h"
 #include "burst/program/step_memory.h"
 #include "burst/program/program_options.h"
 
@@ -47,7 +50,7 @@ struct InputOptions {
   std::string devices;
   std::string global_batch;
   std::string device;
-  std::string profile;
+  std::vector<std::string> profiles;  // --profile FILE, or --profile KIND=FILE per kind (repeatable)
   std::string cluster_file;
   std::string plan_file;  // evaluate this plan instead of planning
   std::string optimizer = "sgd";  // for the memory model: sgd, momentum or adam
@@ -84,7 +87,13 @@ std::optional<double> limit_of(double amplification);
 // parallelism is then faster.
 planner::BurstOptions burst_options(const std::optional<double>& limit, bool strict);
 
-std::optional<std::string> profile_path(const InputOptions& options);
+// --profile as given for a cluster of one kind `kind` (empty: not yet known): the one FILE or
+// KIND=FILE. UserError for several profiles of one kind or one for another kind.
+std::optional<std::string> profile_path(const InputOptions& options, const std::string& kind = "");
+
+// --profile, repeatable: FILE (a cluster of one kind) or KIND=FILE (one per kind of a mixed
+// cluster). Registers the option; `texts` gains nothing (empty values are refused here).
+CLI::Option* add_profile_option(CLI::App& command, std::vector<std::string>& profiles);
 
 // A background job as `--background` names it: "MODEL" or "MODEL:B". MODEL is a zoo spec
 // (which may hold its own ':' options) or a file; a last ':' followed by digits only is the
@@ -100,13 +109,34 @@ struct Inputs {
   graph::Graph graph;
   std::optional<plan::Plan> loaded;  // --plan FILE, validated against graph and cluster
   cluster::Cluster cluster;
+  // The reference device: the only kind's, or on a mixed cluster the fastest kind's (what
+  // one-device times and peak FLOP/s in reports are of).
   cost::DeviceModel device;
+  // Mixed clusters: every kind's device model by the cluster's kind index (empty: one kind),
+  // and the reference's index.
+  std::vector<cost::DeviceModel> kind_devices;
+  int reference_kind = 0;
   int64_t global_batch = 0;
   cost::Optimizer optimizer = cost::Optimizer::Sgd;
   program::MemoryCapacity capacity;  // per device: --device-memory, else the device kind's
   program::ProgramOptions program;   // the step: --precision defaults to the device kind's
   planner::ShapePins pins;           // what --strategy 3d does not search
 };
+
+// The cost models of the inputs' devices at `precision`, and the planning context over them:
+// one model, or one per kind of a mixed cluster with the reference kind's as
+// PlanContext::cost. Keep it alive while the context is used.
+struct CostModels {
+  std::vector<std::unique_ptr<cost::CostModel>> models;  // by kind index (one: the only kind)
+  int reference = 0;
+  const cost::CostModel& reference_model() const { return *models[static_cast<size_t>(reference)]; }
+  plan::PlanContext context(const graph::Graph& graph, const cost::NetworkModel& network) const;
+};
+CostModels make_cost_models(const Inputs& inputs, cost::Precision precision);
+
+// Each kind's memory per device in bytes, by kind index, for BurstOptions::memory_of_kind
+// (empty on a cluster of one kind).
+std::vector<double> memory_of_kind(const Inputs& inputs);
 
 // Cheap checks first, the device (fitting its curves takes a while) last. The cluster is
 // --cluster FILE, or the built-in one of the device kind with --devices (or, with --plan and

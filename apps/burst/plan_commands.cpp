@@ -66,7 +66,7 @@ void check_combinations(const PlanOptions& options, bool strategy_given) {
   if (options.sweep && !options.output.empty()) {
     throw UserError("--sweep makes one plan per device count: -o FILE (one plan) does not apply");
   }
-  if (options.cluster_file.empty() && options.device.empty() && options.profile.empty()) {
+  if (options.cluster_file.empty() && options.device.empty() && options.profiles.empty() && options.devices.find(':') == std::string::npos) {
     throw UserError("burst plan needs --device KIND [--profile FILE] or --cluster FILE");
   }
 }
@@ -76,6 +76,7 @@ planner::BurstOptions planner_options(const PlanOptions& options, const Inputs& 
                                       const std::optional<double>& limit) {
   planner::BurstOptions burst = burst_options(limit, options.strict_amplification);
   burst.program = inputs.program;  // plan the step the runtime will run
+  burst.memory_of_kind = memory_of_kind(inputs);
   if (!options.exempt_ms.empty()) {
     burst.amplification_exempt_below =
         Seconds::from_ms(parse_finite(options.exempt_ms, "--amplification-exempt-ms", 0, "a time >= 0 in ms"));
@@ -86,7 +87,7 @@ planner::BurstOptions planner_options(const PlanOptions& options, const Inputs& 
 // Whether `plan` fits the inputs' devices (plan_memory.h).
 bool fits_memory(const plan::Plan& plan, const Inputs& inputs) {
   const std::vector<program::DeviceMemory> memory = program::plan_memory(plan, inputs.graph, inputs.optimizer, inputs.program);
-  return !(inputs.capacity.capacity < program::peak_memory(memory).use.total());
+  return program::fits(memory, inputs.capacity);
 }
 
 void run_sweep(const PlanOptions& options, const Inputs& inputs, const graph::Graph& graph, const std::string& kind,
@@ -131,11 +132,11 @@ void run_sweep(const PlanOptions& options, const Inputs& inputs, const graph::Gr
 }
 
 // One plan: made here (burst or data parallel) or loaded, evaluated against both baselines.
-void run_one(const PlanOptions& options, const Inputs& inputs, const cost::CostModel& cost,
+void run_one(const PlanOptions& options, const Inputs& inputs, const CostModels& models,
              const std::optional<double>& limit) {
   const graph::Graph& graph = inputs.graph;
   const cost::NetworkModel network(inputs.cluster);
-  const plan::PlanContext context{graph, cost, network};
+  const plan::PlanContext context = models.context(graph, network);
   const int devices = inputs.cluster.size();
   const int64_t global_batch = inputs.global_batch;
   const ChosenPlan chosen = choose_plan(inputs, options.strategy, context, planner_options(options, inputs, limit));
@@ -161,6 +162,13 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const cost::CostM
     write_text_file_atomically(options.svg, render_plan_svg(plan, evaluation, graph));
   }
   const bool burst_planned = chosen.burst.has_value();
+  std::optional<MixedSummary> mixed;
+  if (inputs.cluster.mixed()) {
+    planner::BurstOptions burst = planner_options(options, inputs, limit);
+    burst.program = chosen.program;
+    mixed = summarise_mixed(context, plan, evaluation.iteration_time, burst,
+                            chosen.burst ? chosen.burst->mixed_baselines : std::nullopt);
+  }
   const PlanReport report{graph,
                           inputs.cluster,
                           plan,
@@ -179,7 +187,8 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const cost::CostM
                           inputs.capacity.capacity,
                           &chosen.tried,
                           cost::at_precision(inputs.device.spec, inputs.program.precision).peak_flops,
-                          chosen.program.recompute};
+                          chosen.program.recompute,
+                          mixed ? &*mixed : nullptr};
   if (options.json) {
     std::cout << plan_report_json(report).dump(2) << '\n';
     return;
@@ -196,12 +205,13 @@ void run_plan(const PlanOptions& options, bool strategy_given) {
   std::optional<double> limit = limit_of(planner::BurstOptions{}.amplification);
   if (!options.amplification.empty()) limit = parse_amplification(options.amplification);
   const Inputs inputs = read_inputs(options);
-  const auto cost_model = cost::make_cost_model(inputs.device, inputs.program.precision);
+  const CostModels models = make_cost_models(inputs, inputs.program.precision);
   if (options.sweep) {
+    if (inputs.cluster.mixed()) throw UserError("--sweep plans built-in clusters of one kind; a mixed cluster takes no --sweep");
     run_sweep(options, inputs, inputs.graph, inputs.cluster.device(), inputs.cluster.size(), inputs.global_batch,
-              *cost_model, planner_options(options, inputs, limit));
+              models.reference_model(), planner_options(options, inputs, limit));
   } else {
-    run_one(options, inputs, *cost_model, limit);
+    run_one(options, inputs, models, limit);
   }
 }
 
@@ -225,8 +235,6 @@ void add_plan_commands(CLI::App& app) {
       command->add_option(
           "--device", options->device,
           "Device kind for the cost model and built-in cluster: v100, a100, a100-80gb, h100-sxm, h200"),
-      command->add_option("--profile", options->profile,
-                          "Measured profile for the cost model (burst profile -o FILE)"),
       command->add_option("--cluster", options->cluster_file,
                           "Cluster file (docs/cluster-format.md); names the device kind"),
       command->add_option("--amplification", options->amplification,
@@ -241,6 +249,7 @@ void add_plan_commands(CLI::App& app) {
           "--svg", options->svg,
           "Write an SVG picture: devices per layer and a per-rank timeline (with --sweep: the "
           "scaling curve)")};
+  add_profile_option(*command, options->profiles);
   add_program_options(*command, options->program);
   add_memory_options(*command, *options);
   add_shape_options(*command, *options);

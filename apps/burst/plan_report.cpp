@@ -260,9 +260,11 @@ std::vector<std::pair<std::string, std::string>> summary_lines(const PlanReport&
 
 void print_plan_report(const PlanReport& report, std::ostream& out) {
   const int devices = report.cluster.size();
-  out << fmt::format("{} for {}: global batch {} on {} ({} {} device{})\n", strategy_text(report),
-                     report.graph.name(), report.plan.global_batch, report.cluster.name(), devices,
-                     report.cluster.device(), devices == 1 ? "" : "s");
+  const std::string devices_text =
+      report.cluster.mixed() ? kinds_text(report.cluster)
+                             : fmt::format("{} {} device{}", devices, report.cluster.device(), devices == 1 ? "" : "s");
+  out << fmt::format("{} for {}: global batch {} on {} ({})\n", strategy_text(report), report.graph.name(),
+                     report.plan.global_batch, report.cluster.name(), devices_text);
   print_layer_table(report, out);
   const std::vector<std::pair<std::string, std::string>> summary = summary_lines(report);
   size_t label_width = 0;
@@ -272,6 +274,7 @@ void print_plan_report(const PlanReport& report, std::ostream& out) {
     if (value == "-") continue;  // a line that does not apply to this plan
     out << label << ':' << std::string(label_width - label.size() + 1, ' ') << value << '\n';
   }
+  if (report.mixed != nullptr) print_mixed_summary(*report.mixed, report.evaluation.iteration_time, out);
 }
 
 json plan_report_json(const PlanReport& report) {
@@ -300,7 +303,7 @@ json plan_report_json(const PlanReport& report) {
                       {"sync_end_ms", layer.sync_end_s * 1e3}});
   }
   const Seconds iteration = evaluation.iteration_time;
-  return {{"model", report.graph.name()},
+  json document = {{"model", report.graph.name()},
           {"devices", report.cluster.size()},
           {"device", report.cluster.device()},
           {"cluster", report.cluster.name()},
@@ -332,6 +335,8 @@ json plan_report_json(const PlanReport& report) {
           {"pipeline", pipeline_json(report.plan)},
           {"strategies_tried", tried_json(report)},
           {"layers", std::move(layers)}};
+  if (report.mixed != nullptr) document["mixed"] = mixed_summary_json(*report.mixed, iteration);
+  return document;
 }
 
 std::vector<int> sweep_device_counts(int devices) {

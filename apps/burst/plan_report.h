@@ -14,6 +14,7 @@
 #include "burst/plan/plan.h"
 #include "burst/program/step_memory.h"
 #include "command_inputs.h"
+#include "mixed_report.h"
 
 namespace burst::cli {
 
@@ -48,6 +49,8 @@ struct PlanReport {
   double peak_flops = 0;
   // The step's recomputation, for the hardware FLOPs utilisation beside it.
   cost::Recompute recompute = cost::Recompute::None;
+  // A mixed cluster: the plan per kind and the baselines (null: one kind).
+  const MixedSummary* mixed = nullptr;
 };
 
 // "4 stages (from layers a, b, c), 8 micro-batches of 64, 1f1b" (no schedule for one

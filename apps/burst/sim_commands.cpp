@@ -64,7 +64,7 @@ void check_combinations(const SimOptionsText& options, bool strategy_given) {
   if (!options.sweep && !options.svg.empty()) {
     throw UserError("--svg draws the --sweep's curves; for one plan's timeline use --trace FILE");
   }
-  if (options.cluster_file.empty() && options.device.empty() && options.profile.empty()) {
+  if (options.cluster_file.empty() && options.device.empty() && options.profiles.empty() && options.devices.find(':') == std::string::npos) {
     throw UserError("burst sim needs --device KIND [--profile FILE] or --cluster FILE");
   }
 }
@@ -171,13 +171,14 @@ std::string plan_source(const SimOptionsText& options, const Inputs& inputs, con
   return source;
 }
 
-void run_one(const SimOptionsText& options, const Inputs& inputs, const cost::CostModel& cost,
+void run_one(const SimOptionsText& options, const Inputs& inputs, const CostModels& models,
              const cost::CostModel* co_located, const std::optional<double>& limit, const program::ProgramOptions& program,
              const std::optional<Background>& background) {
   const cost::NetworkModel network(inputs.cluster);
-  const plan::PlanContext context{inputs.graph, cost, network};
+  const plan::PlanContext context = models.context(inputs.graph, network);
   planner::BurstOptions burst = burst_options(limit, false);
   burst.program = program;  // plan the step simulated
+  burst.memory_of_kind = memory_of_kind(inputs);
   const ChosenPlan chosen = choose_plan(inputs, options.strategy, context, burst);
   const plan::Plan& plan = chosen.plan;
   const std::string source = plan_source(options, inputs, chosen);
@@ -240,14 +241,15 @@ void run_sim(const SimOptionsText& options, bool strategy_given) {
     background = Background{*background_spec, graph::load_model(background_spec->model)};
   }
   const program::ProgramOptions& program = inputs.program;
-  const auto cost = cost::make_cost_model(inputs.device, program.precision);
+  const CostModels models = make_cost_models(inputs, program.precision);
   const auto co_located = co_located_cost(options, inputs);
   if (options.sweep) {
+    if (inputs.cluster.mixed()) throw UserError("--sweep plans built-in clusters of one kind; a mixed cluster takes no --sweep");
     planner::BurstOptions burst = burst_options(limit, false);
     burst.program = program;
-    run_sweep(options, inputs, *cost, co_located.get(), burst, program, background);
+    run_sweep(options, inputs, models.reference_model(), co_located.get(), burst, program, background);
   } else {
-    run_one(options, inputs, *cost, co_located.get(), limit, program, background);
+    run_one(options, inputs, models, co_located.get(), limit, program, background);
   }
 }
 
@@ -266,7 +268,6 @@ void add_sim_commands(CLI::App& app) {
       command->add_option("--global-batch", options->global_batch, "Samples per iteration, split over the devices"),
       command->add_option("--device", options->device,
                           "Device kind for the cost model and built-in cluster: v100, a100, a100-80gb, h100-sxm, h200"),
-      command->add_option("--profile", options->profile, "Measured profile for the cost model (burst profile -o FILE)"),
       command->add_option("--cluster", options->cluster_file, "Cluster file (docs/cluster-format.md)"),
       command->add_option("--amplification", options->amplification,
                           "Burst planner's amplification limit: a number >= 1, or inf for none (default 2)"),
@@ -287,6 +288,7 @@ void add_sim_commands(CLI::App& app) {
   add_shape_options(*command, *options);
   CLI::Option* strategy =
       add_strategy_option(*command, options->strategy);
+  add_profile_option(*command, options->profiles);
   add_program_options(*command, options->program);
   command->add_option("--background-policy", options->background_policy,
                       "fit (default: a background kernel starts only if it fits in the device's idle gap as the "

@@ -1,5 +1,8 @@
 // Built-in clusters: typical published link numbers per device kind (the table and its
 // sources are in docs/cluster-format.md). Defaults, not measurements.
+#include <algorithm>
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "burst/cluster/cluster.h"
@@ -33,6 +36,40 @@ constexpr BuiltinKind kKinds[] = {
     {"cpu", 0, 5, 20, 10, 50},
 };
 
+const BuiltinKind& find_kind(const std::string& device_kind) {
+  for (const BuiltinKind& entry : kKinds) {
+    if (device_kind == entry.kind) return entry;
+  }
+  std::string known;
+  for (const BuiltinKind& entry : kKinds) known += fmt::format("{}{}", known.empty() ? "" : ", ", entry.kind);
+  throw UserError(fmt::format("unknown device kind '{}' (built-in kinds: {}; for other machines "
+                              "write a cluster file, see docs/cluster-format.md)",
+                              text_excerpt(device_kind), known));
+}
+
+DeviceGroup builtin_group(const BuiltinKind& kind, int devices) {
+  DeviceGroup group;
+  group.device = kind.kind;
+  group.devices_per_node = kind.devices_per_node == 0 ? devices : kind.devices_per_node;
+  group.nodes = (devices + group.devices_per_node - 1) / group.devices_per_node;
+  group.devices = devices;
+  group.intra_node = {Bandwidth::gigabytes_per_s(kind.intra_gbyte_s), Seconds::from_us(kind.intra_latency_us)};
+  group.inter_node = {Bandwidth::gigabits_per_s(kind.inter_gbit_s), Seconds::from_us(kind.inter_latency_us)};
+  return group;
+}
+
+// A count of 1..kMaxDevices written in decimal digits only, or nullopt.
+std::optional<int> parse_count(const std::string& text) {
+  if (text.empty() || text.size() > 7) return std::nullopt;
+  int64_t value = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + (c - '0');
+  }
+  if (value < 1 || value > kMaxDevices) return std::nullopt;
+  return static_cast<int>(value);
+}
+
 }  // namespace
 
 std::vector<std::string> builtin_device_kinds() {
@@ -42,31 +79,43 @@ std::vector<std::string> builtin_device_kinds() {
 }
 
 Cluster builtin_cluster(const std::string& device_kind, int64_t devices) {
-  const BuiltinKind* found = nullptr;
-  for (const BuiltinKind& entry : kKinds) {
-    if (device_kind == entry.kind) found = &entry;
-  }
-  if (found == nullptr) {
-    std::string known;
-    for (const std::string& kind : builtin_device_kinds()) known += (known.empty() ? "" : ", ") + kind;
-    throw UserError(fmt::format("unknown device kind '{}' (built-in kinds: {}; for other machines "
-                                "write a cluster file, see docs/cluster-format.md)",
-                                text_excerpt(device_kind), known));
-  }
+  const BuiltinKind& kind = find_kind(device_kind);
   if (devices < 1 || devices > kMaxDevices) {
     throw UserError(fmt::format("devices must be between 1 and {}, got {}", kMaxDevices, devices));
   }
   const int total = static_cast<int>(devices);
-  ClusterSpec spec;
-  spec.name = fmt::format("{}x{}", found->kind, total);
-  spec.device = found->kind;
-  spec.devices_per_node = found->devices_per_node == 0 ? total : found->devices_per_node;
-  spec.nodes = (total + spec.devices_per_node - 1) / spec.devices_per_node;
-  spec.devices = total;
-  spec.intra_node = {Bandwidth::gigabytes_per_s(found->intra_gbyte_s),
-                     Seconds::from_us(found->intra_latency_us)};
-  spec.inter_node = {Bandwidth::gigabits_per_s(found->inter_gbit_s),
-                     Seconds::from_us(found->inter_latency_us)};
+  DeviceGroup group = builtin_group(kind, total);
+  return Cluster(ClusterSpec{fmt::format("{}x{}", kind.kind, total), group.device, group.nodes,
+                             group.devices_per_node, group.devices, group.intra_node, group.inter_node});
+}
+
+Cluster builtin_mixed_cluster(const std::string& devices_list, const std::string& default_kind) {
+  if (const auto count = parse_count(devices_list)) return builtin_cluster(default_kind, *count);
+  MixedClusterSpec spec;
+  std::string name;
+  size_t begin = 0;
+  while (begin <= devices_list.size()) {
+    const size_t comma = std::min(devices_list.find(',', begin), devices_list.size());
+    const std::string entry = devices_list.substr(begin, comma - begin);
+    const size_t colon = entry.find(':');
+    const auto count = colon == std::string::npos ? std::nullopt : parse_count(entry.substr(colon + 1));
+    if (!count) {
+      throw UserError(fmt::format("--devices '{}': entry '{}' is not KIND:COUNT with a count from 1 to {} "
+                                  "(for example a100:8,v100:8)",
+                                  text_excerpt(devices_list), text_excerpt(entry), kMaxDevices));
+    }
+    const BuiltinKind& kind = find_kind(entry.substr(0, colon));
+    spec.groups.push_back(builtin_group(kind, *count));
+    name += fmt::format("{}{}x{}", name.empty() ? "" : "+", kind.kind, *count);
+    // Groups meet over the slower of their inter-node networks.
+    const Link inter = spec.groups.back().inter_node;
+    if (!spec.between_groups || inter.bandwidth.bytes_per_second() < spec.between_groups->bandwidth.bytes_per_second()) {
+      spec.between_groups = inter;
+    }
+    begin = comma + 1;
+  }
+  if (spec.groups.size() == 1) spec.between_groups.reset();
+  spec.name = name.size() <= 128 ? name : "mixed";
   return Cluster(std::move(spec));
 }
 

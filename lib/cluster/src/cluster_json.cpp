@@ -60,22 +60,83 @@ Link read_link(const json& value, const std::string& key) {
               Seconds::from_us(latency_us)};
 }
 
+json link_json(const Link& link, bool in_gbit) {
+  const double bytes_per_second = link.bandwidth.bytes_per_second();
+  return {{in_gbit ? kGbitKey : kGbyteKey, tidy(in_gbit ? bytes_per_second * 8 / 1e9 : bytes_per_second / 1e9)},
+          {kLatencyKey, tidy(link.latency.us())}};
+}
+
+constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
+
+// A group's fields (a version-1 document's, without format, version and name).
+json group_json(const DeviceGroup& group) {
+  json document{{"device", group.device}, {"nodes", group.nodes}, {"devices_per_node", group.devices_per_node}};
+  if (*group.devices < group.nodes * group.devices_per_node) document["devices"] = *group.devices;
+  document["intra_node"] = link_json(group.intra_node, false);
+  document["inter_node"] = link_json(group.inter_node, true);
+  if (group.memory) document["memory_gib"] = tidy(group.memory->value() / kGib);
+  return document;
+}
+
+constexpr const char* kGroupKeys[] = {"device", "nodes", "devices_per_node", "devices", "intra_node", "inter_node"};
+
+// Reads a group's fields from `reader` (whose other keys the caller has looked up).
+DeviceGroup read_group(JsonObjectReader& reader, const std::string& prefix) {
+  DeviceGroup group;
+  group.device = reader.get_string("device");
+  group.nodes = read_count(reader, "nodes", reader.require("nodes"));
+  group.devices_per_node = read_count(reader, "devices_per_node", reader.require("devices_per_node"));
+  if (const json* devices = reader.find("devices")) group.devices = read_count(reader, "devices", *devices);
+  group.intra_node = read_link(reader.require("intra_node"), prefix + "intra_node");
+  group.inter_node = read_link(reader.require("inter_node"), prefix + "inter_node");
+  if (const json* memory = reader.find("memory_gib")) {
+    const double gib = reader.as_number("memory_gib", *memory);
+    if (!(gib > 0) || gib > 1e6) reader.fail("memory_gib", fmt::format("must be positive and at most 1e6, got {}", json_excerpt(*memory)));
+    group.memory = Bytes(gib * kGib);
+  }
+  return group;
+}
+
+Cluster cluster_from_groups(JsonObjectReader& reader) {
+  for (const char* key : {"name", "groups", "between_groups"}) reader.find(key);
+  reader.reject_unknown_keys();
+  MixedClusterSpec spec;
+  spec.name = reader.get_string("name");
+  const json& groups = reader.require("groups");
+  if (!groups.is_array() || groups.empty()) reader.fail("groups", "must be a non-empty list of groups");
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const std::string prefix = fmt::format("groups[{}].", g);
+    JsonObjectReader group_reader(groups[g], "cluster file: " + prefix.substr(0, prefix.size() - 1));
+    for (const char* key : kGroupKeys) group_reader.find(key);
+    group_reader.find("memory_gib");
+    group_reader.reject_unknown_keys();
+    spec.groups.push_back(read_group(group_reader, prefix));
+  }
+  if (const json* link = reader.find("between_groups")) spec.between_groups = read_link(*link, "between_groups");
+  return Cluster(std::move(spec));
+}
+
+Cluster cluster_from_one_kind(JsonObjectReader& reader) {
+  reader.find("name");
+  for (const char* key : kGroupKeys) reader.find(key);
+  reader.reject_unknown_keys();
+  DeviceGroup group = read_group(reader, "");
+  return Cluster(ClusterSpec{reader.get_string("name"), std::move(group.device), group.nodes, group.devices_per_node,
+                             group.devices, group.intra_node, group.inter_node});
+}
+
 }  // namespace
 
 nlohmann::json cluster_to_json(const Cluster& cluster) {
-  json document{{"format", kClusterFormat},
-                {"version", kClusterFormatVersion},
-                {"name", cluster.name()},
-                {"device", cluster.device()},
-                {"nodes", cluster.nodes()},
-                {"devices_per_node", cluster.devices_per_node()}};
-  if (cluster.spec().devices) document["devices"] = *cluster.spec().devices;
-  const Link& intra = cluster.intra_node();
-  const Link& inter = cluster.inter_node();
-  document["intra_node"] = {{kGbyteKey, tidy(intra.bandwidth.bytes_per_second() / 1e9)},
-                            {kLatencyKey, tidy(intra.latency.us())}};
-  document["inter_node"] = {{kGbitKey, tidy(inter.bandwidth.bytes_per_second() * 8 / 1e9)},
-                            {kLatencyKey, tidy(inter.latency.us())}};
+  const bool one_kind = !cluster.mixed() && !cluster.groups().front().memory;
+  json document{{"format", kClusterFormat}, {"version", one_kind ? 1 : 2}, {"name", cluster.name()}};
+  if (one_kind) {
+    document.update(group_json(cluster.groups().front()));
+    return document;
+  }
+  document["groups"] = json::array();
+  for (const DeviceGroup& group : cluster.groups()) document["groups"].push_back(group_json(group));
+  if (cluster.between_groups()) document["between_groups"] = link_json(*cluster.between_groups(), true);
   return document;
 }
 
@@ -83,24 +144,13 @@ Cluster cluster_from_json(const nlohmann::json& document) {
   JsonObjectReader reader(document, "cluster file");
   // Order of checks: a file of another format says so first, then misspelt keys (which
   // would otherwise show up as a missing field), then each field.
-  check_format(reader, kClusterFormat, kClusterFormatVersion);
-  for (const char* key : {"name", "device", "nodes", "devices_per_node", "devices", "intra_node",
-                          "inter_node"}) {
-    reader.find(key);
-  }
-  reader.reject_unknown_keys();
-  ClusterSpec spec;
-  spec.name = reader.get_string("name");
-  spec.device = reader.get_string("device");
-  spec.nodes = read_count(reader, "nodes", reader.require("nodes"));
-  spec.devices_per_node = read_count(reader, "devices_per_node", reader.require("devices_per_node"));
-  if (const json* devices = reader.find("devices")) spec.devices = read_count(reader, "devices", *devices);
-  spec.intra_node = read_link(reader.require("intra_node"), "intra_node");
-  spec.inter_node = read_link(reader.require("inter_node"), "inter_node");
+  const int64_t version = check_format(reader, kClusterFormat, 1, kClusterFormatVersion);
   try {
-    return Cluster(std::move(spec));
+    return version == 1 ? cluster_from_one_kind(reader) : cluster_from_groups(reader);
   } catch (const UserError& error) {
-    throw UserError(fmt::format("cluster file: {}", error.what()));
+    const std::string message = error.what();
+    if (message.rfind("cluster file", 0) == 0) throw;
+    throw UserError(fmt::format("cluster file: {}", message));
   }
 }
 

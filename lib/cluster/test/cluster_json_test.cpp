@@ -109,8 +109,8 @@ TEST(ClusterJson, ErrorsNameTheField) {
   EXPECT_EQ(load_error(example_with("nodes_count", 2)),
             "cluster file: unknown field 'nodes_count' (accepted: device, devices, "
             "devices_per_node, format, inter_node, intra_node, name, nodes, version)");
-  EXPECT_EQ(load_error(example_with("version", 2)),
-            "cluster file: format version 2 is not supported (this burst reads version 1)");
+  EXPECT_EQ(load_error(example_with("version", 3)),
+            "cluster file: format version 3 is not supported (this burst reads versions 1 to 2)");
   EXPECT_EQ(load_error(example_with("format", "burst.model")),
             "cluster file: format is \"burst.model\", expected \"burst.cluster\"");
   EXPECT_EQ(load_error("[]"), "cluster file: must be a JSON object, got []");

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
+#include <utility>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -19,6 +21,32 @@ void check_size(Bytes size) {
 
 Seconds message_time(const cluster::Link& link, Bytes size) {
   return link.latency + size / link.bandwidth;
+}
+
+// The slower of two links in each respect: the lower bandwidth, the higher latency.
+cluster::Link slowest(const cluster::Link& a, const cluster::Link& b) {
+  return cluster::Link{Bandwidth(std::min(a.bandwidth.bytes_per_second(), b.bandwidth.bytes_per_second())),
+                       std::max(a.latency, b.latency)};
+}
+
+// The links a group of ranks all-reduces over: within a node, the slowest intra-node link of
+// the groups it touches; between nodes, the slowest inter-node link, and the link between
+// groups when it spans groups (a ring's or a hierarchy's step waits for its slowest hop).
+std::pair<cluster::Link, cluster::Link> group_links(const cluster::Cluster& cluster, const std::vector<int>& ranks) {
+  if (!cluster.mixed()) return {cluster.intra_node(), cluster.inter_node()};
+  std::vector<char> touched(cluster.groups().size(), 0);
+  for (const int rank : ranks) touched[static_cast<size_t>(cluster.group_of(rank))] = 1;
+  std::optional<cluster::Link> intra, inter;
+  int groups = 0;
+  for (size_t g = 0; g < touched.size(); ++g) {
+    if (touched[g] == 0) continue;
+    ++groups;
+    const cluster::DeviceGroup& group = cluster.groups()[g];
+    intra = intra ? slowest(*intra, group.intra_node) : group.intra_node;
+    inter = inter ? slowest(*inter, group.inter_node) : group.inter_node;
+  }
+  if (groups > 1) inter = slowest(*inter, *cluster.between_groups());
+  return {*intra, *inter};
 }
 
 }  // namespace
@@ -72,8 +100,7 @@ AllreduceEstimate NetworkModel::allreduce_estimate(const std::vector<int>& ranks
     ++ranks_on_node[node];
   }
   const int n = static_cast<int>(ranks.size());
-  const cluster::Link& intra = cluster_.intra_node();
-  const cluster::Link& inter = cluster_.inter_node();
+  const auto [intra, inter] = group_links(cluster_, ranks);
   if (ranks_on_node.size() == 1) {
     return AllreduceEstimate{ring_allreduce_time(n, size, intra.bandwidth, intra.latency), std::nullopt};
   }

@@ -12,6 +12,7 @@
 
 #include "burst/program/step_program.h"
 #include "burst/util/error.h"
+#include "burst/planner/heterogeneous.h"
 #include "planner_costs.h"
 #include "sp_decomposition.h"
 #include "transform.h"
@@ -62,8 +63,11 @@ struct ConcurrentLayout {
 
 class Planner {
  public:
-  Planner(const PlanContext& context, int64_t batch, const BurstOptions& options)
-      : context_(context), options_(options), costs_(context, batch, options), sp_(context.graph) {
+  // `costs` (kept alive by the caller) is shared by plans under different limits: its
+  // tables do not depend on the limit, which is set here.
+  Planner(const PlanContext& context, PlannerCosts& costs, const BurstOptions& options)
+      : context_(context), options_(options), costs_(costs), sp_(context.graph) {
+    costs_.set_amplification(options.amplification);
     root_ = decompose(sp_);
     choose_counts();
     placements_.assign(static_cast<size_t>(sp_.layers), Placement{0, 0});
@@ -97,9 +101,8 @@ class Planner {
   Seconds slowest_rank_update(const Plan& plan) const {
     std::vector<Seconds> update(static_cast<size_t>(costs_.devices()), Seconds(0));
     for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(context_.graph.size()); ++id) {
-      const Seconds layer = context_.cost.update_or_zero(context_.graph, id);
       for (const cost::Shard& shard : plan.layers[static_cast<size_t>(id)].shards) {
-        update[static_cast<size_t>(shard.rank)] += layer;
+        update[static_cast<size_t>(shard.rank)] += context_.cost_of(shard.rank).update_or_zero(context_.graph, id);
       }
     }
     return *std::max_element(update.begin(), update.end());
@@ -486,6 +489,7 @@ class Planner {
                      [&](size_t a, size_t b) { return progress[a].best_count > progress[b].best_count; });
     ConcurrentLayout layout;
     layout.branches.assign(branches, Placement{});
+    // Branches on one node where they fit (a mixed cluster's first group's nodes: an estimate).
     const int per_node = context_.network.cluster().devices_per_node();
     for (const bool align : {true, false}) {
       int cursor = 0;
@@ -540,7 +544,7 @@ class Planner {
 
   // ---- the plan ---------------------------------------------------------------------------
 
-  Plan make_plan() const {
+  Plan make_plan() {
     Plan plan;
     plan.model = context_.graph.name();
     plan.strategy = "burst";
@@ -549,16 +553,14 @@ class Planner {
     for (int32_t node = 0; node < sp_.layers; ++node) {
       const Placement placement = placements_[static_cast<size_t>(node)];
       BURST_ASSERT(placement.count >= 1, fmt::format("layer '{}' was not placed", context_.graph.layer(node).name));
-      std::vector<int> ranks(static_cast<size_t>(placement.count));
-      for (int r = 0; r < placement.count; ++r) ranks[static_cast<size_t>(r)] = placement.offset + r;
-      plan.layers.push_back({context_.graph.layer(node).name, even_split(ranks, plan.global_batch)});
+      plan.layers.push_back({context_.graph.layer(node).name, even_split(costs_.ranks(placement), plan.global_batch)});
     }
-    return plan;
+    return share_by_speed(context_, std::move(plan), &costs_.share_cache());  // a mixed cluster's shares; one kind: as it is
   }
 
   const PlanContext& context_;
   BurstOptions options_;
-  PlannerCosts costs_;
+  PlannerCosts& costs_;
   SpGraph sp_;
   Segment root_;
   std::vector<std::vector<int>> counts_;  // allowed device counts per node
@@ -569,9 +571,50 @@ class Planner {
 
 }  // namespace
 
-std::vector<double> amplification_levels(const PlanContext& context, int64_t batch, const BurstOptions& options,
+constexpr int kMixedBranchCandidates = 12;
+
+// What a burst plan must not be slower than (BurstOptions::never_slower_than_dp): data
+// parallelism; on a mixed cluster the fastest of its splits (even, one ratio per kind, by
+// blocks of layers) and of the best kind alone, with the baselines.
+struct Reference {
+  Plan plan;
+  double time = 0;  // seconds, the evaluator's
+  std::optional<MixedBaselines> baselines;
+};
+
+Plan fastest_data_parallel(const PlanContext& context, int64_t batch, const EvaluateOptions& evaluation) {
+  Plan even = plan_data_parallel(context.graph, context.network.cluster().size(), batch);
+  if (!context.heterogeneous()) return even;
+  // Mixed: the even split, one share per kind, and each layer's own shares.
+  Plan best = std::move(even);
+  double best_time = evaluate_plan(best, context, evaluation).iteration_time.s();
+  for (Plan candidate : {plan_one_ratio_data_parallel(context, batch), plan_layer_ratio_data_parallel(context, batch)}) {
+    const double time = evaluate_plan(candidate, context, evaluation).iteration_time.s();
+    if (time < best_time) {
+      best_time = time;
+      best = std::move(candidate);
+    }
+  }
+  return best;
+}
+
+Reference reference_plan(const PlanContext& context, int64_t batch, const BurstOptions& options,
+                         const EvaluateOptions& evaluation) {
+  Reference reference;
+  reference.plan = fastest_data_parallel(context, batch, evaluation);
+  reference.time = evaluate_plan(reference.plan, context, evaluation).iteration_time.s();
+  if (!context.heterogeneous()) return reference;
+  reference.baselines = mixed_baselines(context, batch, options);
+  const double alone = evaluate_plan(reference.baselines->alone, context, evaluation).iteration_time.s();
+  if (alone < reference.time) {
+    reference.plan = reference.baselines->alone;
+    reference.time = alone;
+  }
+  return reference;
+}
+
+std::vector<double> amplification_levels(const PlanContext& context, PlannerCosts& costs, const BurstOptions& options,
                                          double above) {
-  PlannerCosts costs(context, batch, options);
   std::vector<int> counts = costs.base_counts(std::max(2, options.max_candidates));
   for (const int count : costs.base_counts(std::max(2, options.max_branch_candidates))) counts.push_back(count);
   std::vector<double> levels;
@@ -599,46 +642,56 @@ BurstPlanResult plan_burst_with_prediction(const PlanContext& context, int64_t g
     throw UserError(fmt::format("amplification exemption threshold must be a finite time >= 0, got {} ms",
                                 options.amplification_exempt_below.ms()));
   }
+  detail::PlannerCosts costs(context, global_batch, options);
   auto plan_under = [&](double limit) {
     BurstOptions limited = options;
+    // A mixed cluster's re-shards are priced per link kind, several times the work of one
+    // kind's: fewer counts inside branches (whose work grows with their cube) keep it in
+    // seconds.
+    if (context.heterogeneous()) limited.max_branch_candidates = std::min(limited.max_branch_candidates, detail::kMixedBranchCandidates);
     limited.amplification = limit;
-    BurstPlanResult result = detail::Planner(context, global_batch, limited).run();
+    BurstPlanResult result = detail::Planner(context, costs, limited).run();
     result.amplification_limit = limit;
     return result;
   };
   BurstPlanResult result = plan_under(options.amplification);
-  if (!options.never_slower_than_dp || std::isinf(options.amplification)) return result;
+  if (!options.never_slower_than_dp || (std::isinf(options.amplification) && !context.heterogeneous())) return result;
 
-  const int devices = context.network.cluster().size();
   EvaluateOptions evaluation;  // the step the plan will run
   evaluation.program = options.program;
-  const double data_parallel =
-      evaluate_plan(plan_data_parallel(context.graph, devices, global_batch), context, evaluation).iteration_time.s();
+  const detail::Reference reference = detail::reference_plan(context, global_batch, options, evaluation);
+  result.mixed_baselines = reference.baselines;
   auto fast_enough = [&](const BurstPlanResult& candidate) {
-    return evaluate_plan(candidate.plan, context, evaluation).iteration_time.s() <= data_parallel * (1 + 1e-12);
+    return evaluate_plan(candidate.plan, context, evaluation).iteration_time.s() <= reference.time * (1 + 1e-12);
+  };
+  auto fallback = [&](double limit) {
+    BurstPlanResult plan{reference.plan, Seconds(reference.time), limit, reference.baselines};
+    plan.plan.strategy = "burst";
+    return plan;
   };
   if (fast_enough(result)) return result;
+  if (std::isinf(options.amplification)) return fallback(options.amplification);  // mixed: nothing left to raise
   // The plan can only change where some (layer, count) becomes allowed: search those
   // amplification levels for the lowest one that is fast enough (in the planner's model an
   // unlimited plan is at least as fast as data parallelism on chains; the evaluator may
   // still disagree, hence the fallback below).
   const std::vector<double> levels =
-      detail::amplification_levels(context, global_batch, options, options.amplification);
+      detail::amplification_levels(context, costs, options, options.amplification);
   size_t low = 0, high = levels.size();  // levels[high] (or no limit) is fast enough
   BurstPlanResult best = plan_under(std::numeric_limits<double>::infinity());
+  best.mixed_baselines = reference.baselines;
   if (!fast_enough(best)) {
     // The search missed data parallelism, which is in its space: on graphs with branches
-    // the option sets are capped and the branch model approximate. Data parallelism it is.
-    BurstPlanResult fallback{plan_data_parallel(context.graph, devices, global_batch),
-                             Seconds(data_parallel), std::numeric_limits<double>::infinity()};
-    fallback.plan.strategy = "burst";
-    return fallback;
+    // the option sets are capped and the branch model approximate. Data parallelism it is
+    // (mixed: or the kind alone, which prefix placements on all kinds do not reach).
+    return fallback(std::numeric_limits<double>::infinity());
   }
   while (low < high) {
     const size_t middle = low + (high - low) / 2;
     BurstPlanResult candidate = plan_under(levels[middle]);
     if (fast_enough(candidate)) {
       best = std::move(candidate);
+      best.mixed_baselines = reference.baselines;
       high = middle;
     } else {
       low = middle + 1;

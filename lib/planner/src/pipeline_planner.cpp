@@ -217,11 +217,8 @@ class PipelineSearch {
     const std::pair<int, int64_t> key{devices, micro_batch};
     auto found = burst_plans_.find(key);
     if (found == burst_plans_.end()) {
-      cluster::ClusterSpec spec = context_.network.cluster().spec();
-      spec.devices = devices;
-      spec.nodes = (devices + spec.devices_per_node - 1) / spec.devices_per_node;
-      const cost::NetworkModel network{cluster::Cluster(spec)};
-      const PlanContext stage_context{graph_, context_.cost, network};
+      const cost::NetworkModel network{context_.network.cluster().first_ranks(devices)};
+      const PlanContext stage_context{graph_, context_.cost, network, context_.kind_costs};
       found = burst_plans_.emplace(key, plan_burst(stage_context, micro_batch, options_.burst)).first;
     }
     return found->second;
@@ -230,7 +227,7 @@ class PipelineSearch {
   bool fits_memory(const Plan& plan) const {
     if (!options_.capacity) return true;
     const std::vector<program::DeviceMemory> memory = program::plan_memory(plan, graph_, options_.optimizer, options_.burst.program);
-    return !(options_.capacity->capacity < program::peak_memory(memory).use.total());
+    return program::fits(memory, *options_.capacity);
   }
 
   const PlanContext& context_;

@@ -4,10 +4,12 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
 #include "burst/planner/burst_planner.h"
+#include "burst/planner/heterogeneous.h"
 #include "burst/timing/evaluate.h"
 
 namespace burst::planner::detail {
@@ -19,7 +21,10 @@ using timing::evaluate_plan;
 using timing::EvaluateOptions;
 using timing::PlanEvaluation;
 
-// A layer on `count` consecutive ranks from `offset`, the batch split evenly.
+// A layer on `count` consecutive positions from `offset` of the planner's rank order
+// (PlannerCosts::rank_at: ranks 0..N-1 on a cluster of one kind, the fastest kind's first on
+// a mixed one), the batch split evenly (one kind) or so that its ranks finish together
+// (mixed: heterogeneous.h's layer_shares).
 struct Placement {
   int offset = 0;
   int count = 1;
@@ -47,6 +52,12 @@ class PlannerCosts {
   // geometrically to at most `limit` (1 and usable() always kept).
   std::vector<int> base_counts(int limit) const;
 
+  // Mixed clusters: the blockings share_by_speed found, kept across the plans compared.
+  ShareCache& share_cache() { return share_cache_; }
+
+  // The amplification limit allowed() applies from now on (>= 1, or infinity).
+  void set_amplification(double limit) { amplification_ = limit; }
+
   // Whether `count` is within the amplification limit for `layer` (always for count 1, for
   // layers that take no time and for exempt ones).
   bool allowed(graph::LayerId layer, int count);
@@ -55,8 +66,12 @@ class PlannerCosts {
   // n x t(ceil(B/n)) / t(B) with t = forward + backward; 1 for layers that take no time.
   double amplification(graph::LayerId layer, int count);
 
-  // Compute and sync times of `layer` on ranks offset..offset+count-1.
+  // Compute and sync times of `layer` on the placement's ranks.
   LayerStep step(graph::LayerId layer, Placement placement);
+
+  // The rank at `position` of the planner's order, and a placement's ranks in order.
+  int rank_at(int position) const { return order_.empty() ? position : order_[static_cast<size_t>(position)]; }
+  std::vector<int> ranks(Placement placement) const;
 
   // Re-shard time of `producer`'s output between two placements (0 when either side is a
   // virtual terminal, i.e. producer < 0, or when nothing crosses ranks).
@@ -90,10 +105,17 @@ class PlannerCosts {
   };
   const std::vector<RankLoad>& prefix_loads(int from_count, int to_count);
   double compute_time(graph::LayerId layer, int64_t per_device_batch, bool forward);
+  // Mixed clusters: the layer's time at `samples` on kind `kind`, and its shares on a
+  // placement (cached).
+  const cost::LayerTime& kind_time(graph::LayerId layer, int kind, int64_t samples);
+  const std::vector<int64_t>& kind_shares(graph::LayerId layer, Placement placement);
+  LayerStep heterogeneous_step(graph::LayerId layer, Placement placement);
   bool syncs_batchnorm(graph::LayerId layer, int count) const;
   void add_batchnorm_sync(graph::LayerId layer, Placement placement, int64_t shard, LayerStep& step);
 
   const PlanContext& context_;
+  std::vector<int> order_;      // position -> rank; empty: the identity (one kind)
+  std::vector<int> kind_at_;    // position -> kind index (mixed clusters)
   int64_t batch_;
   int devices_;
   int usable_;
@@ -104,6 +126,20 @@ class PlannerCosts {
   std::map<std::pair<int64_t, int64_t>, double> batchnorm_syncs_;  // (placement key, channels)
   std::unordered_map<int64_t, std::vector<RankLoad>> prefix_loads_;  // key from*2^31+to
   std::map<std::pair<graph::LayerId, int64_t>, cost::LayerTime> times_;
+  // Mixed clusters: [layer x kinds + kind][samples], filled as asked.
+  std::vector<std::vector<std::optional<cost::LayerTime>>> kind_times_;
+  std::map<std::tuple<graph::LayerId, int, int>, std::vector<int64_t>> kind_shares_;  // (layer, offset, count)
+  // Mixed clusters: per (from, to) placements, each busy side's (a rank's sends, or its
+  // receives) messages and samples per link kind (link_kinds_), flattened: [side][link] =
+  // {messages, samples}.
+  struct SideLoads {
+    std::vector<double> messages, samples;  // sides x links
+  };
+  const SideLoads& mixed_loads(Placement from, Placement to);
+  int link_kind(int a, int b) const;
+  std::vector<cluster::Link> link_kinds_;  // groups' intra, inter, then between groups
+  std::map<std::tuple<int, int, int, int>, SideLoads> mixed_loads_;
+  ShareCache share_cache_;
   std::map<std::pair<int64_t, int64_t>, double> allreduce_;  // (count or group key, bytes)
 };
 

@@ -165,7 +165,7 @@ class TensorPlanner {
     }
     if (options_.capacity) {
       const std::vector<program::DeviceMemory> memory = program::plan_memory(plan, context_.graph, options_.optimizer, options_.program);
-      if (options_.capacity->capacity < program::peak_memory(memory).use.total()) return std::nullopt;
+      if (!program::fits(memory, *options_.capacity)) return std::nullopt;
     }
     return plan;
   }

@@ -186,8 +186,8 @@ class ThreeDSearch {
     if (!options_.capacity) return true;
     const std::vector<program::DeviceMemory> memory =
         program::plan_memory_of_ranks(plan, graph_, options_.optimizer, program, replica);
-    const program::DeviceMemory& peak = program::peak_memory(memory);
-    if (!(options_.capacity->capacity < peak.use.total())) return true;
+    if (program::fits(memory, *options_.capacity)) return true;
+    const program::DeviceMemory& peak = program::tightest_memory(memory, *options_.capacity);
     if (!smallest_ || peak.use.total() < smallest_->use.total()) {
       smallest_ = peak;
       smallest_what_ = fmt::format("{}, recompute {}, ZeRO {}", shape_text(shape), cost::recompute_name(program.recompute),

@@ -254,23 +254,32 @@ std::string memory_text(const DeviceMemory& peak, const graph::Graph& graph, con
       "of {} per {}",
       peak.rank, bytes_text(use.total()), bytes_text(use.weights), bytes_text(use.gradients),
       bytes_text(use.optimizer_state), bytes_text(use.activations), graph.layer(peak.largest_layer).name,
-      bytes_text(peak.largest_layer_bytes), bytes_text(capacity.capacity), capacity.device);
+      bytes_text(peak.largest_layer_bytes), bytes_text(capacity.of(peak.rank)), capacity.device_of(peak.rank));
 }
-
-namespace {
 
 bool fits(const std::vector<DeviceMemory>& memory, const MemoryCapacity& capacity) {
-  return !(capacity.capacity < peak_memory(memory).use.total());
+  if (capacity.rank_capacity.empty()) return !(capacity.capacity < peak_memory(memory).use.total());
+  return std::none_of(memory.begin(), memory.end(),
+                      [&](const DeviceMemory& device) { return capacity.of(device.rank) < device.use.total(); });
 }
 
-}  // namespace
+const DeviceMemory& tightest_memory(const std::vector<DeviceMemory>& memory, const MemoryCapacity& capacity) {
+  if (capacity.rank_capacity.empty()) return peak_memory(memory);
+  BURST_ASSERT(!memory.empty(), "a plan has at least one device");
+  const DeviceMemory* tightest = &memory.front();
+  auto share = [&](const DeviceMemory& device) { return device.use.total().value() / capacity.of(device.rank).value(); };
+  for (const DeviceMemory& device : memory) {
+    if (share(*tightest) < share(device)) tightest = &device;
+  }
+  return *tightest;
+}
 
 FittedPlan fit_in_memory(plan::Plan planned, const std::string& strategy, const graph::Graph& graph,
                          cost::Optimizer optimizer, const MemoryCapacity& capacity, const ProgramOptions& options) {
   FittedPlan fitted{std::move(planned), {}, ""};
   fitted.memory = plan_memory(fitted.plan, graph, optimizer, options);
   if (fits(fitted.memory, capacity)) return fitted;
-  const DeviceMemory over = peak_memory(fitted.memory);
+  const DeviceMemory over = tightest_memory(fitted.memory, capacity);
   std::string smallest = fmt::format("the {} plan's: {}", strategy, memory_text(over, graph, capacity));
   if (strategy != "data-parallel") {
     plan::Plan data_parallel = plan::plan_data_parallel(graph, fitted.plan.devices, fitted.plan.global_batch);
@@ -280,7 +289,7 @@ FittedPlan fit_in_memory(plan::Plan planned, const std::string& strategy, const 
                         fmt::format("the {} plan does not fit: {}; data parallel instead", strategy,
                                     memory_text(over, graph, capacity))};
     }
-    const DeviceMemory& peak = peak_memory(memory);
+    const DeviceMemory& peak = tightest_memory(memory, capacity);
     if (peak.use.total() < over.use.total()) {
       smallest = fmt::format("the data-parallel plan's: {}", memory_text(peak, graph, capacity));
     }

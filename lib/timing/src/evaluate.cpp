@@ -168,7 +168,8 @@ PlanEvaluation evaluate_plan(const Plan& plan, const PlanContext& context, const
   timing.program = options.program;
   program::BuildScope scope;
   scope.reduce_loss = false;  // not timed
-  scope.one_rank_per_class = !options.time_each_rank;
+  // Ranks of different kinds time differently even with the same shards: no classes there.
+  scope.one_rank_per_class = !options.time_each_rank && !context.heterogeneous();
   program::StepProgram program = build_step_program(context.graph, plan, timing.program, scope);
   // Classes time alike without contention, or when they mirror each other's messages.
   if (ports_may_contend(program) && stands_for_others(program) && !program.mirrored) {

@@ -22,12 +22,14 @@ class ShardTimes {
       : program_(program), context_(context), options_(options), times_(context.graph.size()),
         shares_a_node_(context.graph.size(), -1) {}
 
-  const cost::LayerTime& at(graph::LayerId id, int64_t batch) {
+  // The time of a shard of `batch` samples of layer `id` on a device of kind `kind` (an
+  // index into the cluster's kinds).
+  const cost::LayerTime& at(graph::LayerId id, int64_t batch, int kind) {
     auto& known = times_[static_cast<size_t>(id)];
-    for (const auto& [size, time] : known) {
-      if (size == batch) return time;
+    for (const auto& [key, time] : known) {
+      if (key.first == batch && key.second == kind) return time;
     }
-    known.emplace_back(batch, resolve(id, batch));
+    known.emplace_back(std::make_pair(batch, kind), resolve(id, batch, context_.cost_of_kind(kind)));
     return known.back().second;
   }
 
@@ -35,16 +37,16 @@ class ShardTimes {
   // update it at once: the co-located model's update where it has one).
   // A part of a tensor split that divides the weights updates its share of them (an update
   // reads and writes each parameter once: its time goes with the parameters).
-  Seconds update(graph::LayerId id) {
-    return whole_update(id) * part_share(id);
+  Seconds update(graph::LayerId id, int kind) {
+    return whole_update(id, context_.cost_of_kind(kind)) * part_share(id);
   }
 
  private:
-  Seconds whole_update(graph::LayerId id) {
+  Seconds whole_update(graph::LayerId id, const cost::CostModel& model) {
     if (co_located(id) != nullptr) {
       if (const auto time = options_.co_located_cost->update(context_.graph, id)) return *time;
     }
-    return context_.cost.update_or_zero(context_.graph, id);
+    return model.update_or_zero(context_.graph, id);
   }
   // part_params / params of a divided tensor split's part, 1 otherwise.
   double part_share(graph::LayerId id) const {
@@ -60,7 +62,7 @@ class ShardTimes {
 
   // A BatchNorm on several ranks with synchronised statistics runs the runtime's split
   // implementation: its split time where a model has one. See lower_step_program.
-  cost::LayerTime resolve(graph::LayerId id, int64_t batch) {
+  cost::LayerTime resolve(graph::LayerId id, int64_t batch, const cost::CostModel& model) {
     const graph::Graph& graph = context_.graph;
     const cost::TensorSplit& tensor = program_.splits[static_cast<size_t>(id)];
     if (tensor.splits()) {
@@ -68,7 +70,7 @@ class ShardTimes {
       if (co_located != nullptr) {
         if (auto estimate = co_located->estimate_tensor(graph, id, batch, tensor)) return estimate->time;
       }
-      return context_.cost.require_tensor(graph, id, batch, tensor).time;
+      return model.require_tensor(graph, id, batch, tensor).time;
     }
     const bool split_batchnorm = options_.program.sync_batchnorm && shards(id).size() >= 2 &&
                                  graph.layer(id).op() == graph::OpKind::BatchNorm2d;
@@ -77,12 +79,12 @@ class ShardTimes {
       if (co_located != nullptr) {
         if (auto split = co_located->estimate_split(graph, id, batch)) return split->time;
       }
-      if (auto split = context_.cost.estimate_split(graph, id, batch)) return split->time;
+      if (auto split = model.estimate_split(graph, id, batch)) return split->time;
     }
     if (co_located != nullptr) {
       if (auto estimate = co_located->estimate(graph, id, batch)) return estimate->time;
     }
-    return context_.cost.require(graph, id, batch).time;
+    return model.require(graph, id, batch).time;
   }
 
   // The co-located model when two of layer `id`'s ranks share a node (known once per layer).
@@ -105,7 +107,8 @@ class ShardTimes {
   const program::StepProgram& program_;
   const PlanContext& context_;
   const TimingOptions& options_;
-  std::vector<std::vector<std::pair<int64_t, cost::LayerTime>>> times_;  // by layer: (shard size, time)
+  // By layer: ((shard size, kind), time).
+  std::vector<std::vector<std::pair<std::pair<int64_t, int>, cost::LayerTime>>> times_;
   std::vector<int8_t> shares_a_node_;  // by layer: -1 not yet known, else 0 or 1
 };
 
@@ -132,6 +135,9 @@ class Lowering {
     BURST_ASSERT(program.segment_of.size() == context.graph.size(), "a step program of another graph");
     step_.groups = program.groups;
     step_.first_compute.assign(static_cast<size_t>(devices_), -1);
+    const cluster::Cluster& cluster = context.network.cluster();
+    kind_.resize(static_cast<size_t>(devices_));
+    for (int rank = 0; rank < devices_; ++rank) kind_[static_cast<size_t>(rank)] = cluster.kind_index(rank);
   }
 
   StepTasks run() && {
@@ -202,8 +208,9 @@ class Lowering {
         if (context_.graph.info(id).params == 0) continue;
         // Under ZeRO each of the layer's sample groups updates its shard of the weights.
         const double shards = options_.program.zero_stage >= 1 ? static_cast<double>(segment.shards.size() / static_cast<size_t>(segment.parts)) : 1.0;
-        const Seconds update = times_.update(id) / shards;
-        for (const cost::Shard& shard : segment.shards) updates[static_cast<size_t>(shard.rank)] += update;
+        for (const cost::Shard& shard : segment.shards) {
+          updates[static_cast<size_t>(shard.rank)] += times_.update(id, kind_[static_cast<size_t>(shard.rank)]) / shards;
+        }
       }
     }
     return updates;
@@ -244,7 +251,7 @@ class Lowering {
     switch (op.kind) {
       case OpKind::Forward:
       case OpKind::Backward: {
-        const cost::LayerTime& time = times_.at(op.layer, shard_size(rank, op.segment, cursor));
+        const cost::LayerTime& time = times_.at(op.layer, shard_size(rank, op.segment, cursor), kind_[static_cast<size_t>(rank)]);
         const bool forward = op.kind == OpKind::Forward;
         const Seconds duration = (forward ? time.forward : time.backward) + options_.shard_overhead;
         add_compute(rank, op.layer, duration, forward ? TaskWork::Forward : TaskWork::Backward, cursor);
@@ -272,7 +279,7 @@ class Lowering {
         cursor.waits.push_back(join_collective(op.bucket >= 0 ? bucket_gather(op) : layer_collective(op, TaskWork::AllGather), cursor));
         break;
       case OpKind::Recompute: {
-        const cost::LayerTime& time = times_.at(op.layer, shard_size(rank, op.segment, cursor));
+        const cost::LayerTime& time = times_.at(op.layer, shard_size(rank, op.segment, cursor), kind_[static_cast<size_t>(rank)]);
         add_compute(rank, op.layer, time.forward * recomputed_share(op.layer) + options_.shard_overhead,
                     TaskWork::Recompute, cursor);
         break;
@@ -468,6 +475,7 @@ class Lowering {
   // (layer, backward, micro, group, work) -> its task: layer_collective's
   std::map<std::tuple<graph::LayerId, bool, int32_t, int32_t, TaskWork>, int32_t> layer_task_;
   std::vector<std::vector<std::pair<int32_t, int64_t>>> shards_by_rank_;
+  std::vector<int> kind_;  // per rank: its device kind's index in the cluster's kinds
   std::vector<int32_t> last_computes_;
   std::vector<int32_t> messages_;
   std::vector<int32_t> collectives_;

@@ -3,7 +3,10 @@
 // programming to minimise the predicted iteration time (timing/evaluate.h's schedule), under an
 // amplification limit. docs/planner.md describes the algorithm; the essentials:
 //  - a layer on n devices runs on ranks 0..n-1 with the batch split evenly (prefix
-//    placement: groups up to a node's size stay inside one node);
+//    placement: groups up to a node's size stay inside one node). On a mixed cluster
+//    (several kinds, PlanContext::kind_costs) the prefix is of the fastest-first rank order
+//    (heterogeneous.h) and the batch is shared so that the layer's ranks finish together
+//    under their own kinds' times: layers whose speed ratios differ get different shares;
 //  - n is limited by the amplification limit A: n x t(ceil(B/n)) <= A x t(B), with t the
 //    layer's forward + backward time; n = 1 is always allowed, and so is any n for a layer
 //    whose t(B) is under BurstOptions::amplification_exempt_below (ReLU, pooling, flatten:
@@ -23,6 +26,8 @@
 //    device count for all their layers (a sound fallback).
 #include <cstdint>
 #include <limits>
+#include <optional>
+#include <vector>
 
 #include "burst/plan/plan.h"
 #include "burst/plan/plan_context.h"
@@ -53,12 +58,27 @@ struct BurstOptions {
   int max_candidates = 128;
   // The same inside parallel branches, where the work grows with the cube of the count.
   int max_branch_candidates = 24;
+  // Mixed clusters: each kind's memory per device, bytes, by the cluster's kind index; kinds
+  // of equal speed are drawn with more memory first (heterogeneous.h's rank_order). Empty:
+  // the cluster's order.
+  std::vector<double> memory_of_kind;
 };
 
 // Plans `global_batch` samples on the context's cluster. Throws UserError for a global
 // batch < 1 or an amplification limit < 1 (or NaN), and when the cost model has no time
 // for a layer.
 plan::Plan plan_burst(const plan::PlanContext& context, int64_t global_batch, const BurstOptions& options = {});
+
+// The three baselines of a mixed cluster (heterogeneous.h's mixed_baselines), as plans: the
+// best kind alone (the burst planner on each kind's ranks; the fastest by the evaluator),
+// all devices split evenly (what DDP does), and all devices with one ratio per kind
+// (Poplar, EasyScale).
+struct MixedBaselines {
+  int alone_kind = 0;  // the kind of `alone`, an index into the cluster's kinds
+  plan::Plan alone;
+  plan::Plan even;
+  plan::Plan one_ratio;
+};
 
 // The planner's own prediction of the plan it returned, in its own model (plus the
 // optimizer step): an upper bound of evaluate_plan's on chains with one bucket per layer,
@@ -69,6 +89,8 @@ struct BurstPlanResult {
   // The amplification limit the plan was made under: options.amplification, or the raised
   // one (see never_slower_than_dp).
   double amplification_limit = 0;
+  // Mixed clusters, when the plan was compared with them (never_slower_than_dp): the baselines.
+  std::optional<MixedBaselines> mixed_baselines = std::nullopt;
 };
 BurstPlanResult plan_burst_with_prediction(const plan::PlanContext& context, int64_t global_batch,
                                            const BurstOptions& options = {});

@@ -72,14 +72,32 @@ Bytes unsplit_pipeline_state_bound(const graph::Graph& graph, cost::Optimizer op
 // The rank that needs the most (the lowest such rank).
 const DeviceMemory& peak_memory(const std::vector<DeviceMemory>& devices);
 
-// What a device holds: its kind and capacity.
+// What a device holds: its kind and capacity. On a mixed cluster each rank has its own
+// (rank_capacity, rank_device), and `device`/`capacity` are the largest kind's: what any
+// device can hold, for bounds that no plan can beat.
 struct MemoryCapacity {
   std::string device;  // "a100", ...
   Bytes capacity;
+  std::vector<Bytes> rank_capacity;       // empty: `capacity` for every rank
+  std::vector<std::string> rank_device;   // empty: `device` for every rank
+
+  Bytes of(int rank) const {
+    return rank_capacity.empty() ? capacity : rank_capacity.at(static_cast<size_t>(rank));
+  }
+  const std::string& device_of(int rank) const {
+    return rank_device.empty() ? device : rank_device.at(static_cast<size_t>(rank));
+  }
 };
 
+// Whether every rank's need is within its own capacity.
+bool fits(const std::vector<DeviceMemory>& memory, const MemoryCapacity& capacity);
+// The rank whose need is the largest share of its own capacity (the lowest such rank): the
+// peak on a cluster of one kind.
+const DeviceMemory& tightest_memory(const std::vector<DeviceMemory>& memory, const MemoryCapacity& capacity);
+
 // One line: "rank 0 needs 12.3 GB (weights ..., gradients ..., optimizer state ...,
-// activations ...; layer 'fc1' the most, 4.00 GB) of 40.0 GB per a100".
+// activations ...; layer 'fc1' the most, 4.00 GB) of 40.0 GB per a100" (the rank's own
+// capacity and kind).
 std::string memory_text(const DeviceMemory& peak, const graph::Graph& graph, const MemoryCapacity& capacity);
 
 // A plan that fits its devices' memory: `planned` itself if it fits; else data parallelism
