@@ -157,7 +157,14 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const CostModels&
   evaluate_options.program = chosen.program;  // the 3-D search's recompute and ZeRO stage
   const timing::PlanEvaluation evaluation = timing::evaluate_plan(plan, context, evaluate_options);
 
-  if (!options.output.empty()) plan::save_plan_file(plan, options.output);
+  if (!options.output.empty()) {
+    plan::Plan saved = plan;
+    if (inputs.cluster.mixed()) {  // the file says which kind each rank was planned as
+      saved.rank_kinds.clear();
+      for (int rank = 0; rank < inputs.cluster.size(); ++rank) saved.rank_kinds.push_back(inputs.cluster.kind_of(rank));
+    }
+    plan::save_plan_file(saved, options.output);
+  }
   if (!options.svg.empty()) {
     write_text_file_atomically(options.svg, render_plan_svg(plan, evaluation, graph));
   }

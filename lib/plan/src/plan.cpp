@@ -7,6 +7,7 @@
 
 #include "burst/util/error.h"
 #include "burst/util/hash.h"
+#include "burst/util/json_io.h"
 
 namespace burst::plan {
 
@@ -164,6 +165,15 @@ void validate_plan(const Plan& plan, const graph::Graph& graph, const cluster::C
   }
   if (plan.global_batch < 1) {
     throw UserError(fmt::format("plan: global batch must be at least 1, got {}", plan.global_batch));
+  }
+  if (cluster.mixed() && !plan.rank_kinds.empty()) {
+    for (int rank = 0; rank < std::min(cluster.size(), static_cast<int>(plan.rank_kinds.size())); ++rank) {
+      if (plan.rank_kinds[static_cast<size_t>(rank)] != cluster.kind_of(rank)) {
+        throw UserError(fmt::format("plan was made for kind {} at rank {}, but the cluster's rank {} is of kind {}",
+                                    text_excerpt(plan.rank_kinds[static_cast<size_t>(rank)]), rank, rank,
+                                    cluster.kind_of(rank)));
+      }
+    }
   }
   if (plan.pipeline.micro_batches < 1 || plan.global_batch % plan.pipeline.micro_batches != 0) {
     validate_pipeline(plan, graph, cluster.size());  // refuses the micro-batch count before the shards are read against it

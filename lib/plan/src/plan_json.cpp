@@ -63,11 +63,13 @@ std::string plan_to_json_text(const Plan& plan) {
     }
     layers.push_back(std::move(entry));
   }
+  // Version 3 unless the plan states its ranks' kinds (4), so plans of one kind read anywhere.
+  const std::string kinds = plan.rank_kinds.empty() ? "" : fmt::format("  \"rank_kinds\": {},\n", json(plan.rank_kinds).dump());
   std::string text = fmt::format(
       "{{\n  \"format\": {},\n  \"version\": {},\n  \"model\": {},\n  \"strategy\": {},\n"
-      "  \"global_batch\": {},\n  \"devices\": {},\n{}  \"layers\": [",
-      json(kPlanFormat).dump(), kPlanFormatVersion, json(plan.model).dump(),
-      json(plan.strategy).dump(), plan.global_batch, plan.devices, pipeline_json_text(plan));
+      "  \"global_batch\": {},\n  \"devices\": {},\n{}{}  \"layers\": [",
+      json(kPlanFormat).dump(), plan.rank_kinds.empty() ? 3 : kPlanFormatVersion, json(plan.model).dump(),
+      json(plan.strategy).dump(), plan.global_batch, plan.devices, kinds, pipeline_json_text(plan));
   for (size_t i = 0; i < layers.size(); ++i) {
     text += fmt::format("{}\n    {}", i == 0 ? "" : ",", layers[i].dump());
   }
@@ -118,7 +120,15 @@ Plan plan_from_json_text(const std::string& text) {
   plan.devices = static_cast<int>(devices);
   const json& layers = reader.require("layers");
   const json* pipeline = version >= 2 ? reader.find("pipeline") : nullptr;
+  const json* kinds = version >= 4 ? reader.find("rank_kinds") : nullptr;
   reader.reject_unknown_keys();
+  if (kinds != nullptr) {
+    if (!kinds->is_array() || kinds->size() != static_cast<size_t>(plan.devices)) {
+      reader.fail("rank_kinds", fmt::format("must list a device kind for each of the {} ranks, got {}", plan.devices,
+                                            json_excerpt(*kinds)));
+    }
+    for (const json& kind : *kinds) plan.rank_kinds.push_back(reader.as_string("rank_kinds", kind));
+  }
   if (!layers.is_array()) reader.fail("layers", "must be a list of layer placements");
   for (size_t i = 0; i < layers.size(); ++i) {
     JsonObjectReader layer(layers[i], fmt::format("plan layer #{}", i));

@@ -20,7 +20,7 @@
 namespace burst::plan {
 
 inline constexpr const char* kPlanFormat = "burst.plan";
-inline constexpr int kPlanFormatVersion = 3;
+inline constexpr int kPlanFormatVersion = 4;  // 4: "rank_kinds" (mixed clusters)
 inline constexpr int kOldestPlanFormatVersion = 1;
 
 // One layer's placement: shards in rank order of execution (uneven splits are legal).
@@ -62,6 +62,9 @@ struct Plan {
   std::string strategy;   // "dp", "burst", "pipeline", "hand", ...
   int64_t global_batch = 0;
   int devices = 0;        // size of the cluster the plan was made for
+  // A plan for a mixed cluster: the device kind of each of its ranks (devices entries), as
+  // the file states them; empty for a cluster of one kind.
+  std::vector<std::string> rank_kinds;
   // Placements of one micro-batch: every layer's shards cover [0, micro_batch()), and
   // micro-batch j's samples are those shifted by j x micro_batch().
   std::vector<LayerPlacement> layers;  // one per graph layer, in graph order
@@ -98,7 +101,8 @@ std::vector<BoundaryCrossing> boundary_crossings(const graph::Graph& graph);  //
 // dividing the batch, stage starts out of order or out of range, a stage boundary that
 // more than one layer's output crosses (inside a branch), ranks shared by two stages, and
 // BatchNorm (statistics of the whole batch) under more than one micro-batch; and its
-// tensor splits (validate_tensor_split).
+// tensor splits (validate_tensor_split). On a mixed cluster, a plan that states its ranks'
+// kinds must state the cluster's.
 void validate_plan(const Plan& plan, const graph::Graph& graph, const cluster::Cluster& cluster);
 
 // The transfers that carry `producer`'s output to `consumer` (forward) — and, reversed,
