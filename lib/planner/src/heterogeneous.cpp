@@ -261,7 +261,7 @@ plan::Plan share_by_speed(const plan::PlanContext& context, plan::Plan plan, Sha
       if (cache != nullptr && cache->runs.count(key) != 0) {
         solved = cache->runs.at(key);
       } else {
-        solved = RunBlocks(context, ranks, first, last, plan.global_batch).solve();
+        solved = RunBlocks(context, ranks, first, last, plan.micro_batch()).solve();
         if (cache != nullptr) cache->runs.emplace(key, solved);
       }
       const auto& shards = solved;
@@ -289,6 +289,15 @@ plan::Plan plan_one_kind(const plan::PlanContext& context, int kind, int64_t glo
   }
   plan.devices = cluster.size();
   return plan;
+}
+
+bool tensor_groups_within_nodes(const cluster::Cluster& cluster, int size, int groups) {
+  for (int group = 0; group < groups; ++group) {
+    const int first = group * size;
+    const int last = first + size - 1;
+    if (last >= cluster.size() || cluster.node_of(first) != cluster.node_of(last)) return false;
+  }
+  return true;
 }
 
 MixedBaselines mixed_baselines(const plan::PlanContext& context, int64_t global_batch, const BurstOptions& options) {

@@ -1,5 +1,7 @@
 #include "burst/planner/pipeline_planner.h"
 
+#include "burst/planner/heterogeneous.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -130,8 +132,11 @@ class PipelineSearch {
         candidate.stages = p;
         candidate.micro_batches = m;
         candidate.devices_per_stage = per_stage;
-        candidate.starts = partitions.best(p).second;
-        candidate.estimate_s = estimate(candidate, partitions.best(p).first, micro_batch);
+        auto [slowest_stage_s, starts] = context_.heterogeneous()
+                                              ? kinded_partition(p, per_stage, ceil_div(micro_batch, per_stage))
+                                              : partitions.best(p);
+        candidate.starts = std::move(starts);
+        candidate.estimate_s = estimate(candidate, slowest_stage_s, micro_batch);
         candidates.push_back(std::move(candidate));
       }
     }
@@ -139,6 +144,68 @@ class PipelineSearch {
   }
 
   static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+  // A mixed cluster: stage s of `stages` (ranks s x per_stage ..) at the slowest kind among
+  // its ranks, and the boundaries (among the valid cuts) that minimise the slowest stage
+  // with each stage's own times: slower kinds get fewer layers. {slowest stage, starts}.
+  std::pair<double, std::vector<graph::LayerId>> kinded_partition(int stages, int per_stage, int64_t shard) {
+    std::vector<const StageTimes*> times;
+    for (int stage = 0; stage < stages; ++stage) times.push_back(&kind_times(slowest_kind(stage * per_stage, per_stage), shard));
+    std::vector<graph::LayerId> positions{0};
+    positions.insert(positions.end(), cuts_.begin(), cuts_.end());
+    positions.push_back(static_cast<graph::LayerId>(graph_.size()));
+    const size_t n = positions.size();
+    const double inf = std::numeric_limits<double>::infinity();
+    // slowest[k][i]: the best slowest stage of stages 0..k-1 covering layers up to positions[i].
+    std::vector<std::vector<double>> slowest(static_cast<size_t>(stages) + 1, std::vector<double>(n, inf));
+    std::vector<std::vector<size_t>> from(static_cast<size_t>(stages) + 1, std::vector<size_t>(n, 0));
+    slowest[0][0] = 0;
+    for (size_t k = 1; k <= static_cast<size_t>(stages); ++k) {
+      for (size_t i = k; i < n; ++i) {
+        for (size_t j = k - 1; j < i; ++j) {
+          const double value = std::max(slowest[k - 1][j], times[k - 1]->between(positions[j], positions[i]));
+          if (value < slowest[k][i]) {
+            slowest[k][i] = value;
+            from[k][i] = j;
+          }
+        }
+      }
+    }
+    std::vector<graph::LayerId> starts;
+    for (size_t i = n - 1, k = static_cast<size_t>(stages); k > 1; --k) {
+      i = from[k][i];
+      starts.push_back(positions[i]);
+    }
+    std::reverse(starts.begin(), starts.end());
+    return {slowest[static_cast<size_t>(stages)][n - 1], std::move(starts)};
+  }
+
+  // The kind among ranks first..first+count-1 whose whole model is slowest at one sample.
+  int slowest_kind(int first, int count) {
+    const cluster::Cluster& cluster = context_.network.cluster();
+    int slowest = cluster.kind_index(first);
+    for (int rank = first + 1; rank < first + count; ++rank) {
+      const int kind = cluster.kind_index(rank);
+      if (kind != slowest && kind_times(kind, 1).between(0, static_cast<graph::LayerId>(graph_.size())) >
+                                 kind_times(slowest, 1).between(0, static_cast<graph::LayerId>(graph_.size()))) {
+        slowest = kind;
+      }
+    }
+    return slowest;
+  }
+
+  const StageTimes& kind_times(int kind, int64_t shard) {
+    auto found = kind_times_.find({kind, shard});
+    if (found == kind_times_.end()) {
+      std::vector<double> times;
+      const cost::CostModel& model = context_.cost_of_kind(kind);
+      for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph_.size()); ++id) {
+        times.push_back(model.require(graph_, id, shard).time.total().s());
+      }
+      found = kind_times_.emplace(std::make_pair(kind, shard), StageTimes(times)).first;
+    }
+    return found->second;
+  }
 
   const Partitions& partitions_at(int64_t shard, graph::LayerId layers) {
     auto found = partitions_.find(shard);
@@ -199,7 +266,7 @@ class PipelineSearch {
     for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph_.size()); ++id) {
       plan.layers.push_back({graph_.layer(id).name, stage_shards[static_cast<size_t>(plan.stage_of(id))]});
     }
-    return plan;
+    return share_by_speed(context_, std::move(plan));  // a mixed cluster: each stage's shares by its kinds
   }
 
   // The hybrid: every layer takes its placement in the burst plan of the whole graph at the
@@ -212,6 +279,7 @@ class PipelineSearch {
       for (cost::Shard& shard : shards) shard.rank += offset;
       plan.layers[id].shards = std::move(shards);
     }
+    plan = share_by_speed(context_, std::move(plan));
   }
   const Plan& burst_plan(int devices, int64_t micro_batch) {
     const std::pair<int, int64_t> key{devices, micro_batch};
@@ -237,7 +305,8 @@ class PipelineSearch {
   const int devices_;
   const std::vector<graph::LayerId> cuts_;
   std::map<graph::LayerId, graph::LayerId> crossing_;  // by valid start: the layer whose output crosses
-  std::map<int64_t, Partitions> partitions_;          // by shard size
+  std::map<int64_t, Partitions> partitions_;                  // by shard size
+  std::map<std::pair<int, int64_t>, StageTimes> kind_times_;  // mixed: (kind, shard) -> layer times
   std::map<std::pair<int, int64_t>, Plan> burst_plans_;  // by (devices, micro-batch): the hybrid's
 };
 

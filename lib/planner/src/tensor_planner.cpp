@@ -1,6 +1,8 @@
 // The tensor planner: Megatron-style candidates, timed by the evaluator (tensor_planner.h).
 #include "burst/planner/tensor_planner.h"
 
+#include "burst/planner/heterogeneous.h"
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -78,6 +80,8 @@ class TensorPlanner {
       for (int groups = 1; groups < most_groups; groups *= 2) group_counts.push_back(groups);
       group_counts.push_back(most_groups);
       for (const int groups : group_counts) {
+        // A mixed cluster: each tensor group on one node, so within one kind.
+        if (cluster.mixed() && !tensor_groups_within_nodes(cluster, parts, groups)) continue;
         std::optional<Plan> plan = candidate(kinds, parts, groups);
         if (plan) estimated.emplace_back(estimate(*plan, parts, groups), std::move(*plan));
       }

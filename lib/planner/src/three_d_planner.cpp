@@ -1,6 +1,8 @@
 // The 3-D search (three_d_planner.h).
 #include "burst/planner/three_d_planner.h"
 
+#include "burst/planner/heterogeneous.h"
+
 #include <algorithm>
 #include <limits>
 #include <vector>
@@ -81,7 +83,11 @@ class ThreeDSearch {
     std::vector<int> sizes;
     const int most = std::min(options_.max_tensor, context_.network.cluster().devices_per_node());
     for (int t = 1; t <= most; t *= 2) {
-      if (devices_ % t == 0 && divides_heads(t)) sizes.push_back(t);
+      // On a mixed cluster every tensor group must lie on one node, so within one kind.
+      const cluster::Cluster& cluster = context_.network.cluster();
+      if (devices_ % t == 0 && divides_heads(t) && (!cluster.mixed() || tensor_groups_within_nodes(cluster, t, devices_ / t))) {
+        sizes.push_back(t);
+      }
     }
     return sizes;
   }

@@ -47,7 +47,7 @@ std::vector<int> rank_order(const plan::PlanContext& context, int64_t global_bat
 std::vector<cost::Shard> layer_shares(const plan::PlanContext& context, graph::LayerId layer,
                                       const std::vector<int>& ranks, int64_t batch);
 
-// Shares the samples of `plan`'s layers by speed on a mixed cluster (a plan of one kind is
+// Shares the samples of `plan`'s layers (of one micro-batch) by speed on a mixed cluster (a plan of one kind is
 // returned as it is). Each run of consecutive layers (graph order) on the same ranks is cut
 // into blocks of consecutive layers; a block's samples are shared so that its ranks finish
 // the block together (equal_finish_shares of the block's summed times), and between blocks
@@ -63,6 +63,11 @@ struct ShareCache {
   std::map<std::tuple<graph::LayerId, graph::LayerId, std::vector<int>>, std::vector<std::vector<cost::Shard>>> runs;
 };
 plan::Plan share_by_speed(const plan::PlanContext& context, plan::Plan plan, ShareCache* cache = nullptr);
+
+// Whether `groups` tensor groups of `size` consecutive ranks from rank 0 each lie on one node
+// and so within one kind (a tensor group exchanges activations at every layer: it stays on
+// one node's links, and one kind keeps its parts in step). Always true with size 1.
+bool tensor_groups_within_nodes(const cluster::Cluster& cluster, int size, int groups);
 
 // ---- baselines ---------------------------------------------------------------------------
 
