@@ -73,8 +73,24 @@ std::vector<Row> allreduce_rows(const cost::NetworkModel& model) {
   return rows;
 }
 
-void print_cluster(const cost::NetworkModel& model, bool builtin, std::ostream& out) {
-  const cluster::Cluster& cluster = model.cluster();
+// A mixed cluster's groups, one line each, and the link between them.
+void print_groups(const cluster::Cluster& cluster, std::ostream& out) {
+  out << fmt::format("cluster {}: {} devices in {} groups\n", cluster.name(), cluster.size(), cluster.groups().size());
+  for (size_t g = 0; g < cluster.groups().size(); ++g) {
+    const cluster::DeviceGroup& group = cluster.groups()[g];
+    const int last = *group.devices - (group.nodes - 1) * group.devices_per_node;
+    out << fmt::format("  group {}: {} {} on {} node{} of {}{} (ranks {}-{}){}\n", g, *group.devices, group.device,
+                       group.nodes, group.nodes == 1 ? "" : "s", group.devices_per_node,
+                       last == group.devices_per_node ? "" : fmt::format(", the last holding {}", last),
+                       cluster.first_rank_of_group(static_cast<int>(g)), cluster.first_rank_of_group(static_cast<int>(g) + 1) - 1,
+                       group.memory ? fmt::format(", {:g} GiB each", group.memory->value() / (1024.0 * 1024 * 1024)) : "");
+    out << "    intra-node link: " << link_text(group.intra_node) << '\n';
+    out << "    inter-node link: " << link_text(group.inter_node) << '\n';
+  }
+  out << "  between groups:    " << link_text(*cluster.between_groups()) << '\n';
+}
+
+void print_one_kind(const cluster::Cluster& cluster, std::ostream& out) {
   const int last_node = cluster.devices_on_node(cluster.nodes() - 1);
   out << fmt::format("cluster {}: {} {} device{}", cluster.name(), cluster.size(), cluster.device(),
                      cluster.size() == 1 ? "" : "s");
@@ -89,12 +105,9 @@ void print_cluster(const cost::NetworkModel& model, bool builtin, std::ostream& 
   out << "  intra-node link: " << link_text(cluster.intra_node()) << '\n';
   out << "  inter-node link: " << link_text(cluster.inter_node())
       << (cluster.nodes() == 1 ? " (unused: one node)" : "") << '\n';
-  if (builtin) {
-    out << "  (built-in defaults, not a measurement: write a cluster file for your machine, see "
-           "docs/cluster-format.md)\n";
-  }
-  out << '\n';
+}
 
+void print_allreduce_table(const cost::NetworkModel& model, std::ostream& out) {
   const std::vector<Row> rows = allreduce_rows(model);
   if (rows.empty()) {
     out << "One device: there is nothing to all-reduce.\n";
@@ -119,6 +132,21 @@ void print_cluster(const cost::NetworkModel& model, bool builtin, std::ostream& 
                    time_text(row.estimate.best()), row.estimate.best_algorithm()});
   }
   table.print(out);
+}
+
+void print_cluster(const cost::NetworkModel& model, bool builtin, std::ostream& out) {
+  const cluster::Cluster& cluster = model.cluster();
+  if (cluster.mixed()) {
+    print_groups(cluster, out);
+  } else {
+    print_one_kind(cluster, out);
+  }
+  if (builtin) {
+    out << "  (built-in defaults, not a measurement: write a cluster file for your machine, see "
+           "docs/cluster-format.md)\n";
+  }
+  out << '\n';
+  print_allreduce_table(model, out);
 }
 
 nlohmann::json cluster_report_json(const cost::NetworkModel& model, bool builtin) {
@@ -175,22 +203,28 @@ void add_cluster_commands(CLI::App& app) {
   CLI::Option* device = command->add_option("--device", options->device,
                                             "Built-in device kind: " + kinds);
   CLI::Option* devices = command->add_option("--devices", options->devices,
-                                             "Number of devices of the built-in cluster");
+                                             "Number of devices of the built-in cluster, or a mixed one as "
+                                             "KIND:N,KIND:N,... (a100:8,v100:8)");
   CLI::Option* file = command->add_option("--cluster", options->file,
                                           "Cluster file (docs/cluster-format.md)");
   device->needs(devices);
-  devices->needs(device);
   file->excludes(device);
   file->excludes(devices);
   command->add_flag("--json", options->json, "Print JSON instead of tables");
-  command->callback([options, device, file] {
+  command->callback([options, device, devices, file] {
     const bool builtin = file->count() == 0;
-    if (builtin && device->count() == 0) {
-      throw UserError("burst cluster needs --device KIND --devices N, or --cluster FILE");
+    // --devices a100:8,v100:8 names its kinds; a count needs --device.
+    const bool listed = devices->count() > 0 && options->devices.find(':') != std::string::npos;
+    if (builtin && device->count() == 0 && !listed) {
+      throw UserError("burst cluster needs --device KIND --devices N, --devices KIND:N,KIND:N,... or --cluster FILE");
     }
-    const cost::NetworkModel model(builtin ? cluster::builtin_cluster(options->device,
-                                                                      parse_devices(options->devices))
-                                           : cluster::load_cluster_file(options->file));
+    if (listed && device->count() > 0) {
+      throw UserError(fmt::format("--devices '{}' names its device kinds: it takes no --device", options->devices));
+    }
+    const cost::NetworkModel model(
+        !builtin ? cluster::load_cluster_file(options->file)
+                 : listed ? cluster::builtin_mixed_cluster(options->devices, "")
+                          : cluster::builtin_cluster(options->device, parse_devices(options->devices)));
     if (options->json) {
       std::cout << cluster_report_json(model, builtin).dump(2) << '\n';
     } else {

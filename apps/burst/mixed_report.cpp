@@ -52,6 +52,7 @@ void print_mixed_summary(const MixedSummary& summary, Seconds iteration, std::os
                    fmt::format("{:.3f}", kind.idle.ms()), fmt::format("{:.1f}%", 100 * kind.utilisation)});
   }
   table.print(out);
+  if (summary.baselines.empty()) return;
   out << "\nBaselines on this cluster (evaluated alike):\n";
   for (const MixedBaselineTime& baseline : summary.baselines) {
     out << fmt::format("  {:<52} {:10.3f} ms (this plan is {:.2f}x as fast)\n", baseline.name + ":", baseline.time.ms(),

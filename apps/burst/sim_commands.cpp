@@ -11,6 +11,7 @@
 
 #include "burst/cost/network.h"
 #include "burst/cost/profile.h"
+#include "burst/planner/heterogeneous.h"
 #include "burst/cost/profile_cost_model.h"
 #include "burst/graph/model_json.h"
 #include "burst/timing/evaluate.h"
@@ -202,6 +203,8 @@ void run_one(const SimOptionsText& options, const Inputs& inputs, const CostMode
   }
   timing::EvaluateOptions evaluate_options;  // the evaluator's view of the same step program
   evaluate_options.program = sim_options.program;
+  std::optional<MixedSummary> mixed;
+  if (inputs.cluster.mixed()) mixed = MixedSummary{planner::usage_by_kind(context, plan, foreground.iteration_time), {}};
   const SimReport report{inputs.graph.name(),
                          inputs.cluster,
                          plan,
@@ -212,7 +215,8 @@ void run_one(const SimOptionsText& options, const Inputs& inputs, const CostMode
                          background ? std::optional<BackgroundSpec>(background->spec) : std::nullopt,
                          multiplexed ? &*multiplexed : nullptr,
                          options.intervals,
-                         memory_summary(chosen, inputs)};
+                         memory_summary(chosen, inputs),
+                         mixed ? &*mixed : nullptr};
   if (options.json) {
     std::cout << sim_report_json(report).dump(2) << '\n';
     return;

@@ -75,9 +75,12 @@ void print_device_table(const sim::SimResult& result, int devices, std::ostream&
 void print_sim_report(const SimReport& report, std::ostream& out) {
   const sim::SimResult& result = headline(report);
   const int devices = report.cluster.size();
-  out << fmt::format("simulated {} for {}: global batch {} on {} ({} {} device{}), BatchNorm {}\n",
-                     report.plan_source, report.model, report.plan.global_batch, report.cluster.name(), devices,
-                     report.cluster.device(), devices == 1 ? "" : "s", program::batchnorm_mode_name(report.program));
+  const std::string devices_text =
+      report.cluster.mixed() ? kinds_text(report.cluster)
+                             : fmt::format("{} {} device{}", devices, report.cluster.device(), devices == 1 ? "" : "s");
+  out << fmt::format("simulated {} for {}: global batch {} on {} ({}), BatchNorm {}\n", report.plan_source,
+                     report.model, report.plan.global_batch, report.cluster.name(), devices_text,
+                     program::batchnorm_mode_name(report.program));
   if (report.background) out << "background job on every device: " << background_name(*report.background) << '\n';
   out << '\n';
   auto line = [&out](const std::string& label, const std::string& value, const std::string& note) {
@@ -100,6 +103,7 @@ void print_sim_report(const SimReport& report, std::ostream& out) {
        fmt::format("(busy {:.3f}; useful: device time on work one device would also do)", result.busy_fraction));
   if (!report.memory.empty()) out << "peak memory per device: " << report.memory << '\n';
   print_device_table(result, devices, out);
+  if (report.mixed != nullptr) print_mixed_summary(*report.mixed, report.foreground.iteration_time, out);
 }
 
 json sim_report_json(const SimReport& report) {
@@ -131,7 +135,7 @@ json sim_report_json(const SimReport& report) {
     }
     per_device.push_back(std::move(device));
   }
-  return {{"model", report.model},
+  json document = {{"model", report.model},
           {"device", report.cluster.device()},
           {"cluster", report.cluster.name()},
           {"devices", report.cluster.size()},
@@ -151,6 +155,8 @@ json sim_report_json(const SimReport& report) {
           {"foreground_slowdown", report.multiplexed ? report.multiplexed->foreground_slowdown : 1.0},
           {"background", std::move(background)},
           {"per_device", std::move(per_device)}};
+  if (report.mixed != nullptr) document["mixed"] = mixed_summary_json(*report.mixed, report.foreground.iteration_time);
+  return document;
 }
 
 void print_sim_sweep(const SimSweepReport& report, std::ostream& out) {

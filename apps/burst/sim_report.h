@@ -13,6 +13,8 @@
 #include "plan_svg.h"
 #include "burst/sim/simulator.h"
 
+#include "mixed_report.h"
+
 namespace burst::cli {
 
 // The background job as the command line names it.
@@ -34,6 +36,7 @@ struct SimReport {
   const sim::MultiplexResult* multiplexed = nullptr;  // with the background job
   bool intervals = false;                  // idle intervals in the JSON
   std::string memory;                      // the peak rank's memory against the capacity
+  const MixedSummary* mixed = nullptr;     // a mixed cluster: the plan per kind (no baselines)
 };
 
 void print_sim_report(const SimReport& report, std::ostream& out);
