@@ -170,19 +170,22 @@ cluster::Cluster make_cluster(const InputOptions& options, const std::string& ki
   return cluster::builtin_cluster(kind, *devices);
 }
 
-// The precision a mixed cluster's step runs at by default: the reference kind's default
-// where every kind has it, else fp32 (an A100 with a V100: the V100 has no tf32).
-cost::Precision common_default_precision(const std::vector<cost::DeviceModel>& devices, const cost::DeviceModel& reference) {
-  const cost::Precision wanted = cost::default_precision(reference.spec);
-  for (const cost::DeviceModel& device : devices) {
-    try {
-      cost::at_precision(device.spec, wanted);
-    } catch (const UserError&) {
-      return cost::Precision::Fp32;
-    }
+// A kind's precision for the step's: TF32 (FP32 storage, TF32 matrix products) runs as FP32
+// on a kind without TF32 (a V100), as PyTorch's allow_tf32 does; storage, memory and
+// messages are the same. Other precisions as asked (UserError where the kind lacks one).
+cost::Precision kind_precision(const cost::DeviceModel& device, cost::Precision step) {
+  if (step != cost::Precision::Tf32) return step;
+  try {
+    cost::at_precision(device.spec, step);
+  } catch (const UserError&) {
+    return cost::Precision::Fp32;
   }
-  return wanted;
+  return step;
 }
+
+// The precision a mixed cluster's step runs at by default: the reference kind's (TF32 on an
+// A100 or H100, each other kind at kind_precision).
+cost::Precision common_default_precision(const cost::DeviceModel& reference) { return cost::default_precision(reference.spec); }
 
 // Every kind's device model, the fastest first as the reference (Inputs).
 void resolve_kinds(const InputOptions& options, const graph::Graph& graph, int64_t global_batch, Inputs& inputs) {
@@ -191,6 +194,7 @@ void resolve_kinds(const InputOptions& options, const graph::Graph& graph, int64
   std::vector<std::unique_ptr<cost::CostModel>> models;
   std::vector<const cost::CostModel*> pointers;
   for (const cost::DeviceModel& device : inputs.kind_devices) {
+    // Ranked at FP32 (the step's precision is parsed after): the order of the catalog kinds is the same at TF32.
     models.push_back(cost::make_cost_model(device, cost::Precision::Fp32));
     pointers.push_back(models.back().get());
   }
@@ -310,11 +314,11 @@ Inputs read_inputs(const InputOptions& options) {
         Bytes(parse_finite(options.device_memory, "--device-memory", 1e-9, "a size in GB > 0") * 1e9)};
   }
   const cost::Precision default_precision =
-      inputs.cluster.mixed() ? common_default_precision(inputs.kind_devices, inputs.device)
+      inputs.cluster.mixed() ? common_default_precision(inputs.device)
                              : cost::default_precision(inputs.device.spec);
   inputs.program = parse_program_options(options.program, default_precision);
   cost::at_precision(inputs.device.spec, inputs.program.precision);  // refuses a precision the device lacks
-  for (const cost::DeviceModel& kind : inputs.kind_devices) cost::at_precision(kind.spec, inputs.program.precision);
+  for (const cost::DeviceModel& kind : inputs.kind_devices) cost::at_precision(kind.spec, kind_precision(kind, inputs.program.precision));
   inputs.pins = parse_pins(options, inputs.program);
   check_layers_fit_some_kind(inputs);
   return inputs;
@@ -326,7 +330,9 @@ CostModels make_cost_models(const Inputs& inputs, cost::Precision precision) {
     models.models.push_back(cost::make_cost_model(inputs.device, precision));
     return models;
   }
-  for (const cost::DeviceModel& device : inputs.kind_devices) models.models.push_back(cost::make_cost_model(device, precision));
+  for (const cost::DeviceModel& device : inputs.kind_devices) {
+    models.models.push_back(cost::make_cost_model(device, kind_precision(device, precision)));
+  }
   models.reference = inputs.reference_kind;
   return models;
 }
