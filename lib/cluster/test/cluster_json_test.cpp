@@ -6,11 +6,13 @@
 
 #include "burst/cluster/cluster.h"
 #include "burst/util/error.h"
+#include "load_error.h"
 
 namespace burst::cluster {
 namespace {
 
 using nlohmann::json;
+using testing::load_error;
 
 // The example of docs/cluster-format.md, field for field.
 const char* const kExample = R"({
@@ -19,14 +21,6 @@ const char* const kExample = R"({
   "intra_node": {"bandwidth_gbyte_s": 300, "latency_us": 5},
   "inter_node": {"bandwidth_gbit_s": 200, "latency_us": 10}})";
 
-std::string load_error(const std::string& text) {
-  try {
-    cluster_from_text(text);
-  } catch (const UserError& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
 
 // kExample with `field` replaced by `value` (or removed when value is null).
 std::string example_with(const std::string& field, const json& value) {

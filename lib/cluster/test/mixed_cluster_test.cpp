@@ -5,6 +5,7 @@
 
 #include "burst/cluster/cluster.h"
 #include "burst/util/error.h"
+#include "load_error.h"
 
 namespace burst::cluster {
 namespace {
@@ -34,14 +35,6 @@ std::string error_of(MixedClusterSpec spec) {
   return "(no error)";
 }
 
-std::string load_error(const std::string& text) {
-  try {
-    cluster_from_text(text);
-  } catch (const UserError& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
 
 }  // namespace mixed
 
@@ -111,8 +104,8 @@ TEST(MixedCluster, BadGroupsAreOneLine) {
   const std::string file = R"({"format": "burst.cluster", "version": 2, "name": "m", "groups": [
       {"device": "a100", "nodes": 1, "devices_per_node": 8, "devices": 0,
        "intra_node": {"bandwidth_gbyte_s": 300, "latency_us": 5}, "inter_node": {"bandwidth_gbit_s": 200, "latency_us": 10}}]})";
-  EXPECT_EQ(mixed::load_error(file), "cluster file: groups[0]: field 'devices' must be between 1 and 1000000, got 0");
-  EXPECT_EQ(mixed::load_error(R"({"format": "burst.cluster", "version": 2, "name": "m", "groups": []})"),
+  EXPECT_EQ(testing::load_error(file), "cluster file: groups[0]: field 'devices' must be between 1 and 1000000, got 0");
+  EXPECT_EQ(testing::load_error(R"({"format": "burst.cluster", "version": 2, "name": "m", "groups": []})"),
             "cluster file: field 'groups' must be a non-empty list of groups");
 }
 
