@@ -26,10 +26,11 @@ std::string strategy_text(const PlanReport& report) {
   }
   if (report.plan.strategy == "burst") {
     if (report.amplification_limit_used != report.amplification_limit) {
-      return fmt::format(
-          "burst plan (amplification limit {}, raised to {} to be no slower than data parallel)",
-          amplification_text(report.amplification_limit),
-          amplification_text(report.amplification_limit_used));
+      // A mixed cluster's plan is also held to each kind alone (docs/heterogeneous.md).
+      return fmt::format("burst plan (amplification limit {}, raised to {} to be no slower than {})",
+                         amplification_text(report.amplification_limit),
+                         amplification_text(report.amplification_limit_used),
+                         report.cluster.mixed() ? "its baselines" : "data parallel");
     }
     return fmt::format("burst plan (amplification limit {})", amplification_text(report.amplification_limit));
   }
