@@ -582,33 +582,22 @@ struct Reference {
   std::optional<MixedBaselines> baselines;
 };
 
-Plan fastest_data_parallel(const PlanContext& context, int64_t batch, const EvaluateOptions& evaluation) {
-  Plan even = plan_data_parallel(context.graph, context.network.cluster().size(), batch);
-  if (!context.heterogeneous()) return even;
-  // Mixed: the even split, one share per kind, and each layer's own shares.
-  Plan best = std::move(even);
-  double best_time = evaluate_plan(best, context, evaluation).iteration_time.s();
-  for (Plan candidate : {plan_one_ratio_data_parallel(context, batch), plan_layer_ratio_data_parallel(context, batch)}) {
-    const double time = evaluate_plan(candidate, context, evaluation).iteration_time.s();
-    if (time < best_time) {
-      best_time = time;
-      best = std::move(candidate);
-    }
-  }
-  return best;
-}
-
 Reference reference_plan(const PlanContext& context, int64_t batch, const BurstOptions& options,
                          const EvaluateOptions& evaluation) {
   Reference reference;
-  reference.plan = fastest_data_parallel(context, batch, evaluation);
+  reference.plan = plan_data_parallel(context.graph, context.network.cluster().size(), batch);
   reference.time = evaluate_plan(reference.plan, context, evaluation).iteration_time.s();
   if (!context.heterogeneous()) return reference;
+  // Mixed: beside the even split, one share per kind, shares by blocks of layers, and the
+  // best kind alone; each evaluated once.
   reference.baselines = mixed_baselines(context, batch, options);
-  const double alone = evaluate_plan(reference.baselines->alone, context, evaluation).iteration_time.s();
-  if (alone < reference.time) {
-    reference.plan = reference.baselines->alone;
-    reference.time = alone;
+  for (Plan candidate : {reference.baselines->one_ratio, plan_layer_ratio_data_parallel(context, batch),
+                         reference.baselines->alone}) {
+    const double time = evaluate_plan(candidate, context, evaluation).iteration_time.s();
+    if (time < reference.time) {
+      reference.time = time;
+      reference.plan = std::move(candidate);
+    }
   }
   return reference;
 }

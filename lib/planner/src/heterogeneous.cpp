@@ -118,15 +118,6 @@ std::vector<int> rank_order(const plan::PlanContext& context, int64_t global_bat
   return order;
 }
 
-std::vector<cost::Shard> layer_shares(const plan::PlanContext& context, graph::LayerId layer,
-                                      const std::vector<int>& ranks, int64_t batch) {
-  if (!context.heterogeneous()) return plan::even_split(ranks, batch);
-  const auto shares = shares_by_kind(context, ranks, batch, [&](int kind, int64_t samples) {
-    return layer_total(context, kind, layer, samples);
-  });
-  return contiguous_shards(ranks, shares);
-}
-
 plan::Plan plan_one_ratio_data_parallel(const plan::PlanContext& context, int64_t global_batch) {
   const std::vector<int> ranks = all_ranks(context);
   const auto shares = shares_by_kind(context, ranks, global_batch,

@@ -151,33 +151,11 @@ class PipelineSearch {
   std::pair<double, std::vector<graph::LayerId>> kinded_partition(int stages, int per_stage, int64_t shard) {
     std::vector<const StageTimes*> times;
     for (int stage = 0; stage < stages; ++stage) times.push_back(&kind_times(slowest_kind(stage * per_stage, per_stage), shard));
-    std::vector<graph::LayerId> positions{0};
-    positions.insert(positions.end(), cuts_.begin(), cuts_.end());
-    positions.push_back(static_cast<graph::LayerId>(graph_.size()));
-    const size_t n = positions.size();
-    const double inf = std::numeric_limits<double>::infinity();
-    // slowest[k][i]: the best slowest stage of stages 0..k-1 covering layers up to positions[i].
-    std::vector<std::vector<double>> slowest(static_cast<size_t>(stages) + 1, std::vector<double>(n, inf));
-    std::vector<std::vector<size_t>> from(static_cast<size_t>(stages) + 1, std::vector<size_t>(n, 0));
-    slowest[0][0] = 0;
-    for (size_t k = 1; k <= static_cast<size_t>(stages); ++k) {
-      for (size_t i = k; i < n; ++i) {
-        for (size_t j = k - 1; j < i; ++j) {
-          const double value = std::max(slowest[k - 1][j], times[k - 1]->between(positions[j], positions[i]));
-          if (value < slowest[k][i]) {
-            slowest[k][i] = value;
-            from[k][i] = j;
-          }
-        }
-      }
-    }
-    std::vector<graph::LayerId> starts;
-    for (size_t i = n - 1, k = static_cast<size_t>(stages); k > 1; --k) {
-      i = from[k][i];
-      starts.push_back(positions[i]);
-    }
-    std::reverse(starts.begin(), starts.end());
-    return {slowest[static_cast<size_t>(stages)][n - 1], std::move(starts)};
+    const LinearPartition partition(cuts_, static_cast<graph::LayerId>(graph_.size()), stages,
+                                    [&](size_t stage, graph::LayerId begin, graph::LayerId end) {
+                                      return times[stage - 1]->between(begin, end);
+                                    });
+    return partition.best(stages);
   }
 
   // The kind among ranks first..first+count-1 whose whole model is slowest at one sample.

@@ -24,7 +24,7 @@ using timing::PlanEvaluation;
 // A layer on `count` consecutive positions from `offset` of the planner's rank order
 // (PlannerCosts::rank_at: ranks 0..N-1 on a cluster of one kind, the fastest kind's first on
 // a mixed one), the batch split evenly (one kind) or so that its ranks finish together
-// (mixed: heterogeneous.h's layer_shares).
+// (mixed: heterogeneous.h's equal_finish_shares; the plan's shares are share_by_speed's).
 struct Placement {
   int offset = 0;
   int count = 1;

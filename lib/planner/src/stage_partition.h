@@ -2,6 +2,7 @@
 // Stage boundaries that balance a pipeline (the pipeline planner's and the 3-D plans'):
 // per-layer times as prefix sums, and the linear partition of them at allowed cuts.
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -25,43 +26,63 @@ class StageTimes {
   std::vector<double> prefix_;
 };
 
-// For every stage count 1..max_stages, the boundaries (among `cuts`) that minimise the
-// slowest stage: best[p] = {slowest stage time, stage starts}. The linear partition
-// problem: slowest[k][i], the best slowest stage of k stages covering layers up to
-// positions[i], is min over j < i of max(slowest[k-1][j], time(positions[j], positions[i])).
-class Partitions {
+// The linear partition problem over the layer positions 0, cuts..., layers:
+// slowest[k][i], the best slowest stage of stages 1..k covering layers up to positions[i],
+// is min over j < i of max(slowest[k-1][j], stage_time(k, positions[j], positions[i])), with
+// slowest[0][0] = 0. `stage_time(k, begin, end)` is stage k's time for layers [begin, end).
+// best(k): {slowest stage time, stage starts} of k stages, for k = 1..stages.
+class LinearPartition {
  public:
-  Partitions(const StageTimes& times, const std::vector<graph::LayerId>& cuts, graph::LayerId layers, int max_stages) {
-    std::vector<graph::LayerId> positions{0};
-    positions.insert(positions.end(), cuts.begin(), cuts.end());
-    positions.push_back(layers);
-    const size_t n = positions.size();
+  template <typename StageTime>
+  LinearPartition(const std::vector<graph::LayerId>& cuts, graph::LayerId layers, int max_stages,
+                  const StageTime& stage_time) {
+    positions_.push_back(0);
+    positions_.insert(positions_.end(), cuts.begin(), cuts.end());
+    positions_.push_back(layers);
+    const size_t n = positions_.size();
     const auto stages = static_cast<size_t>(std::min<int64_t>(max_stages, static_cast<int64_t>(n) - 1));
-    const double inf = std::numeric_limits<double>::infinity();
-    std::vector<std::vector<double>> slowest(stages + 1, std::vector<double>(n, inf));
-    std::vector<std::vector<size_t>> from(stages + 1, std::vector<size_t>(n, 0));
-    for (size_t i = 1; i < n; ++i) slowest[1][i] = times.between(0, positions[i]);
-    for (size_t k = 2; k <= stages; ++k) {
+    slowest_.assign(stages + 1, std::vector<double>(n, std::numeric_limits<double>::infinity()));
+    from_.assign(stages + 1, std::vector<size_t>(n, 0));
+    slowest_[0][0] = 0;
+    for (size_t k = 1; k <= stages; ++k) {
       for (size_t i = k; i < n; ++i) {
         for (size_t j = k - 1; j < i; ++j) {
-          const double value = std::max(slowest[k - 1][j], times.between(positions[j], positions[i]));
-          if (value < slowest[k][i]) {
-            slowest[k][i] = value;
-            from[k][i] = j;
+          const double value = std::max(slowest_[k - 1][j], stage_time(k, positions_[j], positions_[i]));
+          if (value < slowest_[k][i]) {
+            slowest_[k][i] = value;
+            from_[k][i] = j;
           }
         }
       }
     }
-    best_.resize(stages + 1);
-    for (size_t k = 1; k <= stages; ++k) {
-      std::vector<graph::LayerId> starts;
-      for (size_t i = n - 1, level = k; level > 1; --level) {
-        i = from[level][i];
-        starts.push_back(positions[i]);
-      }
-      std::reverse(starts.begin(), starts.end());
-      best_[k] = {slowest[k][n - 1], std::move(starts)};
+  }
+  int max_stages() const { return static_cast<int>(slowest_.size()) - 1; }
+  std::pair<double, std::vector<graph::LayerId>> best(int stages) const {
+    std::vector<graph::LayerId> starts;
+    for (size_t i = positions_.size() - 1, level = static_cast<size_t>(stages); level > 1; --level) {
+      i = from_[level][i];
+      starts.push_back(positions_[i]);
     }
+    std::reverse(starts.begin(), starts.end());
+    return {slowest_[static_cast<size_t>(stages)].back(), std::move(starts)};
+  }
+
+ private:
+  std::vector<graph::LayerId> positions_;
+  std::vector<std::vector<double>> slowest_;
+  std::vector<std::vector<size_t>> from_;
+};
+
+// For every stage count 1..max_stages, the boundaries (among `cuts`) that minimise the
+// slowest stage when every stage takes `times`: best[p] = {slowest stage time, stage starts}.
+class Partitions {
+ public:
+  Partitions(const StageTimes& times, const std::vector<graph::LayerId>& cuts, graph::LayerId layers, int max_stages) {
+    const LinearPartition partition(cuts, layers, max_stages, [&](size_t, graph::LayerId begin, graph::LayerId end) {
+      return times.between(begin, end);
+    });
+    best_.resize(static_cast<size_t>(partition.max_stages()) + 1);
+    for (int k = 1; k <= partition.max_stages(); ++k) best_[static_cast<size_t>(k)] = partition.best(k);
   }
   int max_stages() const { return static_cast<int>(best_.size()) - 1; }
   const std::pair<double, std::vector<graph::LayerId>>& best(int stages) const {

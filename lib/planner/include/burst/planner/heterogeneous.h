@@ -42,11 +42,6 @@ std::vector<int> kinds_fastest_first(const plan::PlanContext& context, int64_t p
 std::vector<int> rank_order(const plan::PlanContext& context, int64_t global_batch,
                             const std::vector<double>& memory_of_kind = {});
 
-// Layer `layer`'s `batch` samples on `ranks` (in that order), shared by equal_finish_shares
-// of each rank's kind's forward + backward time; ranks given no sample are left out.
-std::vector<cost::Shard> layer_shares(const plan::PlanContext& context, graph::LayerId layer,
-                                      const std::vector<int>& ranks, int64_t batch);
-
 // Shares the samples of `plan`'s layers (of one micro-batch) by speed on a mixed cluster (a plan of one kind is
 // returned as it is). Each run of consecutive layers (graph order) on the same ranks is cut
 // into blocks of consecutive layers; a block's samples are shared so that its ranks finish
