@@ -406,6 +406,22 @@ std::optional<LayerEstimate> AnalyticCostModel::estimate(const graph::Graph& gra
   return LayerEstimate{time(work) + attention_core_memory(graph, id, batch, 1), CostSource::Analytic};
 }
 
+double AnalyticCostModel::compute_bound_share(const graph::Graph& graph, graph::LayerId id, int64_t batch) const {
+  if (graph.layer(id).op() == graph::OpKind::Input) return 0;
+  int64_t input_bytes = 0;
+  for (const graph::LayerId input : graph.inputs(id)) input_bytes += graph.info(input).output_bytes;
+  const auto& info = graph.info(id);
+  const LayerWork work = layer_work(graph::op_name(graph.layer(id).op()), batch, info.forward_flops, input_bytes,
+                                    info.output_bytes, info.params);
+  const double bandwidth = device_.memory_bandwidth.bytes_per_second();
+  const double peak = device_.peak_for(work.op);
+  if (!(bandwidth > 0) || !(peak > 0)) return 1.0;
+  const double compute_s = work.flops / peak;
+  const double memory_s = work.bytes * value_bytes(device_.precision) / kFloatBytes / bandwidth +
+                          attention_core_memory(graph, id, batch, 1).forward.s();
+  return compute_s + memory_s > 0 ? compute_s / (compute_s + memory_s) : 0.0;
+}
+
 std::optional<LayerEstimate> AnalyticCostModel::estimate_tensor(const graph::Graph& graph, graph::LayerId id,
                                                                 int64_t batch, const TensorSplit& split) const {
   if (!divides_weights(split.kind) && split.kind != SplitKind::Features) return estimate(graph, id, batch);

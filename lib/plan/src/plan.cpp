@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "burst/cost/power.h"
 #include "burst/util/error.h"
 #include "burst/util/hash.h"
 #include "burst/util/json_io.h"
@@ -151,6 +152,21 @@ void validate_pipeline(const Plan& plan, const graph::Graph& graph, int devices)
   }
 }
 
+void validate_clocks(const Plan& plan, const cluster::Cluster& cluster) {
+  if (plan.rank_clocks_mhz.empty()) return;
+  if (plan.rank_clocks_mhz.size() != static_cast<size_t>(plan.devices)) {
+    throw UserError(fmt::format("plan states {} rank clocks for {} ranks", plan.rank_clocks_mhz.size(), plan.devices));
+  }
+  for (int rank = 0; rank < std::min(cluster.size(), plan.devices); ++rank) {
+    const auto power = cost::catalog_power(cluster.kind_of(rank));
+    if (!power) {
+      throw UserError(fmt::format("plan sets rank {}'s clock, but device kind '{}' has no power model", rank,
+                                  cluster.kind_of(rank)));
+    }
+    cost::clock_ratio_of(*power, plan.rank_clocks_mhz[static_cast<size_t>(rank)]);
+  }
+}
+
 }  // namespace
 
 // Kept whole (about 65 lines): the refusals in the order a user fixes a plan file (model,
@@ -175,6 +191,7 @@ void validate_plan(const Plan& plan, const graph::Graph& graph, const cluster::C
       }
     }
   }
+  validate_clocks(plan, cluster);
   if (plan.pipeline.micro_batches < 1 || plan.global_batch % plan.pipeline.micro_batches != 0) {
     validate_pipeline(plan, graph, cluster.size());  // refuses the micro-batch count before the shards are read against it
   }

@@ -63,12 +63,15 @@ std::string plan_to_json_text(const Plan& plan) {
     }
     layers.push_back(std::move(entry));
   }
-  // Version 3 unless the plan states its ranks' kinds (4), so plans of one kind read anywhere.
-  const std::string kinds = plan.rank_kinds.empty() ? "" : fmt::format("  \"rank_kinds\": {},\n", json(plan.rank_kinds).dump());
+  // Version 3 unless the plan states its ranks' kinds (4) or clocks (5), so plans of one kind
+  // at full clock read anywhere.
+  std::string kinds = plan.rank_kinds.empty() ? "" : fmt::format("  \"rank_kinds\": {},\n", json(plan.rank_kinds).dump());
+  if (!plan.rank_clocks_mhz.empty()) kinds += fmt::format("  \"rank_clocks_mhz\": {},\n", json(plan.rank_clocks_mhz).dump());
+  const int version = !plan.rank_clocks_mhz.empty() ? 5 : !plan.rank_kinds.empty() ? 4 : 3;
   std::string text = fmt::format(
       "{{\n  \"format\": {},\n  \"version\": {},\n  \"model\": {},\n  \"strategy\": {},\n"
       "  \"global_batch\": {},\n  \"devices\": {},\n{}{}  \"layers\": [",
-      json(kPlanFormat).dump(), plan.rank_kinds.empty() ? 3 : kPlanFormatVersion, json(plan.model).dump(),
+      json(kPlanFormat).dump(), version, json(plan.model).dump(),
       json(plan.strategy).dump(), plan.global_batch, plan.devices, kinds, pipeline_json_text(plan));
   for (size_t i = 0; i < layers.size(); ++i) {
     text += fmt::format("{}\n    {}", i == 0 ? "" : ",", layers[i].dump());
@@ -121,7 +124,20 @@ Plan plan_from_json_text(const std::string& text) {
   const json& layers = reader.require("layers");
   const json* pipeline = version >= 2 ? reader.find("pipeline") : nullptr;
   const json* kinds = version >= 4 ? reader.find("rank_kinds") : nullptr;
+  const json* clocks = version >= 5 ? reader.find("rank_clocks_mhz") : nullptr;
   reader.reject_unknown_keys();
+  if (clocks != nullptr) {
+    if (!clocks->is_array() || clocks->size() != static_cast<size_t>(plan.devices)) {
+      reader.fail("rank_clocks_mhz", fmt::format("must list a clock for each of the {} ranks, got {}", plan.devices,
+                                                 json_excerpt(*clocks)));
+    }
+    for (const json& clock : *clocks) {
+      if (!clock.is_number() || !(clock.get<double>() > 0)) {
+        reader.fail("rank_clocks_mhz", fmt::format("must hold positive numbers (MHz), got {}", json_excerpt(clock)));
+      }
+      plan.rank_clocks_mhz.push_back(clock.get<double>());
+    }
+  }
   if (kinds != nullptr) {
     if (!kinds->is_array() || kinds->size() != static_cast<size_t>(plan.devices)) {
       reader.fail("rank_kinds", fmt::format("must list a device kind for each of the {} ranks, got {}", plan.devices,

@@ -272,7 +272,9 @@ plan::Plan plan_one_kind(const plan::PlanContext& context, int kind, int64_t glo
   }
   if (spec.groups.size() == 1) spec.between_groups.reset();
   const cost::NetworkModel network{cluster::Cluster(std::move(spec))};
-  const plan::PlanContext one_kind{context.graph, context.cost_of_kind(kind), network};
+  std::vector<std::optional<cost::PowerSpec>> power;
+  if (const cost::PowerSpec* spec = context.power_of_kind(kind)) power.emplace_back(*spec);
+  const plan::PlanContext one_kind{context.graph, context.cost_of_kind(kind), network, {}, std::move(power)};
   plan::Plan plan = plan_burst(one_kind, global_batch, options);
   const std::vector<int> ranks = cluster.ranks_of_kind(kind);
   for (plan::LayerPlacement& placement : plan.layers) {

@@ -264,7 +264,7 @@ class PipelineSearch {
     auto found = burst_plans_.find(key);
     if (found == burst_plans_.end()) {
       const cost::NetworkModel network{context_.network.cluster().first_ranks(devices)};
-      const PlanContext stage_context{graph_, context_.cost, network, context_.kind_costs};
+      const PlanContext stage_context{graph_, context_.cost, network, context_.kind_costs, context_.kind_power};
       found = burst_plans_.emplace(key, plan_burst(stage_context, micro_batch, options_.burst)).first;
     }
     return found->second;

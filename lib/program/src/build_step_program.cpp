@@ -40,6 +40,7 @@ class ProgramBuilder {
       : graph_(graph), plan_(plan), options_(options), scope_(scope), layer_count_(static_cast<graph::LayerId>(graph.size())) {
     BURST_ASSERT(plan.layers.size() == graph.size(), "build_step_program needs a validated plan");
     program_.ranks = plan.devices;
+    program_.rank_clocks_mhz = plan.rank_clocks_mhz;
     program_.global_batch = plan.global_batch;
     program_.micro_batches = plan.pipeline.micro_batches;
     program_.micro_batch = plan.micro_batch();
@@ -300,6 +301,13 @@ class ProgramBuilder {
       for (size_t i = 0; i < segment.shards.size(); ++i) {
         shards_of[static_cast<size_t>(segment.shards[i].rank)].emplace_back(
             static_cast<int32_t>(s), segment.shards[i].samples.size(), static_cast<int32_t>(i % static_cast<size_t>(segment.parts)));
+      }
+    }
+    // Ranks at different clocks time differently: the clock is part of the class.
+    if (!program_.rank_clocks_mhz.empty()) {
+      for (size_t rank = 0; rank < ranks; ++rank) {
+        if (shards_of[rank].empty()) continue;
+        shards_of[rank].emplace_back(-1, std::llround(program_.rank_clocks_mhz[rank] * 1000), 0);
       }
     }
     program_.representative.assign(ranks, -1);

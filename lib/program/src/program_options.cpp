@@ -24,6 +24,9 @@ void check_program_options(const ProgramOptions& options) {
     throw UserError(fmt::format("--clip-grad-norm must be a finite number > 0 (or 0: no clipping), got {}",
                                 options.clip_grad_norm));
   }
+  if (!(options.power_cap_w >= 0) || !std::isfinite(options.power_cap_w)) {
+    throw UserError(fmt::format("--power-cap must be a number of watts > 0 (or 0: none), got {}", options.power_cap_w));
+  }
 }
 
 const char* batchnorm_mode_name(const ProgramOptions& options) { return options.sync_batchnorm ? "sync" : "local"; }

@@ -1,5 +1,9 @@
 #include "burst/sim/chrome_trace.h"
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -82,6 +86,34 @@ void add_slices(nlohmann::json& events, const SimEvent& event, const graph::Grap
   }
 }
 
+// Each shown rank's power over time as a counter track ("power", watts): its idle power
+// plus what every event running on it adds, at each moment that changes.
+void add_power_tracks(nlohmann::json& events, const SimResult& result, int shown) {
+  if (result.idle_power_w.empty()) return;
+  std::vector<std::vector<std::pair<double, double>>> changes(static_cast<size_t>(shown));
+  auto add = [&](int rank, const SimEvent& event) {
+    if (rank < 0 || rank >= shown || event.power_w == 0) return;
+    changes[static_cast<size_t>(rank)].emplace_back(event.start_s, event.power_w);
+    changes[static_cast<size_t>(rank)].emplace_back(event.end_s, -event.power_w);
+  };
+  for (const SimEvent& event : result.events) {
+    add(event.rank, event);
+    if (event.kind == EventKind::Message) add(event.peer, event);
+  }
+  for (int rank = 0; rank < shown; ++rank) {
+    auto& list = changes[static_cast<size_t>(rank)];
+    std::sort(list.begin(), list.end());
+    double power = result.idle_power_w[static_cast<size_t>(rank)];
+    events.push_back({{"name", "power"}, {"ph", "C"}, {"pid", rank}, {"ts", 0.0}, {"args", {{"W", power}}}});
+    for (size_t i = 0; i < list.size(); ++i) {
+      power += list[i].second;
+      if (i + 1 < list.size() && list[i + 1].first == list[i].first) continue;  // one point per moment
+      events.push_back({{"name", "power"}, {"ph", "C"}, {"pid", rank}, {"ts", list[i].first * 1e6},
+                        {"args", {{"W", std::max(power, 0.0)}}}});
+    }
+  }
+}
+
 }  // namespace
 
 std::string chrome_trace_json(const SimResult& result, const graph::Graph& foreground,
@@ -90,6 +122,7 @@ std::string chrome_trace_json(const SimResult& result, const graph::Graph& foreg
   nlohmann::json events = nlohmann::json::array();
   add_metadata(events, shown);
   for (const SimEvent& event : result.events) add_slices(events, event, foreground, background, shown);
+  add_power_tracks(events, result, shown);
   const nlohmann::json document = {
       {"traceEvents", std::move(events)},
       {"displayTimeUnit", "ms"},

@@ -93,7 +93,9 @@ void check_options(const SimOptions& options) {
 struct BackgroundKernels {
   std::vector<double> duration_s;
   std::vector<int32_t> layer;
+  std::vector<double> power_w;  // above the device's idle power (0 without a power model)
   double step_s = 0;  // one step: the sum of the kernels
+  double step_above_idle_j = 0;  // one step: the kernels' energy above idle
 };
 
 // The job's kernels: the compute tasks of its own step program, that of a one-rank
@@ -105,14 +107,16 @@ BackgroundKernels background_kernels(const BackgroundJob& job, const plan::PlanC
   const plan::Plan one_rank = plan::plan_data_parallel(graph, 1, job.per_device_batch);
   timing::TimingOptions timing;
   timing.program = program;  // no shard overhead: it times the foreground's runtime
-  const timing::StepTasks step =
-      timing::plan_step_tasks(one_rank, plan::PlanContext{graph, context.cost, context.network}, timing);
+  const plan::PlanContext one_rank_context{graph, context.cost, context.network, {}, context.kind_power};
+  const timing::StepTasks step = timing::plan_step_tasks(one_rank, one_rank_context, timing);
   BackgroundKernels kernels;
   for (const timing::Task& task : step.tasks) {  // one rank's tasks lie in its program order
     if (task.kind != timing::TaskKind::Compute) continue;
     kernels.duration_s.push_back(task.duration_s);
     kernels.layer.push_back(task.layer);
+    kernels.power_w.push_back(timing::task_power_above_idle(task, 0, one_rank_context));
     kernels.step_s += task.duration_s;
+    kernels.step_above_idle_j += kernels.power_w.back() * task.duration_s;
   }
   if (!(kernels.step_s > 0)) {
     throw UserError(fmt::format("background model '{}' takes no time at batch {} by the cost model",
@@ -314,8 +318,9 @@ void fill_rates(const plan::Plan& plan, const plan::PlanContext& context, const 
 
 // Every timed task of every step as events (a collective once per member), then the
 // background kernels; sorted by start.
-void record_events(const timing::StepTasks& step, const timing::TaskTimes& times, const SimOptions& options,
-                   const BackgroundKernels* kernels, const BackgroundFiller* filler, SimResult& result) {
+void record_events(const timing::StepTasks& step, const timing::TaskTimes& times, const plan::PlanContext& context,
+                   const SimOptions& options, const BackgroundKernels* kernels, const BackgroundFiller* filler,
+                   SimResult& result) {
   const auto task_count = static_cast<int64_t>(step.tasks.size());
   for (int s = 0; s < options.iterations; ++s) {
     for (int64_t t = 0; t < task_count; ++t) {
@@ -323,6 +328,8 @@ void record_events(const timing::StepTasks& step, const timing::TaskTimes& times
       if (task.kind == timing::TaskKind::StepEnd) continue;
       const double start = times.start_s[static_cast<size_t>(s * task_count + t)];
       SimEvent event{start, start + task.duration_s, event_kind(task.work), task.rank, task.peer, task.layer, s, task.bytes};
+      const int on = task.kind == timing::TaskKind::Collective ? step.groups[static_cast<size_t>(task.group)].front() : task.rank;
+      event.power_w = timing::task_power_above_idle(task, on, context);
       if (task.kind != timing::TaskKind::Collective) {
         result.events.push_back(event);
         continue;
@@ -338,11 +345,48 @@ void record_events(const timing::StepTasks& step, const timing::TaskTimes& times
   for (int rank = 0; filler != nullptr && rank < result.devices; ++rank) {
     for (const KernelRun& run : filler->runs()[static_cast<size_t>(rank)]) {
       result.events.push_back(SimEvent{run.start_s, run.end_s, EventKind::Background, rank, -1,
-                                       kernels->layer[static_cast<size_t>(run.kernel)], 0, 0});
+                                       kernels->layer[static_cast<size_t>(run.kernel)], 0, 0,
+                                       kernels->power_w[static_cast<size_t>(run.kernel)]});
     }
   }
   std::stable_sort(result.events.begin(), result.events.end(),
                    [](const SimEvent& a, const SimEvent& b) { return a.start_s < b.start_s; });
+}
+
+// Background energy of `rank` over the window: its kernels at their power (a rank without
+// foreground compute runs the job all the time, at its mean power).
+double background_energy_above_idle(const timing::StepTasks& step, const BackgroundKernels& kernels,
+                                    const BackgroundFiller& filler, int rank, const Window& window) {
+  if (step.first_compute[static_cast<size_t>(rank)] < 0) return kernels.step_above_idle_j / kernels.step_s * window.length();
+  double energy = 0;
+  for (const KernelRun& run : filler.runs()[static_cast<size_t>(rank)]) {
+    energy += kernels.power_w[static_cast<size_t>(run.kernel)] * overlap(run.start_s, run.end_s, window.start, window.end);
+  }
+  return energy;
+}
+
+// One measured step's energy: the foreground's tasks over the mean step, and the background
+// kernels, which draw their power where the device would have idled.
+void fill_energy(const timing::StepTasks& step, const plan::PlanContext& context, const BackgroundKernels* kernels,
+                 const BackgroundFiller* filler, const Window& window, SimResult& result) {
+  if (!context.energy_known()) return;
+  result.energy = timing::step_energy(step, result.iteration_time.s(), context);
+  const double steps = result.measured_iterations;
+  for (int rank = 0; rank < result.devices; ++rank) {
+    const double idle_w = context.power_of(rank)->idle_w;
+    result.idle_power_w.push_back(idle_w);
+    if (kernels == nullptr || filler == nullptr) continue;
+    timing::DeviceEnergy& device = result.energy.devices[static_cast<size_t>(rank)];
+    const double background_s = result.usage[static_cast<size_t>(rank)].background.s() / steps;
+    device.background_j = background_energy_above_idle(step, *kernels, *filler, rank, window) / steps + idle_w * background_s;
+    device.idle_j = std::max(0.0, device.idle_j - idle_w * background_s);
+  }
+  result.energy.total_devices();
+  const double foreground_j = result.energy.total_j - result.energy.background_j;
+  if (foreground_j > 0) result.foreground_samples_per_joule = static_cast<double>(result.global_batch) / foreground_j;
+  if (result.energy.background_j > 0) {
+    result.background_samples_per_joule = result.background_samples_per_s * result.iteration_time.s() / result.energy.background_j;
+  }
 }
 
 // One simulation of `step` (the plan's tasks, built once) on the task timer, with the
@@ -370,7 +414,8 @@ SimResult run_steps(const timing::StepTasks& step, const plan::Plan& plan, const
   const BackgroundFiller* ran = filler ? &*filler : nullptr;
   const auto [foreground_total, background_total] = fill_usage(step, use, ran, window, options, result);
   fill_rates(plan, context, options, kernels, foreground_total, background_total, window, result);
-  if (options.record_events) record_events(step, times, options, kernels, ran, result);
+  fill_energy(step, context, kernels, ran, window, result);
+  if (options.record_events) record_events(step, times, context, options, kernels, ran, result);
   return result;
 }
 
@@ -380,6 +425,21 @@ std::vector<std::vector<Interval>> idle_gaps(const SimResult& alone) {
   std::vector<std::vector<Interval>> gaps;
   for (const DeviceUsage& usage : alone.usage) gaps.push_back(usage.idle_intervals);
   return gaps;
+}
+
+// Samples per joule of the whole cluster, alone and with the background job.
+void fill_cluster_energy(MultiplexResult& result, const BackgroundKernels& kernels) {
+  const SimResult& alone = result.alone;
+  const SimResult& with = result.with_background;
+  if (!alone.energy.known || !with.energy.known || !(alone.energy.total_j > 0) || !(with.energy.total_j > 0)) return;
+  result.samples_per_joule_alone = static_cast<double>(alone.global_batch) / alone.energy.total_j;
+  const double background_samples = with.background_samples_per_s * with.iteration_time.s();  // per step
+  result.samples_per_joule_with = (static_cast<double>(with.global_batch) + background_samples) / with.energy.total_j;
+  const double extra_j = with.energy.total_j - alone.energy.total_j;
+  if (background_samples > 0) result.background_joules_per_sample = extra_j / background_samples;
+  const double idle_w = alone.idle_power_w.empty() ? 0 : alone.idle_power_w.front();
+  result.background_alone_joules_per_sample =
+      (kernels.step_above_idle_j + idle_w * kernels.step_s) / static_cast<double>(with.background_alone_samples_per_s * kernels.step_s);
 }
 
 }  // namespace
@@ -437,6 +497,7 @@ MultiplexResult simulate_multiplexed(const plan::Plan& plan, const plan::PlanCon
   const double idle_per_second = alone_time > 0 ? idle / (alone_time * result.alone.measured_iterations) : 0;
   const double possible = idle_per_second * result.with_background.background_alone_samples_per_s;
   result.idle_time_efficiency = possible > 0 ? result.with_background.background_samples_per_s / possible : 0;
+  fill_cluster_energy(result, kernels);
   return result;
 }
 

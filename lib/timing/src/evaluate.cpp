@@ -162,21 +162,29 @@ void fill_from_tasks(const program::StepProgram& program, const StepTasks& step,
 
 }  // namespace
 
-PlanEvaluation evaluate_plan(const Plan& plan, const PlanContext& context, const EvaluateOptions& options) {
-  BURST_ASSERT(plan.layers.size() == context.graph.size(), "evaluate_plan needs a validated plan");
+EvaluationTasks evaluation_tasks(const Plan& plan, const PlanContext& context, const EvaluateOptions& options) {
   TimingOptions timing;
   timing.program = options.program;
   program::BuildScope scope;
   scope.reduce_loss = false;  // not timed
   // Ranks of different kinds time differently even with the same shards: no classes there.
   scope.one_rank_per_class = !options.time_each_rank && !context.heterogeneous();
-  program::StepProgram program = build_step_program(context.graph, plan, timing.program, scope);
+  EvaluationTasks lowered;
+  lowered.program = build_step_program(context.graph, plan, timing.program, scope);
   // Classes time alike without contention, or when they mirror each other's messages.
-  if (ports_may_contend(program) && stands_for_others(program) && !program.mirrored) {
+  if (ports_may_contend(lowered.program) && stands_for_others(lowered.program) && !lowered.program.mirrored) {
     scope.one_rank_per_class = false;
-    program = build_step_program(context.graph, plan, timing.program, scope);
+    lowered.program = build_step_program(context.graph, plan, timing.program, scope);
   }
-  const StepTasks step = lower_step_program(program, context, timing);
+  lowered.step = lower_step_program(lowered.program, context, timing);
+  return lowered;
+}
+
+PlanEvaluation evaluate_plan(const Plan& plan, const PlanContext& context, const EvaluateOptions& options) {
+  BURST_ASSERT(plan.layers.size() == context.graph.size(), "evaluate_plan needs a validated plan");
+  const EvaluationTasks lowered = evaluation_tasks(plan, context, options);
+  const program::StepProgram& program = lowered.program;
+  const StepTasks& step = lowered.step;
   const std::vector<double> start_s = time_tasks(step).start_s;
 
   const int devices = context.network.cluster().size();
@@ -192,6 +200,7 @@ PlanEvaluation evaluate_plan(const Plan& plan, const PlanContext& context, const
                                             : 1.0;
   }
   result.idle_device_seconds = Seconds(devices * result.iteration_time.s()) - result.device_seconds;
+  result.energy = step_energy(step, result.iteration_time.s(), context);
   if (options.timelines) result.timelines = std::move(timelines).sorted(step.representative);
   return result;
 }

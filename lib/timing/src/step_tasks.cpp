@@ -5,13 +5,29 @@
 #include <tuple>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "burst/cost/memory.h"
+#include "burst/cost/power.h"
 #include "burst/util/error.h"
 
 namespace burst::timing {
 namespace {
 
 using program::OpKind;
+
+// A compute task's clock on a device set to `clock_ratio` (under the options' power cap) and
+// its duration there: `work_at_max` at that clock, plus the shard overhead the device's
+// clock does not move (none for the update). No power model: the maximum clock.
+void set_clock(Task& task, double work_at_max, double clock_ratio, const cost::PowerSpec* power,
+               const TimingOptions& options) {
+  const double clock = power == nullptr ? 1.0
+                                        : cost::effective_clock(*power, task.compute_bound, clock_ratio,
+                                                                options.program.power_cap_w);
+  task.clock = static_cast<float>(clock);
+  const double overhead = task.work == TaskWork::Update ? 0.0 : options.shard_overhead.s();
+  task.duration_s = (clock == 1.0 ? work_at_max : cost::clocked_time(work_at_max, task.compute_bound, clock)) + overhead;
+}
 
 // Forward and backward times of a layer's shards, asked of the cost models once per
 // (layer, shard size): a layer's shards come in very few sizes, while a data-parallel step
@@ -20,7 +36,7 @@ class ShardTimes {
  public:
   ShardTimes(const program::StepProgram& program, const PlanContext& context, const TimingOptions& options)
       : program_(program), context_(context), options_(options), times_(context.graph.size()),
-        shares_a_node_(context.graph.size(), -1) {}
+        bounds_(context.graph.size()), shares_a_node_(context.graph.size(), -1) {}
 
   // The time of a shard of `batch` samples of layer `id` on a device of kind `kind` (an
   // index into the cluster's kinds).
@@ -31,6 +47,17 @@ class ShardTimes {
     }
     known.emplace_back(std::make_pair(batch, kind), resolve(id, batch, context_.cost_of_kind(kind)));
     return known.back().second;
+  }
+
+  // The compute-bound share of a shard of `batch` samples of layer `id` on kind `kind`.
+  double compute_bound(graph::LayerId id, int64_t batch, int kind) {
+    auto& known = bounds_[static_cast<size_t>(id)];
+    for (const auto& [key, bound] : known) {
+      if (key.first == batch && key.second == kind) return bound;
+    }
+    const double bound = context_.cost_of_kind(kind).compute_bound_share(context_.graph, id, batch);
+    known.emplace_back(std::make_pair(batch, kind), bound);
+    return bound;
   }
 
   // One rank's optimizer step of layer `id` (all the node's ranks of a co-located layer
@@ -109,6 +136,7 @@ class ShardTimes {
   const TimingOptions& options_;
   // By layer: ((shard size, kind), time).
   std::vector<std::vector<std::pair<std::pair<int64_t, int>, cost::LayerTime>>> times_;
+  std::vector<std::vector<std::pair<std::pair<int64_t, int>, double>>> bounds_;  // likewise, compute-bound shares
   std::vector<int8_t> shares_a_node_;  // by layer: -1 not yet known, else 0 or 1
 };
 
@@ -138,6 +166,7 @@ class Lowering {
     const cluster::Cluster& cluster = context.network.cluster();
     kind_.resize(static_cast<size_t>(devices_));
     for (int rank = 0; rank < devices_; ++rank) kind_[static_cast<size_t>(rank)] = cluster.kind_index(rank);
+    set_clocks();
   }
 
   StepTasks run() && {
@@ -187,6 +216,27 @@ class Lowering {
     }
   }
   bool lowered(int rank) const { return step_.representative[static_cast<size_t>(rank)] == rank; }
+
+  // Each rank's clock ratio and power model; clocks and a power cap need a power model.
+  void set_clocks() {
+    clock_.assign(static_cast<size_t>(devices_), 1.0);
+    power_.assign(static_cast<size_t>(devices_), nullptr);
+    const double cap = options_.program.power_cap_w;
+    for (int rank = 0; rank < devices_; ++rank) {
+      const cost::PowerSpec* power = context_.power_of(rank);
+      power_[static_cast<size_t>(rank)] = power;
+      const bool clocked = !program_.rank_clocks_mhz.empty() && rank < static_cast<int>(program_.rank_clocks_mhz.size());
+      if (power == nullptr) {
+        if (clocked || cap > 0) {
+          throw UserError(fmt::format("{} on device kind '{}', which has no power model",
+                                      cap > 0 ? "a power cap" : "a clock", context_.network.cluster().kind_of(rank)));
+        }
+        continue;
+      }
+      if (cap > 0) cost::check_power_cap(*power, cap);
+      if (clocked) clock_[static_cast<size_t>(rank)] = cost::clock_ratio_of(*power, program_.rank_clocks_mhz[static_cast<size_t>(rank)]);
+    }
+  }
 
   // The rank's shard size in `segment`. Its F ops visit its segments in ascending order and
   // its B ops in descending order, so the cursor moves by a step or two, not a search.
@@ -251,10 +301,11 @@ class Lowering {
     switch (op.kind) {
       case OpKind::Forward:
       case OpKind::Backward: {
-        const cost::LayerTime& time = times_.at(op.layer, shard_size(rank, op.segment, cursor), kind_[static_cast<size_t>(rank)]);
+        const int64_t shard = shard_size(rank, op.segment, cursor);
+        const cost::LayerTime& time = times_.at(op.layer, shard, kind_[static_cast<size_t>(rank)]);
         const bool forward = op.kind == OpKind::Forward;
-        const Seconds duration = (forward ? time.forward : time.backward) + options_.shard_overhead;
-        add_compute(rank, op.layer, duration, forward ? TaskWork::Forward : TaskWork::Backward, cursor);
+        add_compute(rank, op.layer, forward ? time.forward : time.backward, compute_bound(rank, op.layer, shard),
+                    forward ? TaskWork::Forward : TaskWork::Backward, cursor);
         break;
       }
       case OpKind::SendActivation:
@@ -279,8 +330,9 @@ class Lowering {
         cursor.waits.push_back(join_collective(op.bucket >= 0 ? bucket_gather(op) : layer_collective(op, TaskWork::AllGather), cursor));
         break;
       case OpKind::Recompute: {
-        const cost::LayerTime& time = times_.at(op.layer, shard_size(rank, op.segment, cursor), kind_[static_cast<size_t>(rank)]);
-        add_compute(rank, op.layer, time.forward * recomputed_share(op.layer) + options_.shard_overhead,
+        const int64_t shard = shard_size(rank, op.segment, cursor);
+        const cost::LayerTime& time = times_.at(op.layer, shard, kind_[static_cast<size_t>(rank)]);
+        add_compute(rank, op.layer, time.forward * recomputed_share(op.layer), compute_bound(rank, op.layer, shard),
                     TaskWork::Recompute, cursor);
         break;
       }
@@ -288,7 +340,8 @@ class Lowering {
         cursor.waits.push_back(bucket_task_[static_cast<size_t>(op.bucket)]);
         break;
       case OpKind::Update:
-        if (update.s() > 0) add_compute(rank, -1, update, TaskWork::Update, cursor);  // no shard overhead
+        // Memory-bound (SGD reads and writes every weight), no shard overhead.
+        if (update.s() > 0) add_compute(rank, -1, update, 0.0, TaskWork::Update, cursor);
         break;
       case OpKind::ClipGradNorm:  // the update waits for the world's norm (one rank: nothing to sum)
         if (op.group >= 0) cursor.waits.push_back(join_collective(gradient_norm(op), cursor));
@@ -305,10 +358,20 @@ class Lowering {
   }
   void depend(int32_t before, int32_t after) { edges_.emplace_back(before, after); }
 
-  // A compute task on `rank`, after the rank's previous one and what it waits for.
-  void add_compute(int rank, graph::LayerId layer, Seconds duration, TaskWork work, RankCursor& cursor) {
+  double compute_bound(int rank, graph::LayerId layer, int64_t shard) {
+    if (power_[static_cast<size_t>(rank)] == nullptr) return 1.0;  // not modelled: the clock stays at 1
+    return times_.compute_bound(layer, shard, kind_[static_cast<size_t>(rank)]);
+  }
+
+  // A compute task on `rank` of `work_time` at the maximum clock (and the shard overhead,
+  // which the device's clock does not move, except for the update), after the rank's
+  // previous one and what it waits for.
+  void add_compute(int rank, graph::LayerId layer, Seconds work_time, double compute_bound, TaskWork work,
+                   RankCursor& cursor) {
     Task task;
-    task.duration_s = duration.s();
+    task.compute_bound = static_cast<float>(compute_bound);
+    task.work = work;
+    set_clock(task, work_time.s(), clock_[static_cast<size_t>(rank)], power_[static_cast<size_t>(rank)], options_);
     task.kind = TaskKind::Compute;
     task.work = work;
     task.layer = layer;
@@ -476,6 +539,8 @@ class Lowering {
   std::map<std::tuple<graph::LayerId, bool, int32_t, int32_t, TaskWork>, int32_t> layer_task_;
   std::vector<std::vector<std::pair<int32_t, int64_t>>> shards_by_rank_;
   std::vector<int> kind_;  // per rank: its device kind's index in the cluster's kinds
+  std::vector<double> clock_;  // per rank: its clock ratio (1 without clocks)
+  std::vector<const cost::PowerSpec*> power_;  // per rank: its kind's power model, or null
   std::vector<int32_t> last_computes_;
   std::vector<int32_t> messages_;
   std::vector<int32_t> collectives_;
@@ -488,6 +553,19 @@ class Lowering {
 };
 
 }  // namespace
+
+void set_rank_clocks(StepTasks& step, const std::vector<double>& clock_ratios, const PlanContext& context,
+                     const TimingOptions& options) {
+  for (Task& task : step.tasks) {
+    if (task.kind != TaskKind::Compute) continue;
+    const cost::PowerSpec* power = context.power_of(task.rank);
+    if (power == nullptr) continue;
+    const double overhead = task.work == TaskWork::Update ? 0.0 : options.shard_overhead.s();
+    const double work_now = task.duration_s - overhead;
+    const double work_at_max = task.clock == 1.0f ? work_now : work_now / (task.compute_bound / task.clock + 1 - task.compute_bound);
+    set_clock(task, work_at_max, clock_ratios[static_cast<size_t>(task.rank)], power, options);
+  }
+}
 
 bool ports_may_contend(const program::StepProgram& program) {
   std::vector<char> sends(static_cast<size_t>(program.ranks), 0), receives(static_cast<size_t>(program.ranks), 0);

@@ -148,6 +148,9 @@ class AnalyticCostModel : public CostModel {
   std::optional<Seconds> update(const graph::Graph& graph, graph::LayerId id) const override;
   // The same formula from a layer's work (for fitting and for profile entries).
   LayerTime time(const LayerWork& work) const;
+  // The roofline's compute time over its compute plus memory time (the attention core's
+  // traffic counted as memory): near 1 for a large GEMM, near 0 for an element-wise op.
+  double compute_bound_share(const graph::Graph& graph, graph::LayerId id, int64_t batch) const override;
   // What a self_attention layer adds to time(): its [heads, T, T] score matrix moved through
   // memory by the unfused attention core (scores, softmax, dropout, the product with V),
   // forward and backward, for `batch` samples with its heads divided into `parts`; zero for
@@ -179,6 +182,10 @@ class LayeredCostModel : public CostModel {
     if (auto measured = primary_->update(graph, id)) return measured;
     return fallback_ ? fallback_->update(graph, id) : std::nullopt;
   }
+  // The analytic fallback's: measurements give times, not what bounds them.
+  double compute_bound_share(const graph::Graph& graph, graph::LayerId id, int64_t batch) const override {
+    return (fallback_ ? fallback_ : primary_)->compute_bound_share(graph, id, batch);
+  }
   // The primary's split time where it has one. Otherwise the fallback's, calibrated where the
   // primary measured the whole layer at that batch: fallback split x primary whole /
   // fallback whole, so a fit's error on the layer does not decide between split and whole.
@@ -206,6 +213,9 @@ class PrecisionScaledCostModel : public CostModel {
   std::optional<LayerEstimate> estimate_tensor(const graph::Graph& graph, graph::LayerId id, int64_t batch,
                                                const TensorSplit& split) const override;
   std::optional<Seconds> update(const graph::Graph& graph, graph::LayerId id) const override;
+  double compute_bound_share(const graph::Graph& graph, graph::LayerId id, int64_t batch) const override {
+    return target_.compute_bound_share(graph, id, batch);
+  }
 
  private:
   // `time` x target / reference, for the analytic estimates of the same call.

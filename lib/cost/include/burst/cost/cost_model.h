@@ -79,6 +79,16 @@ class CostModel {
     (void)id;
     return std::nullopt;
   }
+  // The share of the layer's time at `batch` (at the device's maximum clock) that is
+  // compute-bound and so scales with the SM clock, in [0, 1] (power.h); the rest is
+  // memory-bound. By default 1: a model that cannot tell takes all of it as compute.
+  virtual double compute_bound_share(const graph::Graph& graph, graph::LayerId id, int64_t batch) const {
+    (void)graph;
+    (void)id;
+    (void)batch;
+    return 1.0;
+  }
+
   // update(), or 0 when no model knows: such a model's predictions leave the update out.
   Seconds update_or_zero(const graph::Graph& graph, graph::LayerId id) const {
     return update(graph, id).value_or(Seconds(0));

@@ -20,7 +20,7 @@
 namespace burst::plan {
 
 inline constexpr const char* kPlanFormat = "burst.plan";
-inline constexpr int kPlanFormatVersion = 4;  // 4: "rank_kinds" (mixed clusters)
+inline constexpr int kPlanFormatVersion = 5;  // 4: "rank_kinds" (mixed clusters); 5: "rank_clocks_mhz"
 inline constexpr int kOldestPlanFormatVersion = 1;
 
 // One layer's placement: shards in rank order of execution (uneven splits are legal).
@@ -65,6 +65,9 @@ struct Plan {
   // A plan for a mixed cluster: the device kind of each of its ranks (devices entries), as
   // the file states them; empty for a cluster of one kind.
   std::vector<std::string> rank_kinds;
+  // Each rank's SM clock, MHz (devices entries; docs/energy.md): what an energy objective
+  // chose. Empty: every rank at its kind's maximum clock.
+  std::vector<double> rank_clocks_mhz;
   // Placements of one micro-batch: every layer's shards cover [0, micro_batch()), and
   // micro-batch j's samples are those shifted by j x micro_batch().
   std::vector<LayerPlacement> layers;  // one per graph layer, in graph order
@@ -102,7 +105,8 @@ std::vector<BoundaryCrossing> boundary_crossings(const graph::Graph& graph);  //
 // more than one layer's output crosses (inside a branch), ranks shared by two stages, and
 // BatchNorm (statistics of the whole batch) under more than one micro-batch; and its
 // tensor splits (validate_tensor_split). On a mixed cluster, a plan that states its ranks'
-// kinds must state the cluster's.
+// kinds must state the cluster's. Clocks, where stated, must be one per rank, each in its
+// kind's range, on kinds with a power model (cost/power.h).
 void validate_plan(const Plan& plan, const graph::Graph& graph, const cluster::Cluster& cluster);
 
 // The transfers that carry `producer`'s output to `consumer` (forward) — and, reversed,

@@ -39,6 +39,10 @@ struct ProgramOptions {
   // sharded; the step gains one world all-reduce of the squared norm (CLIP_GRAD_NORM).
   // 0: no clipping.
   double clip_grad_norm = 0;
+  // Every device's power limit, watts (nvidia-smi -pl): each compute task runs at the highest
+  // clock whose power is within it (cost/power.h). Between the device kind's idle power and
+  // its board maximum; 0: none.
+  double power_cap_w = 0;
 };
 inline constexpr int kMaxZeroStage = 3;
 

@@ -171,6 +171,9 @@ struct StepProgram {
   // ranks, distinct, sorted: the order every rank creates them in.
   std::vector<std::vector<int>> groups;
   std::vector<std::vector<Op>> ops;         // by rank
+  // By rank: its SM clock, MHz (the plan's rank_clocks_mhz); empty: every rank at its
+  // kind's maximum. The timer runs each rank's compute at its clock (docs/energy.md).
+  std::vector<double> rank_clocks_mhz;
   // By rank: the rank whose ops stand for its own (itself, without
   // BuildScope::one_rank_per_class); -1 for a rank that holds no shard.
   std::vector<int32_t> representative;

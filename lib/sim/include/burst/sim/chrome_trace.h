@@ -2,7 +2,8 @@
 // A simulated timeline as a Chrome trace (`{"traceEvents": [...]}`; opens in Perfetto or
 // chrome://tracing), in the same layout as the runtime's `burst train --trace`: one process
 // per rank, with threads for foreground compute, background kernels, sends, receives and
-// collectives. Times in microseconds from the start of the simulation.
+// collectives, and, where the devices' power is modelled, a "power" counter track (watts).
+// Times in microseconds from the start of the simulation.
 #include <string>
 
 #include "burst/graph/graph.h"

@@ -120,6 +120,7 @@ struct SimEvent {
   int32_t layer = -1;  // foreground layer (Background: the background model's layer)
   int iteration = 0;
   double bytes = 0;  // Message and collectives
+  double power_w = 0;  // what it adds to its device's idle power while it runs (each end of a message)
 };
 
 struct Interval {
@@ -160,6 +161,15 @@ struct SimResult {
   Seconds background_step_alone;
   double background_alone_samples_per_s = 0;
   std::vector<SimEvent> events;  // with SimOptions::record_events, by start time
+  // Energy of one measured step (timing/energy.h; known when every device kind has a power
+  // model): the foreground's tasks, the background kernels at their power, idle power in
+  // what is left of the step. Per device idle power (watts) for power traces.
+  timing::StepEnergy energy;
+  std::vector<double> idle_power_w;
+  // Samples per joule: the foreground's over the step's energy less the background's, the
+  // background's over its kernels' energy (0 without energy or background).
+  double foreground_samples_per_joule = 0;
+  double background_samples_per_joule = 0;
 };
 
 // Simulates `plan` (valid for the context: validate_plan). Throws UserError when the cost
@@ -176,6 +186,14 @@ struct MultiplexResult {
   // foreground alone leaves idle: background_samples_per_s / (alone's idle device-seconds
   // per second x background_alone_samples_per_s). 1: every idle moment used.
   double idle_time_efficiency = 0;
+  // The cluster in joules (docs/energy.md, "Filling idle time"): samples of both jobs per
+  // joule of the whole step, alone and with the background job, and what one more
+  // background sample costs: (energy with - energy alone) per background sample, against
+  // the job alone on a device (its kernels' energy per sample).
+  double samples_per_joule_alone = 0;
+  double samples_per_joule_with = 0;
+  double background_joules_per_sample = 0;
+  double background_alone_joules_per_sample = 0;
 };
 MultiplexResult simulate_multiplexed(const plan::Plan& plan, const plan::PlanContext& context,
                                      const SimOptions& alone_options, const BackgroundJob& job);

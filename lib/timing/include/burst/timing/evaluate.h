@@ -27,6 +27,8 @@
 #include "burst/graph/graph.h"
 #include "burst/plan/plan.h"
 #include "burst/plan/plan_context.h"
+#include "burst/timing/energy.h"
+#include "burst/timing/step_tasks.h"
 #include "burst/program/program_options.h"
 #include "burst/util/units.h"
 
@@ -76,6 +78,8 @@ struct PlanEvaluation {
   // Transfers are the messages a rank receives (layer: the one received into); BatchNorm
   // statistics syncs show as all-reduces of their layer.
   std::vector<std::vector<Activity>> timelines;
+  // The step's energy (energy.h), known when every device kind has a power model.
+  StepEnergy energy;
 
   // device_seconds / one_device_compute: 1 means no work is wasted by splitting.
   double mean_amplification() const {
@@ -92,6 +96,14 @@ struct EvaluateOptions {
   // For tests.
   bool time_each_rank = false;
 };
+
+// The program evaluate_plan builds for `plan` (representatives only where that times the
+// same: EvaluateOptions::time_each_rank) and its lowered tasks, at options.program.
+struct EvaluationTasks {
+  program::StepProgram program;
+  StepTasks step;
+};
+EvaluationTasks evaluation_tasks(const plan::Plan& plan, const PlanContext& context, const EvaluateOptions& options);
 
 // Predicts one iteration of `plan`. The plan must be valid for the context (validate_plan);
 // throws UserError when the cost model has no time for a layer, or for a bucket size that

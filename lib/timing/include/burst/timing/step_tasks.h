@@ -6,7 +6,8 @@
 //
 // Lowering, per rank's op list in order (docs/step-program.md):
 //  - F, B: a Compute task at the rank's shard size (the cost model's forward or backward
-//    time, plus TimingOptions::shard_overhead), after the rank's previous compute task;
+//    time, at the rank's clock under the power cap: cost::clocked_time, plus
+//    TimingOptions::shard_overhead), after the rank's previous compute task;
 //  - SEND_F, SEND_B: a Message task (the network's point-to-point time of the piece's bytes)
 //    after the sender's latest compute task; it takes no compute time;
 //  - RECV_F, RECV_B of a message: the rank's next compute task waits for it (local pieces,
@@ -82,6 +83,11 @@ struct Task {
   // What of the program it times: Message, the index of its piece; Allreduce, of its
   // bucket (one field: a step holds millions of tasks, 40 bytes each).
   int32_t item = -1;
+  // Compute: the compute-bound share of its work (cost model's compute_bound_share; 0 for
+  // the memory-bound optimizer step) and the clock ratio it runs at (its rank's clock,
+  // lowered further by a power cap; cost/power.h). duration_s is at that clock.
+  float compute_bound = 1;
+  float clock = 1;
   double bytes = 0;     // Message, Collective
 };
 
@@ -171,9 +177,18 @@ struct TimingOptions {
 // is asked of the cost models once per (layer, shard size), in this order: the co-located
 // model's split time, the context's split time (both only for a BatchNorm on two or more
 // ranks with synchronised statistics: the runtime's split implementation), the co-located
-// model's time, the context's time. Throws UserError when no model has a time for a layer.
+// model's time, the context's time. Throws UserError when no model has a time for a layer,
+// or for clocks or a power cap on a kind without a power model (PlanContext::kind_power).
 StepTasks lower_step_program(const program::StepProgram& program, const PlanContext& context,
                              const TimingOptions& options);
+
+// Runs every compute task of a rank with a power model at clock_ratios[rank] (a ratio of its
+// kind's maximum clock, by cluster rank), lowered further by options.program's power cap, as
+// the lowering would have for a program with those clocks: the clock searches (planner's
+// clock_search.h) re-time one lowered step instead of lowering it again. `options` must be
+// those the step was lowered with.
+void set_rank_clocks(StepTasks& step, const std::vector<double>& clock_ratios, const PlanContext& context,
+                     const TimingOptions& options);
 
 // The program of `plan` (valid for the context) built with options.program and `scope`
 // but without the loss reduction (not timed), lowered.

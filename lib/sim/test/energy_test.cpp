@@ -1,0 +1,164 @@
+// Energy worked out by hand (in the comments), alike in the evaluator and the simulator: a
+// rank with slack whose lowered clock keeps the step and saves a derived amount, a power cap,
+// and background kernels drawing power where the device would have idled.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "burst/graph/builder.h"
+#include "burst/planner/clock_search.h"
+#include "burst/sim/chrome_trace.h"
+#include "burst/sim/simulator.h"
+#include "burst/timing/evaluate.h"
+#include "hand_plan.h"
+#include "test_world.h"
+
+namespace burst {
+namespace sim_energy_test {
+
+using plan::testing::hand_plan;
+using plan::testing::ms;
+using plan::testing::shard;
+
+// Idle 100 W, maximum 500 W; m = 0.5, k = 0.25, gamma = 2, u = 0; clocks 200..1000 MHz.
+cost::PowerSpec round_power() {
+  cost::PowerSpec spec;
+  spec.kind = "test";
+  spec.idle_w = 100;
+  spec.max_w = 500;
+  spec.min_clock_mhz = 200;
+  spec.max_clock_mhz = 1000;
+  spec.memory_bound_share = 0.5;
+  spec.communication_share = 0.25;
+  spec.clock_exponent = 2;
+  spec.clock_independent_share = 0;
+  return spec;
+}
+
+// input -> a (4 ms) and input -> c (1 ms), joined by d = a + c (no time); a and d on rank 0,
+// c on rank 1; a link fast enough that messages take ~0.
+graph::Graph branches() {
+  graph::GraphBuilder b("branches");
+  const std::string x = b.input("input", {1, 2, 2});
+  const std::string a = b.relu("a", x);
+  const std::string c = b.relu("c", x);
+  b.add_("d", {a, c});
+  return std::move(b).build();
+}
+
+struct Branches {
+  Branches()
+      : world(branches(), plan::testing::test_cluster(2, 1e15, 0),
+              {{"input", cost::FakeLayerCost{ms(0), ms(0)}}, {"a", cost::FakeLayerCost{ms(4), ms(0)}}, {"c", cost::FakeLayerCost{ms(1), ms(0)}},
+               {"d", cost::FakeLayerCost{ms(0), ms(0)}}}) {}
+  plan::PlanContext context() const {
+    plan::PlanContext context = world.context();
+    context.kind_power = {round_power()};
+    return context;
+  }
+  plan::testing::World world;
+};
+
+plan::Plan branches_plan(const graph::Graph& graph) {
+  // input, a and d on rank 0, c on rank 1.
+  return hand_plan(graph, 2, 2, {{shard(0, 0, 2)}, {shard(0, 0, 2)}, {shard(1, 0, 2)}, {shard(0, 0, 2)}});
+}
+
+// The step is 4 ms (a) with rank 1 busy 1 ms. Rank 1 at clock ratio r: c takes 1 / r ms at
+// 100 + 400 r^2 W, so rank 1 spends (100 + 400 r^2) / r + 100 (4 - 1 / r) = 400 r + 400 mJ:
+// the step keeps 4 ms down to r = 1/4 and saves 400 (1 - r) mJ = 300 mJ there. Rank 0 has
+// no slack: any lower clock lengthens the step.
+TEST(ClockSearch, RankWithSlackRunsSlowerAndSavesTheDerivedEnergy) {
+  const Branches world;
+  const plan::PlanContext context = world.context();
+  const plan::Plan plan = branches_plan(world.world.graph);
+  planner::ClockSearchOptions options;
+  options.max_slowdown = 0;
+  const planner::ClockChoice choice = planner::choose_clocks(plan, context, options);
+  EXPECT_NEAR(choice.full_clock_time_s, 4e-3, 1e-9);
+  EXPECT_NEAR(choice.time_s, 4e-3, 1e-9);
+  ASSERT_EQ(choice.plan.rank_clocks_mhz.size(), 2u);
+  EXPECT_DOUBLE_EQ(choice.plan.rank_clocks_mhz[0], 1000);
+  EXPECT_NEAR(choice.plan.rank_clocks_mhz[1], 250, 1e-6);
+  EXPECT_NEAR(choice.full_clock_energy_j - choice.energy_j, 0.3, 1e-6);
+
+  // The evaluator and the simulator time and price the plan with its clocks alike.
+  const timing::PlanEvaluation evaluated = timing::evaluate_plan(choice.plan, context);
+  const sim::SimResult simulated = sim::simulate(choice.plan, context, sim::SimOptions{});
+  EXPECT_NEAR(evaluated.iteration_time.s(), 4e-3, 1e-9);
+  EXPECT_NEAR(simulated.iteration_time.s(), 4e-3, 1e-9);
+  EXPECT_NEAR(evaluated.energy.total_j, choice.energy_j, 1e-9);
+  EXPECT_NEAR(simulated.energy.total_j, choice.energy_j, 1e-9);
+  // Rank 1: 400 x 0.25 + 400 mJ.
+  EXPECT_NEAR(evaluated.energy.devices[1].total_j(), 0.5, 1e-6);
+}
+
+TEST(ClockSearch, FrontierRunsFromFastestToLeastEnergy) {
+  const Branches world;
+  const plan::PlanContext context = world.context();
+  const auto frontier = planner::clock_frontier(branches_plan(world.world.graph), context, planner::ClockSearchOptions{});
+  ASSERT_GE(frontier.size(), 2u);
+  EXPECT_NEAR(frontier.front().time_s, 4e-3, 1e-9);
+  for (size_t i = 1; i < frontier.size(); ++i) {
+    EXPECT_GT(frontier[i].time_s, frontier[i - 1].time_s);
+    EXPECT_LT(frontier[i].energy_j, frontier[i - 1].energy_j);
+  }
+}
+
+TEST(ClockSearch, BadSlowdownAndMissingPowerModelAreUserErrors) {
+  const Branches world;
+  planner::ClockSearchOptions options;
+  options.max_slowdown = -0.1;
+  EXPECT_THROW(planner::choose_clocks(branches_plan(world.world.graph), world.context(), options), UserError);
+  options.max_slowdown = 0.01;
+  EXPECT_THROW(planner::choose_clocks(branches_plan(world.world.graph), world.world.context(), options), UserError);
+}
+
+// A 300 W cap: a runs at r = sqrt(0.5) (300 = 100 + 400 r^2), 4 / r ms at 300 W; c too,
+// 1 / r ms. Evaluator and simulator agree on the time and the energy.
+TEST(SimEnergy, PowerCapAgreesWithTheEvaluator) {
+  const Branches world;
+  const plan::PlanContext context = world.context();
+  const plan::Plan plan = branches_plan(world.world.graph);
+  timing::EvaluateOptions evaluate;
+  evaluate.program.power_cap_w = 300;
+  sim::SimOptions simulate;
+  simulate.program.power_cap_w = 300;
+  const timing::PlanEvaluation evaluated = timing::evaluate_plan(plan, context, evaluate);
+  const sim::SimResult simulated = sim::simulate(plan, context, simulate);
+  const double r = std::sqrt(0.5);
+  EXPECT_NEAR(evaluated.iteration_time.ms(), 4 / r, 1e-6);
+  EXPECT_NEAR(simulated.iteration_time.ms(), 4 / r, 1e-6);
+  // Rank 0: 4 / r ms at 300 W; rank 1: 1 / r ms at 300 W and idle 3 / r ms at 100 W.
+  EXPECT_NEAR(evaluated.energy.devices[0].total_j(), 4 / r * 0.3, 1e-6);
+  EXPECT_NEAR(evaluated.energy.devices[1].total_j(), 1 / r * 0.3 + 3 / r * 0.1, 1e-6);
+  EXPECT_NEAR(simulated.energy.total_j, evaluated.energy.total_j, 1e-9);
+}
+
+// A background job of one 1 ms layer ("c" alone) fills rank 1's 3 ms of idle time: 3 kernels
+// at 500 W where rank 1 would have drawn 100 W. With background the step's energy grows by
+// 3 ms x 400 W = 1.2 J; each background sample (batch 1) costs 0.4 J above idle, 0.5 J
+// with the idle power it displaces.
+TEST(SimEnergy, BackgroundKernelsDrawPowerInTheIdleGaps) {
+  const Branches world;
+  const plan::PlanContext context = world.context();
+  const plan::Plan plan = branches_plan(world.world.graph);
+  graph::GraphBuilder b("background");
+  b.relu("c", b.input("input", {1, 2, 2}));
+  const graph::Graph background = std::move(b).build();
+  sim::BackgroundJob job{&background, 1, sim::BackgroundPolicy::FitIdleGaps};
+  const sim::MultiplexResult result = sim::simulate_multiplexed(plan, context, sim::SimOptions{}, job);
+  ASSERT_NEAR(result.with_background.iteration_time.ms(), 4, 1e-6);
+  EXPECT_NEAR(result.with_background.energy.total_j - result.alone.energy.total_j, 1.2, 1e-6);
+  EXPECT_NEAR(result.background_joules_per_sample, 0.4, 1e-6);
+  EXPECT_NEAR(result.background_alone_joules_per_sample, 0.5, 1e-6);
+  EXPECT_GT(result.samples_per_joule_with, result.samples_per_joule_alone);
+
+  sim::SimOptions traced;
+  traced.record_events = true;
+  const std::string trace = sim::chrome_trace_json(sim::simulate(plan, context, traced), world.world.graph, nullptr, 2);
+  EXPECT_NE(trace.find("\"name\":\"power\""), std::string::npos);
+}
+
+}  // namespace sim_energy_test
+}  // namespace burst
