@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "burst/cost/power.h"
 #include "burst/graph/model_json.h"
 #include "burst/timing/evaluate.h"
 #include "burst/planner/pipeline_planner.h"
@@ -317,11 +318,21 @@ Inputs read_inputs(const InputOptions& options) {
       inputs.cluster.mixed() ? common_default_precision(inputs.device)
                              : cost::default_precision(inputs.device.spec);
   inputs.program = parse_program_options(options.program, default_precision);
+  check_power_cap(inputs.cluster, inputs.program.power_cap_w);
   cost::at_precision(inputs.device.spec, inputs.program.precision);  // refuses a precision the device lacks
   for (const cost::DeviceModel& kind : inputs.kind_devices) cost::at_precision(kind.spec, kind_precision(kind, inputs.program.precision));
   inputs.pins = parse_pins(options, inputs.program);
   check_layers_fit_some_kind(inputs);
   return inputs;
+}
+
+void check_power_cap(const cluster::Cluster& cluster, double cap_w) {
+  if (cap_w == 0) return;
+  for (const std::string& kind : cluster.kinds()) {
+    const auto power = cost::catalog_power(kind);
+    if (!power) throw UserError(fmt::format("--power-cap {} W: device kind '{}' has no power model", cap_w, kind));
+    cost::check_power_cap(*power, cap_w);
+  }
 }
 
 CostModels make_cost_models(const Inputs& inputs, cost::Precision precision) {
@@ -348,7 +359,7 @@ plan::PlanContext CostModels::context(const graph::Graph& graph, const cost::Net
   if (models.size() > 1) {
     for (const auto& model : models) kinds.push_back(model.get());
   }
-  return plan::PlanContext{graph, reference_model(), network, std::move(kinds)};
+  return plan::PlanContext{graph, reference_model(), network, std::move(kinds), plan::catalog_kind_power(network.cluster())};
 }
 
 std::string ProgramOptionsText::default_bucket_mib() {
@@ -381,6 +392,10 @@ void add_program_options(CLI::App& command, ProgramOptionsText& options) {
                      "norm taken over every parameter across ranks, parts and shards; 0: no clipping. The step gains "
                      "one world all-reduce")
       ->capture_default_str();
+  command.add_option("--power-cap", options.power_cap,
+                     "Every device's power limit in watts (as nvidia-smi -pl): compute runs at the highest clock "
+                     "whose power is within it; between the device's idle power and its board maximum; 0: none")
+      ->capture_default_str();
 }
 
 program::ProgramOptions parse_program_options(const ProgramOptionsText& options, cost::Precision precision) {
@@ -396,6 +411,7 @@ program::ProgramOptions parse_program_options(const ProgramOptionsText& options,
   program.zero_stage = searched_zero ? 0 : static_cast<int>(parse_whole(options.zero, "--zero", 0, program::kMaxZeroStage));
   program.clip_grad_norm =
       parse_finite(options.clip_grad_norm, "--clip-grad-norm", 0, "a finite number > 0 (or 0: no clipping)");
+  program.power_cap_w = parse_finite(options.power_cap, "--power-cap", 0, "a number of watts > 0 (or 0: none)");
   return program;
 }
 

@@ -35,6 +35,7 @@ struct ProgramOptionsText {
   std::string recompute;  // empty or "auto": none, or the 3-D search's choice
   std::string zero;       // likewise: 0, or searched
   std::string clip_grad_norm = "0";  // 0: no clipping
+  std::string power_cap = "0";       // watts per device; 0: none
   static std::string default_bucket_mib();  // ProgramOptions' default, in MiB
 };
 void add_program_options(CLI::App& command, ProgramOptionsText& options);
@@ -42,6 +43,10 @@ void add_program_options(CLI::App& command, ProgramOptionsText& options);
 // precision or recompute, or a ZeRO stage outside 0..3. Without --precision, `precision`.
 program::ProgramOptions parse_program_options(const ProgramOptionsText& options,
                                               cost::Precision precision = cost::Precision::Fp32);
+
+// UserError naming the cap and the kind's range for a --power-cap below a kind's idle power or
+// above its board maximum, or on a kind without a power model (0 passes).
+void check_power_cap(const cluster::Cluster& cluster, double cap_w);
 
 // Numbers arrive as text so that a bad one can be quoted as typed.
 struct InputOptions {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "burst/cost/power_fit.h"
 #include "burst/cost/device_models.h"
 #include "burst/cost/memory.h"
 #include "burst/graph/model_json.h"
@@ -234,6 +235,42 @@ void run_fit(const std::string& profile_path, const std::vector<int64_t>& fit_ba
 
 }  // namespace
 
+// The power model's fit to the Zeus power-limit traces in `directory`
+// (summary_power_{v100,a40,p100,rtx6000}.csv): constants per GPU and the error on held-out rows.
+void run_power_fit(const std::string& directory, bool as_json) {
+  nlohmann::json document = nlohmann::json::array();
+  if (!as_json) {
+    std::cout << fmt::format("{:<8} {:>6} {:>6} {:>9} {:>9} {:>8}  {}\n", "gpu", "gamma", "u", "held out", "time err",
+                             "power err", "compute-bound share c per network");
+  }
+  for (const std::string kind : {"v100", "a40", "p100", "rtx6000"}) {
+    std::cerr << "fitting " << kind << '\n';
+    const auto rows = cost::load_power_trace(fmt::format("{}/summary_power_{}.csv", directory, kind));
+    const cost::PowerFit fit = cost::fit_power_trace(rows, cost::power_trace_device(kind));
+    std::string shares;
+    for (const auto& [network, share] : fit.compute_bound) shares += fmt::format("{}{} {:.2f}", shares.empty() ? "" : ", ", network, share);
+    if (as_json) {
+      nlohmann::json table = nlohmann::json::array();
+      for (const cost::PowerFitRow& row : fit.rows) {
+        table.push_back({{"network", row.row.network}, {"batch", row.row.batch}, {"optimizer", row.row.optimizer},
+                         {"limit_w", row.row.limit_w}, {"fitted", row.fitted}, {"time_s", row.row.time_s},
+                         {"predicted_time_s", row.predicted_time_s}, {"power_w", row.row.power_w},
+                         {"predicted_power_w", row.predicted_power_w}});
+      }
+      document.push_back({{"gpu", kind}, {"clock_exponent", fit.device.clock_exponent},
+                          {"clock_independent_share", fit.device.clock_independent_share},
+                          {"compute_bound", fit.compute_bound}, {"held_out", fit.held_out},
+                          {"held_out_median_time_error", fit.held_out_median_time_error},
+                          {"held_out_median_power_error", fit.held_out_median_power_error}, {"rows", std::move(table)}});
+      continue;
+    }
+    std::cout << fmt::format("{:<8} {:>6.2f} {:>6.2f} {:>9} {:>8.1f}% {:>8.1f}%  {}\n", kind, fit.device.clock_exponent,
+                             fit.device.clock_independent_share, fit.held_out, 100 * fit.held_out_median_time_error,
+                             100 * fit.held_out_median_power_error, shares);
+  }
+  if (as_json) std::cout << document.dump(2) << '\n';
+}
+
 void add_cost_commands(CLI::App& app) {
   struct Options {
     std::string model;
@@ -264,6 +301,13 @@ void add_cost_commands(CLI::App& app) {
   fit->add_option("--eval-batches", options->eval_batches, "Held-out batches (default 2,8,32)")->delimiter(',');
   fit->add_flag("--json", options->json, "Print JSON instead of text");
   fit->callback([options] { run_fit(options->profile, options->fit_batches, options->eval_batches, options->json); });
+
+  CLI::App* power_fit = app.add_subcommand(
+      "power-fit", "Fit the power model's clock constants to the Zeus power-limit traces; error on held-out rows");
+  power_fit->add_option("directory", options->profile, "Folder of summary_power_*.csv (data/zeus-power-traces)")
+      ->required();
+  power_fit->add_flag("--json", options->json, "Print JSON (every row, measured and predicted) instead of a table");
+  power_fit->callback([options] { run_power_fit(options->profile, options->json); });
 }
 
 }  // namespace burst::cli

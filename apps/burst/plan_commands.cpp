@@ -19,6 +19,7 @@
 #include "burst/planner/burst_planner.h"
 #include "burst/timing/evaluate.h"
 #include "burst/plan/plan.h"
+#include "energy_report.h"
 #include "plan_svg.h"
 #include "burst/util/error.h"
 #include "burst/util/json_io.h"
@@ -36,12 +37,27 @@ struct PlanOptions : InputOptions {
   std::string output;         // -o: write the plan file
   std::string svg;            // write pictures
   bool json = false;
+  std::string objective = "time";  // or energy (docs/energy.md)
+  std::string max_slowdown = "0.01";
+  bool pareto = false;
   bool sweep = false;
   bool strict_amplification = false;  // keep the limit even when data parallel is faster
 };
 
 // Refuses combinations that have no meaning, before any file is read.
+void check_energy_options(const PlanOptions& options) {
+  if (options.objective != "time" && options.objective != "energy") {
+    throw UserError(fmt::format("--objective must be time or energy, got '{}'", options.objective));
+  }
+  const double slowdown = parse_finite(options.max_slowdown, "--max-slowdown", 0, "a number >= 0 (0.01: at most 1% slower)");
+  (void)slowdown;
+  if ((options.objective == "energy" || options.pareto) && options.sweep) {
+    throw UserError("--objective energy and --pareto choose one plan's clocks; --sweep takes neither");
+  }
+}
+
 void check_combinations(const PlanOptions& options, bool strategy_given) {
+  check_energy_options(options);
   const bool loaded = !options.plan_file.empty();
   if (loaded && (strategy_given || !options.amplification.empty() || !options.exempt_ms.empty() || options.sweep)) {
     throw UserError(
@@ -95,7 +111,7 @@ void run_sweep(const PlanOptions& options, const Inputs& inputs, const graph::Gr
   SweepReport report{graph.name(), kind, global_batch, limit_of(burst.amplification), {}};
   for (const int count : sweep_device_counts(devices)) {
     const cost::NetworkModel network(cluster::builtin_cluster(kind, count));
-    const plan::PlanContext context{graph, cost, network};
+    const plan::PlanContext context{graph, cost, network, {}, plan::catalog_kind_power(network.cluster())};
     SweepPoint point;
     point.devices = count;
     timing::EvaluateOptions evaluate_options;
@@ -131,6 +147,25 @@ void run_sweep(const PlanOptions& options, const Inputs& inputs, const graph::Gr
   if (!options.svg.empty()) std::cout << "\nwrote the scaling curve to " << options.svg << '\n';
 }
 
+planner::ClockSearchOptions clock_search_options(const timing::EvaluateOptions& evaluate, const std::string& max_slowdown) {
+  planner::ClockSearchOptions search;
+  search.evaluate = evaluate;
+  search.evaluate.timelines = false;
+  search.max_slowdown = parse_finite(max_slowdown, "--max-slowdown", 0, "a number >= 0 (0.01: at most 1% slower)");
+  return search;
+}
+
+// --objective energy: the plan's clocks for the least energy within the slowdown.
+ClockReport choose_plan_clocks(const plan::Plan& plan, const plan::PlanContext& context,
+                               const timing::EvaluateOptions& evaluate, const std::string& max_slowdown) {
+  const planner::ClockSearchOptions search = clock_search_options(evaluate, max_slowdown);
+  ClockReport report;
+  report.max_slowdown = search.max_slowdown;
+  report.choice = planner::choose_clocks(plan, context, search);
+  report.clock_groups = describe_clocks(report.choice.plan.rank_clocks_mhz);
+  return report;
+}
+
 // One plan: made here (burst or data parallel) or loaded, evaluated against both baselines.
 void run_one(const PlanOptions& options, const Inputs& inputs, const CostModels& models,
              const std::optional<double>& limit) {
@@ -155,10 +190,21 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const CostModels&
       timing::evaluate_plan(plan::plan_single_device(graph, devices, global_batch), context, evaluate_options);
   evaluate_options.timelines = !options.svg.empty();
   evaluate_options.program = chosen.program;  // the 3-D search's recompute and ZeRO stage
-  const timing::PlanEvaluation evaluation = timing::evaluate_plan(plan, context, evaluate_options);
+  std::optional<ClockReport> clocks;
+  if (options.objective == "energy") {
+    std::cerr << "choosing clocks for the least energy\n";
+    clocks = choose_plan_clocks(plan, context, evaluate_options, options.max_slowdown);
+  }
+  std::optional<std::vector<planner::FrontierPoint>> frontier;
+  if (options.pareto) {
+    std::cerr << "tracing the time-energy frontier\n";
+    frontier = planner::clock_frontier(plan, context, clock_search_options(evaluate_options, options.max_slowdown));
+  }
+  const plan::Plan& timed = clocks ? clocks->choice.plan : plan;
+  const timing::PlanEvaluation evaluation = timing::evaluate_plan(timed, context, evaluate_options);
 
   if (!options.output.empty()) {
-    plan::Plan saved = plan;
+    plan::Plan saved = timed;
     if (inputs.cluster.mixed()) {  // the file says which kind each rank was planned as
       saved.rank_kinds.clear();
       for (int rank = 0; rank < inputs.cluster.size(); ++rank) saved.rank_kinds.push_back(inputs.cluster.kind_of(rank));
@@ -166,7 +212,10 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const CostModels&
     plan::save_plan_file(saved, options.output);
   }
   if (!options.svg.empty()) {
-    write_text_file_atomically(options.svg, render_plan_svg(plan, evaluation, graph));
+    write_text_file_atomically(options.svg, frontier ? render_frontier_svg(fmt::format("{} on {}: time-energy frontier",
+                                                                                       graph.name(), inputs.cluster.name()),
+                                                                           *frontier)
+                                                     : render_plan_svg(plan, evaluation, graph));
   }
   const bool burst_planned = chosen.burst.has_value();
   std::optional<MixedSummary> mixed;
@@ -178,7 +227,7 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const CostModels&
   }
   const PlanReport report{graph,
                           inputs.cluster,
-                          plan,
+                          timed,
                           burst_planned ? limit : std::nullopt,
                           options.plan_file,
                           evaluation,
@@ -195,7 +244,9 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const CostModels&
                           &chosen.tried,
                           cost::at_precision(inputs.device.spec, inputs.program.precision).peak_flops,
                           chosen.program.recompute,
-                          mixed ? &*mixed : nullptr};
+                          mixed ? &*mixed : nullptr,
+                          clocks ? &*clocks : nullptr,
+                          frontier ? &*frontier : nullptr};
   if (options.json) {
     std::cout << plan_report_json(report).dump(2) << '\n';
     return;
@@ -262,6 +313,15 @@ void add_plan_commands(CLI::App& app) {
   add_shape_options(*command, *options);
   CLI::Option* strategy = add_strategy_option(*command, options->strategy);
   command->add_flag("--json", options->json, "Print JSON instead of tables");
+  command->add_option("--objective", options->objective,
+                      "time (the fastest plan, every clock at its maximum) or energy (the same plan with per-rank "
+                      "SM clocks for the least energy, the step at most --max-slowdown slower)")
+      ->capture_default_str();
+  command->add_option("--max-slowdown", options->max_slowdown,
+                      "--objective energy: how much slower than at full clocks the step may get (0.01: 1%)")
+      ->capture_default_str();
+  command->add_flag("--pareto", options->pareto,
+                    "Print the time-energy frontier of the plan's clock choices (with --svg FILE: draw it)");
   command->add_flag("--strict-amplification", options->strict_amplification,
                     "Keep the amplification limit even where data parallel is then faster "
                     "(by default the burst planner raises it just enough not to be slower)");

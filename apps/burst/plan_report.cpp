@@ -275,7 +275,10 @@ void print_plan_report(const PlanReport& report, std::ostream& out) {
     if (value == "-") continue;  // a line that does not apply to this plan
     out << label << ':' << std::string(label_width - label.size() + 1, ' ') << value << '\n';
   }
+  print_energy(report.evaluation.energy, report.plan.global_batch, out);
+  if (report.clocks != nullptr) print_clock_report(*report.clocks, out);
   if (report.mixed != nullptr) print_mixed_summary(*report.mixed, report.evaluation.iteration_time, out);
+  if (report.frontier != nullptr) print_frontier(*report.frontier, out);
 }
 
 json plan_report_json(const PlanReport& report) {
@@ -337,6 +340,13 @@ json plan_report_json(const PlanReport& report) {
           {"strategies_tried", tried_json(report)},
           {"layers", std::move(layers)}};
   if (report.mixed != nullptr) document["mixed"] = mixed_summary_json(*report.mixed, iteration);
+  const timing::StepEnergy& energy = evaluation.energy;
+  document["energy_j"] = energy.known ? json(energy.total_j) : json(nullptr);
+  document["energy_j_per_sample"] =
+      energy.known ? json(energy.total_j / static_cast<double>(report.plan.global_batch)) : json(nullptr);
+  document["energy"] = energy_json(energy, report.plan.global_batch);
+  document["objective"] = report.clocks != nullptr ? clock_report_json(*report.clocks) : json({{"objective", "time"}});
+  if (report.frontier != nullptr) document["frontier"] = frontier_json(*report.frontier);
   return document;
 }
 

@@ -14,6 +14,7 @@
 #include "burst/plan/plan.h"
 #include "burst/program/step_memory.h"
 #include "command_inputs.h"
+#include "energy_report.h"
 #include "mixed_report.h"
 
 namespace burst::cli {
@@ -51,6 +52,9 @@ struct PlanReport {
   cost::Recompute recompute = cost::Recompute::None;
   // A mixed cluster: the plan per kind and the baselines (null: one kind).
   const MixedSummary* mixed = nullptr;
+  // --objective energy: the clocks chosen (null: time objective); --pareto: the frontier.
+  const ClockReport* clocks = nullptr;
+  const std::vector<planner::FrontierPoint>* frontier = nullptr;
 };
 
 // "4 stages (from layers a, b, c), 8 micro-batches of 64, 1f1b" (no schedule for one

@@ -122,7 +122,7 @@ void run_sweep(const SimOptionsText& options, const Inputs& inputs, const cost::
   for (const int count : sweep_counts(inputs.cluster.size())) {
     std::cerr << fmt::format("simulating {} devices\n", count);
     const cost::NetworkModel network(cluster::builtin_cluster(report.device_kind, count));
-    const plan::PlanContext context{inputs.graph, cost, network};
+    const plan::PlanContext context{inputs.graph, cost, network, {}, plan::catalog_kind_power(network.cluster())};
     const plan::Plan data_parallel = plan::plan_data_parallel(inputs.graph, count, inputs.global_batch);
     const plan::Plan burst_plan = planner::plan_burst(context, inputs.global_batch, burst);
     SimSweepPoint point;

@@ -40,6 +40,9 @@ struct SimReport {
 };
 
 void print_sim_report(const SimReport& report, std::ostream& out);
+// The cluster in joules: samples per joule with the background job against leaving the
+// foreground's idle time idle (docs/energy.md, "Filling idle time").
+void print_cluster_energy(const sim::MultiplexResult& multiplexed, std::ostream& out);
 
 // {"model", "device", "cluster", "devices", "global_batch", "strategy", "plan_source",
 //  "batchnorm", "memory" (the peak rank's memory against the capacity, one line), "iteration_time_ms" (with the background job, if any), "iteration_time_alone_ms",

@@ -430,6 +430,10 @@ void run_train(TrainArgs& args) {
   if (args.config.model.empty()) throw UserError("--model is required (or --job FILE)");
   apply_background_option(args);
   args.config.program = parse_program_options(args.program);
+  if (args.config.program.power_cap_w > 0) {
+    throw UserError("burst train does not set device power limits: set them with nvidia-smi -pl (--power-cap prices "
+                    "a cap in burst plan and burst sim)");
+  }
   check_options(args);
   if (args.nproc != -1) {
     launch_workers(args);

@@ -14,7 +14,7 @@ namespace {
 // median over the four GPUs measured there of each fitted constant.
 constexpr double kMemoryBoundShare = 0.6;
 constexpr double kCommunicationShare = 0.3;
-constexpr double kClockExponent = 2.5;
+constexpr double kClockExponent = 1.8;
 constexpr double kClockIndependentShare = 0.3;
 
 PowerSpec sheet(const char* kind, double idle_w, double max_w, double min_mhz, double max_mhz, const char* source) {
