@@ -244,7 +244,6 @@ void run_power_fit(const std::string& directory, bool as_json) {
                              "power err", "compute-bound share c per network");
   }
   for (const std::string kind : {"v100", "a40", "p100", "rtx6000"}) {
-    std::cerr << "fitting " << kind << '\n';
     const auto rows = cost::load_power_trace(fmt::format("{}/summary_power_{}.csv", directory, kind));
     const cost::PowerFit fit = cost::fit_power_trace(rows, cost::power_trace_device(kind));
     std::string shares;

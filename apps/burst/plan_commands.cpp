@@ -192,12 +192,10 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const CostModels&
   evaluate_options.program = chosen.program;  // the 3-D search's recompute and ZeRO stage
   std::optional<ClockReport> clocks;
   if (options.objective == "energy") {
-    std::cerr << "choosing clocks for the least energy\n";
     clocks = choose_plan_clocks(plan, context, evaluate_options, options.max_slowdown);
   }
   std::optional<std::vector<planner::FrontierPoint>> frontier;
   if (options.pareto) {
-    std::cerr << "tracing the time-energy frontier\n";
     frontier = planner::clock_frontier(plan, context, clock_search_options(evaluate_options, options.max_slowdown));
   }
   const plan::Plan& timed = clocks ? clocks->choice.plan : plan;
