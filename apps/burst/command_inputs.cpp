@@ -629,6 +629,7 @@ void choose_automatically(const Inputs& inputs, const plan::PlanContext& context
         evaluate.program = candidate.program;
         tried.time = timing::evaluate_plan(candidate.plan, context, evaluate).iteration_time;
       }
+      chosen.fitting.push_back(ChosenPlan::Fitting{candidate.name, candidate.plan, candidate.program, *tried.time, memory});
       if (!best || *tried.time < *best) {
         best = tried.time;
         chosen.plan = candidate.plan;

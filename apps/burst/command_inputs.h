@@ -171,6 +171,16 @@ struct ChosenPlan {
   std::vector<program::DeviceMemory> memory;      // per rank
   std::string memory_note;                     // why the plan is not the strategy's own, or empty
   std::vector<StrategyTried> tried;            // --strategy auto: every strategy, in order
+  // --strategy auto: every strategy's plan that fits memory, with its time (what an energy
+  // objective chooses among: docs/energy.md); empty for one strategy.
+  struct Fitting {
+    std::string strategy;
+    plan::Plan plan;
+    program::ProgramOptions program;
+    Seconds time;
+    std::vector<program::DeviceMemory> memory;
+  };
+  std::vector<Fitting> fitting;
 };
 ChosenPlan choose_plan(const Inputs& inputs, const std::string& strategy, const plan::PlanContext& context,
                        const planner::BurstOptions& burst);

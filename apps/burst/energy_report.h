@@ -19,7 +19,12 @@ namespace burst::cli {
 // the maximum.
 struct ClockReport {
   double max_slowdown = 0;
+  double fastest_time_s = 0;  // the time objective's plan at full clocks: the bound's base
   planner::ClockChoice choice;
+  // --strategy auto: each strategy's plan that fits, with its energy at its chosen clocks
+  // ("-" where it is slower than the bound at full clocks), and which one won.
+  std::vector<std::pair<std::string, std::string>> strategies;
+  std::string strategy;
   std::vector<std::string> clock_groups;  // "ranks 0-7: 1200 MHz", one per distinct clock
 };
 

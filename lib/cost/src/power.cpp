@@ -10,12 +10,14 @@
 namespace burst::cost {
 namespace {
 
-// The shape constants fitted to the Zeus power-limit traces (docs/energy.md, "Fit"): the
-// median over the four GPUs measured there of each fitted constant.
+// gamma and u: the medians over the four GPUs of the Zeus power-limit traces of their fitted
+// values (docs/energy.md, "Fit"; `burst power-fit data/zeus-power-traces`: gamma 2.8, 1.0,
+// 1.0, 2.0 and u 0.30, 0.20, 0.26, 0.34 on v100, a40, p100, rtx6000). m and k are
+// assumptions the traces cannot fit (single-GPU training, no communication).
 constexpr double kMemoryBoundShare = 0.6;
 constexpr double kCommunicationShare = 0.3;
-constexpr double kClockExponent = 1.8;
-constexpr double kClockIndependentShare = 0.3;
+constexpr double kClockExponent = 1.5;
+constexpr double kClockIndependentShare = 0.28;
 
 PowerSpec sheet(const char* kind, double idle_w, double max_w, double min_mhz, double max_mhz, const char* source) {
   PowerSpec spec;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <iterator>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -42,7 +44,7 @@ GroupKey group_of(const PowerTraceRow& row) { return {row.network, row.batch, ro
 struct Group {
   std::vector<size_t> rows;  // indices into the rows, any order
   size_t anchor = 0;         // the row at the highest limit
-  bool fitting = false;      // the network's smallest-batch group
+  bool fitting = false;      // one of the groups the fit uses (every other batch size)
 };
 
 // Predicted (time, power) of `row` from its group's anchor.
@@ -70,20 +72,20 @@ double median(std::vector<double> values) {
 
 std::map<GroupKey, Group> groups_of(const std::vector<PowerTraceRow>& rows) {
   std::map<GroupKey, Group> groups;
-  std::map<std::string, int64_t> smallest_batch;
+  std::map<std::string, std::set<int64_t>> batches;  // per network
   for (size_t i = 0; i < rows.size(); ++i) {
     Group& group = groups[group_of(rows[i])];
     if (group.rows.empty() || rows[i].limit_w > rows[group.anchor].limit_w) group.anchor = i;
     group.rows.push_back(i);
-    auto [known, inserted] = smallest_batch.emplace(rows[i].network, rows[i].batch);
-    if (!inserted) known->second = std::min(known->second, rows[i].batch);
+    batches[rows[i].network].insert(rows[i].batch);
   }
-  std::map<std::string, bool> network_has_fitting;
+  // Every other batch size of each network, smallest first, fits (one optimizer's group each).
+  std::set<std::pair<std::string, int64_t>> taken;
   for (auto& [key, group] : groups) {
-    const std::string& network = std::get<0>(key);
-    if (std::get<1>(key) == smallest_batch[network] && !network_has_fitting[network]) {
-      group.fitting = network_has_fitting[network] = true;  // one optimizer's group per network
-    }
+    const auto& [network, batch, optimizer] = key;
+    const std::set<int64_t>& sizes = batches[network];
+    const auto position = std::distance(sizes.begin(), sizes.find(batch));
+    if (position % 2 == 0 && taken.emplace(network, batch).second) group.fitting = true;
   }
   return groups;
 }

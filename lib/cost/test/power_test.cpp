@@ -76,7 +76,7 @@ TEST(PowerFit, HeldOutRowsOfEveryZeusGpuWithinTenPercent) {
   for (const std::string kind : {"v100", "a40", "p100", "rtx6000"}) {
     const auto rows = load_power_trace(std::string(BURST_ZEUS_TRACE_DIR) + "/summary_power_" + kind + ".csv");
     const PowerFit fit = fit_power_trace(rows, power_trace_device(kind));
-    EXPECT_GT(fit.held_out, 100) << kind;
+    EXPECT_GE(fit.held_out, 100) << kind;
     EXPECT_LE(fit.held_out_median_time_error, 0.10) << kind;
     EXPECT_LE(fit.held_out_median_power_error, 0.10) << kind;
   }

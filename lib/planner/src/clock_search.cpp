@@ -42,8 +42,11 @@ class ClockedStep {
     timing::set_rank_clocks(step_, ratios, context_, timing_);
     ++evaluations_;
     const double time = timing::time_tasks(step_).step_end_s.front();
-    return Priced{time, timing::step_energy(step_, time, context_).total_j};
+    last_energy_ = timing::step_energy(step_, time, context_);
+    return Priced{time, last_energy_.total_j};
   }
+  // The energy of the step priced last, per device.
+  const timing::StepEnergy& last_energy() const { return last_energy_; }
   int evaluations() const { return evaluations_; }
 
  private:
@@ -51,6 +54,7 @@ class ClockedStep {
   timing::TimingOptions timing_;
   timing::StepTasks step_;
   std::vector<std::pair<double, float>> base_;  // per task: duration and clock at the maximum clocks
+  timing::StepEnergy last_energy_;
   int evaluations_ = 0;
 };
 
@@ -101,12 +105,12 @@ class GroupSearch {
               double clock_step)
       : step_(step), context_(context), groups_(std::move(groups)), bound_s_(bound_s), clock_step_(clock_step) {}
 
-  // Two passes over the groups (in the given order); returns the price of the final ratios.
+  // One pass over the groups (in the given order): a group lowered uses slack, so a group
+  // searched before it cannot go lower afterwards (a second pass found nothing more on the
+  // results rows of docs/energy.md). Returns the price of the final ratios.
   Priced run(std::vector<double>& ratios) {
     Priced current = step_.price(ratios);
-    for (int pass = 0; pass < 2; ++pass) {
-      for (const std::vector<int>& group : groups_) current = search_group(group, ratios, current);
-    }
+    for (const std::vector<int>& group : groups_) current = search_group(group, ratios, current);
     return current;
   }
 
@@ -116,6 +120,8 @@ class GroupSearch {
   Priced search_group(const std::vector<int>& group, std::vector<double>& ratios, Priced current) {
     const std::vector<double> levels = cost::clock_ratio_steps(*context_.power_of(group.front()), clock_step_);
     std::map<size_t, Priced> known;
+    const auto now = std::find(levels.begin(), levels.end(), ratios[static_cast<size_t>(group.front())]);
+    if (now != levels.end()) known.emplace(static_cast<size_t>(now - levels.begin()), current);
     auto at = [&](size_t level) -> const Priced& {
       auto found = known.find(level);
       if (found != known.end()) return found->second;
@@ -126,6 +132,7 @@ class GroupSearch {
     // Lowest feasible level: time grows as the clock falls, so the feasible levels are a prefix.
     size_t low = 0, high = levels.size() - 1;
     if (!within(at(0))) return current;
+    if (!within(at(1))) high = 0;  // no slack even one step down: most groups of a balanced plan
     while (low < high) {
       const size_t mid = (low + high + 1) / 2;
       if (within(at(mid))) low = mid; else high = mid - 1;
@@ -154,13 +161,10 @@ class GroupSearch {
 
 // The groups, most idle first (their slack is likeliest to absorb a lower clock).
 std::vector<std::vector<int>> groups_most_idle_first(const plan::Plan& plan, const plan::PlanContext& context,
-                                                     const ClockSearchOptions& options) {
+                                                     const timing::StepEnergy& full) {
   std::vector<std::vector<int>> groups = clock_groups(plan, context);
-  plan::Plan full_clock = plan;
-  full_clock.rank_clocks_mhz.clear();
-  const timing::PlanEvaluation evaluation = timing::evaluate_plan(full_clock, context, options.evaluate);
   auto busy = [&](const std::vector<int>& group) {
-    return evaluation.energy.devices.empty() ? 0.0 : evaluation.energy.devices[static_cast<size_t>(group.front())].busy_s;
+    return full.devices.empty() ? 0.0 : full.devices[static_cast<size_t>(group.front())].busy_s;
   };
   std::stable_sort(groups.begin(), groups.end(),
                    [&](const std::vector<int>& x, const std::vector<int>& y) { return busy(x) < busy(y); });
@@ -178,10 +182,10 @@ std::vector<double> clocks_mhz(const std::vector<double>& ratios, const plan::Pl
 }
 
 ClockChoice search(ClockedStep& step, const plan::Plan& plan, const plan::PlanContext& context,
-                   const std::vector<std::vector<int>>& groups, const Priced& full, double max_slowdown,
+                   const std::vector<std::vector<int>>& groups, const Priced& full, double bound_s,
                    double clock_step) {
   std::vector<double> ratios(static_cast<size_t>(plan.devices), 1.0);
-  GroupSearch search(step, context, groups, full.time_s * (1 + max_slowdown), clock_step);
+  GroupSearch search(step, context, groups, bound_s, clock_step);
   const Priced chosen = search.run(ratios);
   ClockChoice choice;
   choice.plan = plan;
@@ -200,8 +204,9 @@ ClockChoice choose_clocks(const plan::Plan& plan, const plan::PlanContext& conte
   check_search(context, options);
   ClockedStep step(plan, context, options.evaluate);
   const Priced full = step.price(std::vector<double>(static_cast<size_t>(plan.devices), 1.0));
-  ClockChoice choice = search(step, plan, context, groups_most_idle_first(plan, context, options), full,
-                              options.max_slowdown, options.clock_step);
+  const double bound = options.time_bound_s.value_or(full.time_s * (1 + options.max_slowdown));
+  ClockChoice choice = search(step, plan, context, groups_most_idle_first(plan, context, step.last_energy()), full,
+                              bound, options.clock_step);
   choice.evaluations = step.evaluations();
   return choice;
 }
@@ -214,10 +219,10 @@ std::vector<FrontierPoint> clock_frontier(const plan::Plan& plan, const plan::Pl
   ClockedStep step(plan, context, options.evaluate);
   const std::vector<double> full_ratios(static_cast<size_t>(plan.devices), 1.0);
   const Priced full = step.price(full_ratios);
-  const std::vector<std::vector<int>> groups = groups_most_idle_first(plan, context, options);
+  const std::vector<std::vector<int>> groups = groups_most_idle_first(plan, context, step.last_energy());
   std::vector<FrontierPoint> points{FrontierPoint{full.time_s, full.energy_j, 0, {}}};
   for (const double slowdown : frontier_slowdowns()) {
-    const ClockChoice choice = search(step, plan, context, groups, full, slowdown, options.clock_step);
+    const ClockChoice choice = search(step, plan, context, groups, full, full.time_s * (1 + slowdown), options.clock_step);
     points.push_back(FrontierPoint{choice.time_s, choice.energy_j, slowdown, choice.plan.rank_clocks_mhz});
   }
   // Every rank with work at one clock, each level of the first group's kind.

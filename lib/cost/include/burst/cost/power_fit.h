@@ -10,8 +10,9 @@
 //   time  = anchor time x (c / r + 1 - c),     power = min(L, anchor power)
 // (the power at the minimum clock where even that is above L).
 //
-// Fitted rows: every anchor, and every row of each network's smallest-batch group. The
-// other rows are held out: the fit's error is reported on them. No libtorch.
+// Fitted rows: every anchor, and every row of one optimizer's group at every other batch
+// size of each network (the smallest, the third smallest, ...). The other rows are held
+// out: the fit's error is reported on them. No libtorch.
 #include <map>
 #include <string>
 #include <vector>

@@ -12,7 +12,8 @@
 // time. Per group, in order of most idle time first: a binary search for the lowest clock
 // that keeps the bound, then a search of the clocks between it and the maximum for the
 // least energy (unimodal: energy falls with the clock until a task's own energy turns back
-// up, or the step grows). Two passes over the groups. No libtorch.
+// up, or the step grows). One pass over the groups. No libtorch.
+#include <optional>
 #include <vector>
 
 #include "burst/plan/plan.h"
@@ -24,6 +25,9 @@ namespace burst::planner {
 struct ClockSearchOptions {
   timing::EvaluateOptions evaluate;  // the step priced (program options, power cap)
   double max_slowdown = 0.01;        // the step may grow to (1 + this) x its time at full clocks
+  // Or to this many seconds, when set (an energy objective over several plans bounds every
+  // one by the fastest's time); a plan already slower keeps its full clocks.
+  std::optional<double> time_bound_s;
   double clock_step = 0.025;         // clocks tried: the maximum less multiples of this fraction
 };
 
