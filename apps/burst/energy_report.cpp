@@ -44,19 +44,16 @@ std::vector<std::string> describe_clocks(const std::vector<double>& rank_clocks_
   return lines;
 }
 
-void print_energy(const timing::StepEnergy& energy, int64_t samples, std::ostream& out) {
-  if (!energy.known) {
-    out << "energy:         not modelled (a device kind without a power model)\n";
-    return;
-  }
+std::string energy_text(const timing::StepEnergy& energy, int64_t samples) {
+  if (!energy.known) return "not modelled (a device kind without a power model)";
   double least = 1e300, most = 0;
   for (const timing::DeviceEnergy& device : energy.devices) {
     least = std::min(least, device.total_j());
     most = std::max(most, device.total_j());
   }
-  out << fmt::format("energy:         {:.4g} J per iteration, {:.4g} J per sample (compute {:.4g} J, communication "
-                     "{:.4g} J, idle {:.4g} J{}); per device {:.4g}-{:.4g} J\n",
-                     energy.total_j, energy.total_j / static_cast<double>(samples), energy.compute_j,
+  return fmt::format("{:.4g} J, {:.4g} J per sample (compute {:.4g} J, communication {:.4g} J, idle {:.4g} J{}); per "
+                     "device {:.4g}-{:.4g} J",
+                     energy.total_j, (energy.total_j - energy.background_j) / static_cast<double>(samples), energy.compute_j,
                      energy.communication_j, energy.idle_j,
                      energy.background_j > 0 ? fmt::format(", background {:.4g} J", energy.background_j) : "", least,
                      most);
@@ -72,7 +69,7 @@ nlohmann::json energy_json(const timing::StepEnergy& energy, int64_t samples) {
                        {"background_j", device.background_j}, {"busy_s", device.busy_s}});
   }
   return {{"energy_j", energy.total_j},
-          {"energy_j_per_sample", energy.total_j / static_cast<double>(samples)},
+          {"energy_j_per_sample", (energy.total_j - energy.background_j) / static_cast<double>(samples)},
           {"compute_j", energy.compute_j},
           {"communication_j", energy.communication_j},
           {"idle_j", energy.idle_j},

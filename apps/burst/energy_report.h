@@ -31,9 +31,11 @@ struct ClockReport {
 // One line per distinct clock: the ranks at it (ranges) and the clock.
 std::vector<std::string> describe_clocks(const std::vector<double>& rank_clocks_mhz);
 
-// "energy: 12.3 J per iteration, 0.0481 J per sample (compute 10.1 J, communication 0.5 J,
-// idle 1.7 J); per device 0.30-0.45 J", and the background's part when there is one.
-void print_energy(const timing::StepEnergy& energy, int64_t samples, std::ostream& out);
+// "12.3 J, 0.0481 J per sample (compute 10.1 J, communication 0.5 J, idle 1.7 J); per device
+// 0.30-0.45 J", with the background's part when there is one; "not modelled (...)" without
+// a power model. Per sample: the foreground's energy (all but the background kernels') per
+// sample of the global batch.
+std::string energy_text(const timing::StepEnergy& energy, int64_t samples);
 // {"energy_j", "energy_j_per_sample", "compute_j", "communication_j", "idle_j",
 // "background_j", "devices": [{"rank", "energy_j", ...}]}; null when not known.
 nlohmann::json energy_json(const timing::StepEnergy& energy, int64_t samples);

@@ -253,6 +253,7 @@ std::vector<std::pair<std::string, std::string>> summary_lines(const PlanReport&
       {"pipeline", pipeline_text(report.plan)},
       {"strategies tried", report.tried != nullptr && !report.tried->empty() ? strategies_text(*report.tried) : "-"},
       {"peak memory per device", report.memory_line.empty() ? "-" : report.memory_line},
+      {"energy per iteration", energy_text(evaluation.energy, report.plan.global_batch)},
       {"  note", report.memory_note.empty() ? "-" : report.memory_note},
   };
 }
@@ -275,7 +276,6 @@ void print_plan_report(const PlanReport& report, std::ostream& out) {
     if (value == "-") continue;  // a line that does not apply to this plan
     out << label << ':' << std::string(label_width - label.size() + 1, ' ') << value << '\n';
   }
-  print_energy(report.evaluation.energy, report.plan.global_batch, out);
   if (report.clocks != nullptr) print_clock_report(*report.clocks, out);
   if (report.mixed != nullptr) print_mixed_summary(*report.mixed, report.evaluation.iteration_time, out);
   if (report.frontier != nullptr) print_frontier(*report.frontier, out);

@@ -102,7 +102,7 @@ void print_sim_report(const SimReport& report, std::ostream& out) {
   line("useful fraction", fmt::format("{:.3f}", result.useful_fraction),
        fmt::format("(busy {:.3f}; useful: device time on work one device would also do)", result.busy_fraction));
   if (!report.memory.empty()) out << "peak memory per device: " << report.memory << '\n';
-  print_energy(result.energy, report.plan.global_batch, out);
+  out << "energy per iteration: " << energy_text(result.energy, report.plan.global_batch) << '\n';
   if (report.multiplexed) print_cluster_energy(*report.multiplexed, out);
   print_device_table(result, devices, out);
   if (report.mixed != nullptr) print_mixed_summary(*report.mixed, report.foreground.iteration_time, out);
@@ -158,10 +158,9 @@ json sim_report_json(const SimReport& report) {
           {"background", std::move(background)},
           {"per_device", std::move(per_device)}};
   if (report.mixed != nullptr) document["mixed"] = mixed_summary_json(*report.mixed, report.foreground.iteration_time);
-  document["energy_j"] = result.energy.known ? json(result.energy.total_j) : json(nullptr);
-  document["energy_j_per_sample"] =
-      result.energy.known ? json(result.energy.total_j / static_cast<double>(report.plan.global_batch)) : json(nullptr);
   document["energy"] = energy_json(result.energy, report.plan.global_batch);
+  document["energy_j"] = result.energy.known ? json(result.energy.total_j) : json(nullptr);
+  document["energy_j_per_sample"] = result.energy.known ? document["energy"]["energy_j_per_sample"] : json(nullptr);
   document["power_cap_w"] = report.program.power_cap_w > 0 ? json(report.program.power_cap_w) : json(nullptr);
   if (report.multiplexed && result.energy.known) {
     const sim::MultiplexResult& multiplexed = *report.multiplexed;
@@ -179,11 +178,11 @@ json sim_report_json(const SimReport& report) {
 void print_cluster_energy(const sim::MultiplexResult& multiplexed, std::ostream& out) {
   const sim::SimResult& with = multiplexed.with_background;
   if (!with.energy.known || !multiplexed.alone.energy.known) return;
-  out << fmt::format("energy, alone:  {:.4g} J per iteration; with the background job {:.4g} J ({:.3g} foreground "
+  out << fmt::format("  alone {:.4g} J; with the background job {:.4g} J ({:.3g} foreground "
                      "samples/J, {:.3g} background samples/J)\n",
                      multiplexed.alone.energy.total_j, with.energy.total_j, with.foreground_samples_per_joule,
                      with.background_samples_per_joule);
-  out << fmt::format("filling idle time: {:.3g} samples/J over the cluster against {:.3g} leaving it idle ({:+.1f}%); "
+  out << fmt::format("  filling idle time: {:.3g} samples/J over the cluster against {:.3g} leaving it idle ({:+.1f}%); "
                      "a background sample costs {:.3g} J more than idling, {:.3g} J on a device of its own\n",
                      multiplexed.samples_per_joule_with, multiplexed.samples_per_joule_alone,
                      (multiplexed.samples_per_joule_with / multiplexed.samples_per_joule_alone - 1) * 100,

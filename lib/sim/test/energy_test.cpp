@@ -93,6 +93,50 @@ TEST(ClockSearch, RankWithSlackRunsSlowerAndSavesTheDerivedEnergy) {
   EXPECT_NEAR(evaluated.energy.devices[1].total_j(), 0.5, 1e-6);
 }
 
+// Two GPipe stages, 2 micro-batches of one sample: s0 (rank 0) takes 4 ms a micro-batch,
+// s1 (rank 1) 1 ms, forward only, messages ~0. s0: F0 [0, 4], F1 [4, 8]; s1: F0 [4, 5],
+// F1 [8, 9]: 9 ms. s1 at clock ratio r: F0 [4, 4 + 1/r] still ends before s0's F1, F1
+// [8, 8 + 1/r]: the step is 8 + 1/r ms. Energy (mJ): s0 computes 8 ms at 500 W and idles
+// 1/r ms: 4000 + 100/r; s1 computes 2/r ms at 100 + 400 r^2 W and idles 8 - 1/r ms:
+// 200/r + 800 r + 800 - 100/r. In all 4800 + 200/r + 800 r, least at r = 1/2 (5600 mJ, a
+// 10 ms step) against 5800 mJ at full clocks. With the step allowed 1/9 longer (10 ms) the
+// search takes s1 to 500 MHz and saves 200 mJ; with no slowdown s1 stays at the maximum.
+TEST(ClockSearch, LightPipelineStageRunsSlowerWithinTheBound) {
+  graph::GraphBuilder b("stages");
+  const std::string x = b.input("input", {1, 2, 2});
+  b.relu("s1", b.relu("s0", x));
+  const plan::testing::World world(std::move(b).build(), plan::testing::test_cluster(2, 1e15, 0),
+                                   {{"input", cost::FakeLayerCost{ms(0), ms(0)}},
+                                    {"s0", cost::FakeLayerCost{ms(4), ms(0)}},
+                                    {"s1", cost::FakeLayerCost{ms(1), ms(0)}}});
+  plan::Plan plan = hand_plan(world.graph, 2, 2, {{shard(0, 0, 1)}, {shard(0, 0, 1)}, {shard(1, 0, 1)}});
+  plan.pipeline.micro_batches = 2;
+  plan.pipeline.schedule = plan::Schedule::GPipe;
+  plan.pipeline.stage_starts = {2};
+  plan::PlanContext context = world.context();
+  context.kind_power = {round_power()};
+  plan::validate_plan(plan, world.graph, world.network.cluster());
+
+  planner::ClockSearchOptions options;
+  options.max_slowdown = 1.0 / 9;
+  const planner::ClockChoice choice = planner::choose_clocks(plan, context, options);
+  EXPECT_NEAR(choice.full_clock_time_s, 9e-3, 1e-9);
+  EXPECT_NEAR(choice.full_clock_energy_j, 5.8, 1e-6);
+  ASSERT_EQ(choice.plan.rank_clocks_mhz.size(), 2u);
+  EXPECT_DOUBLE_EQ(choice.plan.rank_clocks_mhz[0], 1000);
+  EXPECT_NEAR(choice.plan.rank_clocks_mhz[1], 500, 1e-6);
+  EXPECT_NEAR(choice.time_s, 10e-3, 1e-9);
+  EXPECT_NEAR(choice.energy_j, 5.6, 1e-6);
+  const timing::PlanEvaluation evaluated = timing::evaluate_plan(choice.plan, context);
+  const sim::SimResult simulated = sim::simulate(choice.plan, context, sim::SimOptions{});
+  EXPECT_NEAR(evaluated.energy.total_j, 5.6, 1e-6);
+  EXPECT_NEAR(simulated.energy.total_j, 5.6, 1e-6);
+  EXPECT_NEAR(simulated.iteration_time.ms(), 10, 1e-6);
+
+  options.max_slowdown = 0;
+  EXPECT_TRUE(planner::choose_clocks(plan, context, options).plan.rank_clocks_mhz.empty());
+}
+
 TEST(ClockSearch, FrontierRunsFromFastestToLeastEnergy) {
   const Branches world;
   const plan::PlanContext context = world.context();
