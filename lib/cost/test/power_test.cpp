@@ -5,28 +5,15 @@
 
 #include <gtest/gtest.h>
 
+#include "burst/cost/fake_cost_model.h"
 #include "burst/cost/power_fit.h"
 #include "burst/util/error.h"
 
 namespace burst::cost {
 namespace power_test {
 
-PowerSpec round_device() {
-  PowerSpec spec;
-  spec.kind = "test";
-  spec.idle_w = 100;
-  spec.max_w = 500;
-  spec.min_clock_mhz = 200;
-  spec.max_clock_mhz = 1000;
-  spec.memory_bound_share = 0.5;
-  spec.communication_share = 0.25;
-  spec.clock_exponent = 2;
-  spec.clock_independent_share = 0;
-  return spec;
-}
-
 TEST(Power, ComputeCommunicationAndIdle) {
-  const PowerSpec spec = round_device();
+  const PowerSpec spec = round_power_spec();
   EXPECT_DOUBLE_EQ(compute_power_w(spec, 1.0, 1.0), 500);     // compute-bound at full clock: the maximum
   EXPECT_DOUBLE_EQ(compute_power_w(spec, 0.0, 1.0), 300);     // memory-bound: idle + 0.5 x 400
   EXPECT_DOUBLE_EQ(compute_power_w(spec, 1.0, 0.5), 200);     // idle + 400 x 0.25
@@ -37,7 +24,7 @@ TEST(Power, ComputeCommunicationAndIdle) {
 }
 
 TEST(Power, CapGivesTheDerivedClock) {
-  PowerSpec spec = round_device();
+  PowerSpec spec = round_power_spec();
   // 300 W = 100 + 400 x r^2  =>  r = sqrt(0.5)
   EXPECT_NEAR(highest_clock_under_cap(spec, 1.0, 300), std::sqrt(0.5), 1e-12);
   EXPECT_DOUBLE_EQ(highest_clock_under_cap(spec, 0.0, 300), 1.0);  // memory-bound work draws 300 W already
@@ -52,7 +39,7 @@ TEST(Power, CapGivesTheDerivedClock) {
 }
 
 TEST(Power, BadCapsAndClocksAreUserErrors) {
-  const PowerSpec spec = round_device();
+  const PowerSpec spec = round_power_spec();
   EXPECT_THROW(check_power_cap(spec, 50), UserError);
   EXPECT_THROW(check_power_cap(spec, 600), UserError);
   EXPECT_NO_THROW(check_power_cap(spec, 0));

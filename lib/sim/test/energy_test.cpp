@@ -20,21 +20,6 @@ using plan::testing::hand_plan;
 using plan::testing::ms;
 using plan::testing::shard;
 
-// Idle 100 W, maximum 500 W; m = 0.5, k = 0.25, gamma = 2, u = 0; clocks 200..1000 MHz.
-cost::PowerSpec round_power() {
-  cost::PowerSpec spec;
-  spec.kind = "test";
-  spec.idle_w = 100;
-  spec.max_w = 500;
-  spec.min_clock_mhz = 200;
-  spec.max_clock_mhz = 1000;
-  spec.memory_bound_share = 0.5;
-  spec.communication_share = 0.25;
-  spec.clock_exponent = 2;
-  spec.clock_independent_share = 0;
-  return spec;
-}
-
 // input -> a (4 ms) and input -> c (1 ms), joined by d = a + c (no time); a and d on rank 0,
 // c on rank 1; a link fast enough that messages take ~0.
 graph::Graph branches() {
@@ -53,7 +38,7 @@ struct Branches {
                {"d", cost::FakeLayerCost{ms(0), ms(0)}}}) {}
   plan::PlanContext context() const {
     plan::PlanContext context = world.context();
-    context.kind_power = {round_power()};
+    context.kind_power = {cost::round_power_spec()};
     return context;
   }
   plan::testing::World world;
@@ -114,7 +99,7 @@ TEST(ClockSearch, LightPipelineStageRunsSlowerWithinTheBound) {
   plan.pipeline.schedule = plan::Schedule::GPipe;
   plan.pipeline.stage_starts = {2};
   plan::PlanContext context = world.context();
-  context.kind_power = {round_power()};
+  context.kind_power = {cost::round_power_spec()};
   plan::validate_plan(plan, world.graph, world.network.cluster());
 
   planner::ClockSearchOptions options;

@@ -16,21 +16,6 @@ using plan::testing::hand_plan;
 using plan::testing::ms;
 using plan::testing::shard;
 
-// Idle 100 W, maximum 500 W; m = 0.5, k = 0.25, gamma = 2, u = 0.
-cost::PowerSpec round_power() {
-  cost::PowerSpec spec;
-  spec.kind = "test";
-  spec.idle_w = 100;
-  spec.max_w = 500;
-  spec.min_clock_mhz = 200;
-  spec.max_clock_mhz = 1000;
-  spec.memory_bound_share = 0.5;
-  spec.communication_share = 0.25;
-  spec.clock_exponent = 2;
-  spec.clock_independent_share = 0;
-  return spec;
-}
-
 // input [1, 2, 2] (16 bytes a sample) -> a -> b, a on rank 0 and b on rank 1, batch 2: the
 // 32-byte activation and its gradient each take 2 ms at 16000 B/s.
 struct TwoRanks {
@@ -46,7 +31,7 @@ struct TwoRanks {
   }
   plan::PlanContext context() const {
     plan::PlanContext context = world.context();
-    context.kind_power = {round_power()};
+    context.kind_power = {cost::round_power_spec()};
     return context;
   }
   plan::Plan plan() const {

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "burst/cost/cost_model.h"
+#include "burst/cost/power.h"
 
 namespace burst::cost {
 
@@ -77,5 +78,22 @@ class FakeCostModel : public CostModel {
   std::map<std::string, FakeLayerCost> split_by_layer_name_;
   std::map<std::pair<std::string, int32_t>, FakeLayerCost> tensor_by_layer_name_;
 };
+
+// A power model with round numbers for tests to derive energies by hand: idle 100 W,
+// maximum 500 W, clocks 200..1000 MHz, m = 0.5, k = 0.25, gamma = 2, u = 0 (power.h), so
+// compute-bound work at clock ratio r draws 100 + 400 r^2 W and communication 200 W.
+inline PowerSpec round_power_spec() {
+  PowerSpec spec;
+  spec.kind = "test";
+  spec.idle_w = 100;
+  spec.max_w = 500;
+  spec.min_clock_mhz = 200;
+  spec.max_clock_mhz = 1000;
+  spec.memory_bound_share = 0.5;
+  spec.communication_share = 0.25;
+  spec.clock_exponent = 2;
+  spec.clock_independent_share = 0;
+  return spec;
+}
 
 }  // namespace burst::cost
