@@ -63,7 +63,8 @@ double busy_dynamic_w(const PowerSpec& spec, double compute_bound) {
 
 double compute_power_w(const PowerSpec& spec, double compute_bound, double clock_ratio) {
   const double u = spec.clock_independent_share;
-  return spec.idle_w + busy_dynamic_w(spec, compute_bound) * (u + (1 - u) * std::pow(clock_ratio, spec.clock_exponent));
+  const double scaled = clock_ratio == 1.0 ? 1.0 : std::pow(clock_ratio, spec.clock_exponent);  // most tasks: full clock
+  return spec.idle_w + busy_dynamic_w(spec, compute_bound) * (u + (1 - u) * scaled);
 }
 
 double communication_power_w(const PowerSpec& spec) {
