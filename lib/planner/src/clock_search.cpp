@@ -171,11 +171,21 @@ std::vector<std::vector<int>> groups_most_idle_first(const plan::Plan& plan, con
   return groups;
 }
 
+// The clocks a device can be set to are whole MHz (nvidia-smi -lgc): each ratio rounded up
+// to the next whole MHz (never slower than searched), in place.
+void round_to_whole_mhz(std::vector<double>& ratios, const plan::PlanContext& context) {
+  for (size_t rank = 0; rank < ratios.size(); ++rank) {
+    const double max_mhz = context.power_of(static_cast<int>(rank))->max_clock_mhz;
+    ratios[rank] = std::min(max_mhz, std::ceil(ratios[rank] * max_mhz - 1e-6)) / max_mhz;
+  }
+}
+
+// The plan's clocks in MHz; none when every rank is at its maximum.
 std::vector<double> clocks_mhz(const std::vector<double>& ratios, const plan::PlanContext& context) {
   std::vector<double> clocks;
   bool lowered = false;
   for (size_t rank = 0; rank < ratios.size(); ++rank) {
-    clocks.push_back(ratios[rank] * context.power_of(static_cast<int>(rank))->max_clock_mhz);
+    clocks.push_back(std::round(ratios[rank] * context.power_of(static_cast<int>(rank))->max_clock_mhz));
     lowered = lowered || ratios[rank] < 1;
   }
   return lowered ? clocks : std::vector<double>{};
@@ -186,7 +196,10 @@ ClockChoice search(ClockedStep& step, const plan::Plan& plan, const plan::PlanCo
                    double clock_step) {
   std::vector<double> ratios(static_cast<size_t>(plan.devices), 1.0);
   GroupSearch search(step, context, groups, bound_s, clock_step);
-  const Priced chosen = search.run(ratios);
+  Priced chosen = search.run(ratios);
+  const std::vector<double> searched = ratios;
+  round_to_whole_mhz(ratios, context);
+  if (ratios != searched) chosen = step.price(ratios);
   ClockChoice choice;
   choice.plan = plan;
   choice.plan.rank_clocks_mhz = clocks_mhz(ratios, context);
@@ -232,6 +245,7 @@ std::vector<FrontierPoint> clock_frontier(const plan::Plan& plan, const plan::Pl
     for (const std::vector<int>& group : groups) {
       for (const int rank : group) ratios[static_cast<size_t>(rank)] = level;
     }
+    round_to_whole_mhz(ratios, context);
     const Priced priced = step.price(ratios);
     points.push_back(FrontierPoint{priced.time_s, priced.energy_j, -1, clocks_mhz(ratios, context)});
   }
