@@ -21,10 +21,12 @@ using program::OpKind;
 // clock does not move (none for the update). No power model: the maximum clock.
 void set_clock(Task& task, double work_at_max, double clock_ratio, const cost::PowerSpec* power,
                const TimingOptions& options) {
-  const double clock = power == nullptr ? 1.0
-                                        : cost::effective_clock(*power, task.compute_bound, clock_ratio,
-                                                                options.program.power_cap_w);
-  task.clock = static_cast<float>(clock);
+  // The task keeps its clock as a float; its duration is taken at that same value, so that
+  // its energy (priced from the float) and its time agree exactly.
+  task.clock = power == nullptr ? 1.0f
+                                : static_cast<float>(cost::effective_clock(*power, task.compute_bound, clock_ratio,
+                                                                           options.program.power_cap_w));
+  const double clock = task.clock;
   const double overhead = task.work == TaskWork::Update ? 0.0 : options.shard_overhead.s();
   task.duration_s = (clock == 1.0 ? work_at_max : cost::clocked_time(work_at_max, task.compute_bound, clock)) + overhead;
 }
