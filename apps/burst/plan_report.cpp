@@ -358,6 +358,15 @@ std::vector<int> sweep_device_counts(int devices) {
   return counts;
 }
 
+namespace {
+
+// A step's joules for a table cell ("-" when not modelled).
+std::string joules_text(const timing::StepEnergy& energy) {
+  return energy.known ? fmt::format("{:.4g}", energy.total_j) : "-";
+}
+
+}  // namespace
+
 void print_sweep_report(const SweepReport& report, std::ostream& out) {
   const int most = report.points.empty() ? 0 : report.points.back().devices;
   out << fmt::format(
@@ -369,7 +378,7 @@ void print_sweep_report(const SweepReport& report, std::ostream& out) {
               : fmt::format("device counts: every count from 1 to 16, then powers of two, then {}\n", most));
   out << "Times in ms per iteration; device-s: compute device-seconds per iteration; idle: what a "
          "background job could use;\n"
-         "burst uses: the most devices any layer runs on; burst limit: the amplification limit planned "
+         "J: energy per iteration (docs/energy.md); burst uses: the most devices any layer runs on; burst limit: the amplification limit planned "
          "under (raised where the asked one would be slower than data parallel);\n"
          "fits memory: which plans fit each device's memory (both are shown either way).\n\n";
   TextTable table({{"devices", Align::Right},
@@ -379,6 +388,8 @@ void print_sweep_report(const SweepReport& report, std::ostream& out) {
                    {"dp device-s", Align::Right},
                    {"burst device-s", Align::Right},
                    {"burst idle device-s", Align::Right},
+                   {"dp J", Align::Right},
+                   {"burst J", Align::Right},
                    {"burst uses", Align::Right},
                    {"burst limit", Align::Right},
                    {"fits memory", Align::Left}});
@@ -389,7 +400,8 @@ void print_sweep_report(const SweepReport& report, std::ostream& out) {
          fmt::format("{:.2f}x", ratio(point.data_parallel.iteration_time, point.burst.iteration_time)),
          fmt::format("{:.5f}", point.data_parallel.device_seconds.s()),
          fmt::format("{:.5f}", point.burst.device_seconds.s()),
-         fmt::format("{:.5f}", point.burst.idle_device_seconds.s()), std::to_string(point.burst_devices_used),
+         fmt::format("{:.5f}", point.burst.idle_device_seconds.s()), joules_text(point.data_parallel.energy),
+         joules_text(point.burst.energy), std::to_string(point.burst_devices_used),
          amplification_text(point.burst_limit_used), fits_text(point)});
   }
   table.print(out);
@@ -414,6 +426,8 @@ json sweep_report_json(const SweepReport& report) {
                     {"burst_idle_device_seconds", point.burst.idle_device_seconds.s()},
                     {"burst_mean_amplification", point.burst.mean_amplification()},
                     {"burst_devices_used", point.burst_devices_used},
+                    {"dp_energy_j", point.data_parallel.energy.known ? json(point.data_parallel.energy.total_j) : json(nullptr)},
+                    {"burst_energy_j", point.burst.energy.known ? json(point.burst.energy.total_j) : json(nullptr)},
                     {"burst_amplification_limit_used", limit_json(point.burst_limit_used)}});
   }
   return rows;

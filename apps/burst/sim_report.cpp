@@ -235,7 +235,9 @@ json sim_sweep_json(const SimSweepReport& report) {
                   {"dp_samples_per_s", point.data_parallel.foreground_samples_per_s},
                   {"burst_samples_per_s", point.burst.foreground_samples_per_s},
                   {"dp_useful_fraction", point.data_parallel.useful_fraction},
-                  {"burst_useful_fraction", point.burst.useful_fraction}};
+                  {"burst_useful_fraction", point.burst.useful_fraction},
+                  {"dp_energy_j", point.data_parallel.energy.known ? json(point.data_parallel.energy.total_j) : json(nullptr)},
+                  {"burst_energy_j", point.burst.energy.known ? json(point.burst.energy.total_j) : json(nullptr)}};
     if (point.burst_background && point.data_parallel_background) {
       const sim::SimResult& burst = point.burst_background->with_background;
       const sim::SimResult& dp = point.data_parallel_background->with_background;
