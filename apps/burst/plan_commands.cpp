@@ -49,8 +49,7 @@ void check_energy_options(const PlanOptions& options) {
   if (options.objective != "time" && options.objective != "energy") {
     throw UserError(fmt::format("--objective must be time or energy, got '{}'", options.objective));
   }
-  const double slowdown = parse_finite(options.max_slowdown, "--max-slowdown", 0, "a number >= 0 (0.01: at most 1% slower)");
-  (void)slowdown;
+  parse_finite(options.max_slowdown, "--max-slowdown", 0, "a number >= 0 (0.01: at most 1% slower)");  // refused early
   if ((options.objective == "energy" || options.pareto) && options.sweep) {
     throw UserError("--objective energy and --pareto choose one plan's clocks; --sweep takes neither");
   }
@@ -350,11 +349,13 @@ void add_plan_commands(CLI::App& app) {
   CLI::Option* strategy = add_strategy_option(*command, options->strategy);
   command->add_flag("--json", options->json, "Print JSON instead of tables");
   command->add_option("--objective", options->objective,
-                      "time (the fastest plan, every clock at its maximum) or energy (the same plan with per-rank "
-                      "SM clocks for the least energy, the step at most --max-slowdown slower)")
+                      "time (the fastest plan, every clock at its maximum) or energy (per-rank SM clocks for the "
+                      "least energy, the step at most --max-slowdown slower than the fastest plan; under --strategy "
+                      "auto, among every strategy's plan that fits)")
       ->capture_default_str();
   command->add_option("--max-slowdown", options->max_slowdown,
-                      "--objective energy: how much slower than at full clocks the step may get (0.01: 1%)")
+                      "--objective energy: how much slower than the fastest plan at full clocks the step may get "
+                      "(0.01: 1%); with --pareto, the frontier's searches use their own bounds")
       ->capture_default_str();
   command->add_flag("--pareto", options->pareto,
                     "Print the time-energy frontier of the plan's clock choices (with --svg FILE: draw it)");
