@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "plan_svg.h"
+
 namespace burst::cli {
 namespace {
 
@@ -16,17 +18,6 @@ std::string rank_ranges(const std::vector<int>& ranks) {
     i = j + 1;
   }
   return text;
-}
-
-std::string svg_text(const std::string& text) {
-  std::string escaped;
-  for (const char c : text) {
-    if (c == '<') escaped += "&lt;";
-    else if (c == '>') escaped += "&gt;";
-    else if (c == '&') escaped += "&amp;";
-    else escaped += c;
-  }
-  return escaped;
 }
 
 }  // namespace
@@ -146,7 +137,7 @@ std::string render_frontier_svg(const std::string& title, const std::vector<plan
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" font-family=\"sans-serif\" "
       "font-size=\"12\">\n<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n"
       "<text x=\"{2}\" y=\"24\" font-size=\"15\">{3}</text>\n",
-      kWidth, kHeight, kLeft, svg_text(title));
+      kWidth, kHeight, kLeft, svg_escape(title));
   body += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n"
                       "<line x1=\"{0}\" y1=\"{3}\" x2=\"{0}\" y2=\"{1}\" stroke=\"black\"/>\n",
                       kLeft, kHeight - kBottom, kWidth - kRight, kTop);

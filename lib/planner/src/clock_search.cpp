@@ -107,9 +107,9 @@ class GroupSearch {
 
   // One pass over the groups (in the given order): a group lowered uses slack, so a group
   // searched before it cannot go lower afterwards (a second pass found nothing more on the
-  // results rows of docs/energy.md). Returns the price of the final ratios.
-  Priced run(std::vector<double>& ratios) {
-    Priced current = step_.price(ratios);
+  // results rows of docs/energy.md). `current` is the price of `ratios` as given. Returns
+  // the price of the final ratios.
+  Priced run(std::vector<double>& ratios, Priced current) {
     for (const std::vector<int>& group : groups_) current = search_group(group, ratios, current);
     return current;
   }
@@ -196,7 +196,7 @@ ClockChoice search(ClockedStep& step, const plan::Plan& plan, const plan::PlanCo
                    double clock_step) {
   std::vector<double> ratios(static_cast<size_t>(plan.devices), 1.0);
   GroupSearch search(step, context, groups, bound_s, clock_step);
-  Priced chosen = search.run(ratios);
+  Priced chosen = search.run(ratios, full);  // every rank starts at its maximum clock, priced as `full`
   const std::vector<double> searched = ratios;
   round_to_whole_mhz(ratios, context);
   if (ratios != searched) chosen = step.price(ratios);
