@@ -10,6 +10,7 @@
 #include "burst/util/error.h"
 #include "burst/util/memory_reuse.h"
 #include "cluster_commands.h"
+#include "cluster_sim_commands.h"
 #include "cost_commands.h"
 #include "import_commands.h"
 #include "model_commands.h"
@@ -75,6 +76,7 @@ int main(int argc, char** argv) {
 #endif
   burst::cli::add_cost_commands(app);
   burst::cli::add_cluster_commands(app);
+  burst::cli::add_cluster_sim_commands(app);
   burst::cli::add_import_commands(app);
   burst::cli::add_plan_commands(app);
   burst::cli::add_sim_commands(app);

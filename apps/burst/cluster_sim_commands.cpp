@@ -1,0 +1,171 @@
+#include "cluster_sim_commands.h"
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "burst/cluster/cluster.h"
+#include "burst/sim/multi_tenant.h"
+#include "burst/util/error.h"
+#include "cluster_sim_report.h"
+#include "command_inputs.h"
+#include "planned_jobs.h"
+
+namespace burst::cli {
+namespace {
+
+struct ClusterSimOptions {
+  std::string trace;
+  std::string policies = "tiresias";
+  std::string applications;   // --applications DIR: the measured tables there
+  std::string job_model;      // measured or burst; default: measured with --applications, else burst
+  std::string cluster_file;
+  std::string device = "v100";
+  std::string devices = "64";
+  std::string gpus_per_node = "4";
+  std::string interval = "60";
+  std::string restart = "30";
+  std::string from_day = "0";
+  std::string days = "0";
+  std::string slowdown = "1.05";
+  bool skip_oversized = false;
+  bool json = false;
+  bool with_jobs = false;
+  std::string svg;
+};
+
+// GPUs per node of the cluster: a cluster file's nodes, or --devices packed --gpus-per-node.
+std::vector<int> cluster_nodes(const ClusterSimOptions& options, std::string& device) {
+  std::vector<int> nodes;
+  if (!options.cluster_file.empty()) {
+    const cluster::Cluster cluster = cluster::load_cluster_file(options.cluster_file);
+    if (cluster.mixed()) {
+      throw UserError(fmt::format("burst cluster-sim: cluster '{}' mixes device kinds; the multi-tenant cluster "
+                                  "takes one kind",
+                                  options.cluster_file));
+    }
+    device = cluster.device();
+    for (int node = 0; node < cluster.nodes(); ++node) nodes.push_back(cluster.devices_on_node(node));
+    return nodes;
+  }
+  device = options.device;
+  const int64_t total = parse_whole(options.devices, "--devices", 1, cluster::kMaxDevices);
+  const int64_t per_node = parse_whole(options.gpus_per_node, "--gpus-per-node", 1, 1024);
+  for (int64_t left = total; left > 0; left -= per_node) nodes.push_back(static_cast<int>(std::min(left, per_node)));
+  return nodes;
+}
+
+std::vector<sim::ClusterPolicy> parse_policies(const std::string& text) {
+  std::vector<sim::ClusterPolicy> policies;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    policies.push_back(sim::parse_cluster_policy(text.substr(start, comma == std::string::npos ? comma : comma - start)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return policies;
+}
+
+sim::MultiTenantOptions tenant_options(const ClusterSimOptions& options) {
+  sim::MultiTenantOptions tenant;
+  tenant.interval_s = parse_finite(options.interval, "--interval", 1e-3, "a time > 0 in seconds");
+  tenant.restart_s = parse_finite(options.restart, "--restart", 0, "a time >= 0 in seconds");
+  tenant.foreground_slowdown = parse_finite(options.slowdown, "--slowdown", 1, "a factor >= 1");
+  tenant.skip_oversized = options.skip_oversized;
+  return tenant;
+}
+
+void run_cluster_sim(const ClusterSimOptions& options) {
+  const std::vector<sim::ClusterPolicy> policies = parse_policies(options.policies);
+  sim::MultiTenantOptions tenant = tenant_options(options);
+  std::string device;
+  const std::vector<int> nodes = cluster_nodes(options, device);
+  const std::string job_model = options.job_model.empty() ? (options.applications.empty() ? "burst" : "measured")
+                                                          : options.job_model;
+  if (job_model != "measured" && job_model != "burst") {
+    throw UserError(fmt::format("--job-model must be measured or burst, got '{}'", options.job_model));
+  }
+  sim::TraceWindow window;
+  window.from_day = parse_finite(options.from_day, "--from-day", 0, "a number of days >= 0");
+  window.days = parse_finite(options.days, "--days", 0, "a number of days >= 0 (0: to the end)");
+  const sim::JobTrace trace = sim::read_job_trace(options.trace, window);
+  const std::optional<sim::ApplicationTables> read_tables =
+      options.applications.empty() ? std::nullopt
+                                   : std::optional<sim::ApplicationTables>(sim::read_application_tables(options.applications));
+  const sim::ApplicationTables& tables = read_tables ? *read_tables : sim::builtin_application_tables();
+
+  sim::MeasuredTimer measured;
+  PlannedTimer planned(device);
+  sim::IterationTimer& timer = job_model == "measured" ? static_cast<sim::IterationTimer&>(measured) : planned;
+  const sim::JobModel model(tables, timer, *std::max_element(nodes.begin(), nodes.end()));
+  if (job_model == "burst") {
+    for (const sim::TraceJob& job : trace.jobs) {
+      model.check(trace, job);
+      burst_model_of(job.application);
+    }
+  }
+  std::vector<sim::MultiTenantResult> results;
+  for (const sim::ClusterPolicy policy : policies) {
+    tenant.policy = policy;
+    tenant.progress = [&](double simulated_s, size_t done, size_t total) {
+      std::cerr << fmt::format("cluster-sim {}: {}/{} jobs done, simulated {:.1f} h\n", sim::cluster_policy_name(policy),
+                               done, total, simulated_s / 3600);
+    };
+    results.push_back(sim::simulate_multi_tenant(trace, model, nodes, tenant));
+  }
+  ClusterSimSetting setting{options.trace, trace.format, trace.jobs.size(), 0, static_cast<int>(nodes.size()),
+                            *std::max_element(nodes.begin(), nodes.end()), device, job_model, tenant.interval_s,
+                            tenant.restart_s};
+  for (const int gpus : nodes) setting.gpus += gpus;
+  if (!options.svg.empty()) {
+    std::ofstream out(options.svg);
+    out << cluster_sim_svg(setting, results);
+    if (!out) throw UserError(fmt::format("cannot write '{}'", options.svg));
+  }
+  if (options.json) {
+    std::cout << cluster_sim_json(setting, results, options.with_jobs).dump(2) << '\n';
+  } else {
+    std::cout << cluster_sim_text(setting, results);
+  }
+}
+
+}  // namespace
+
+void add_cluster_sim_commands(CLI::App& app) {
+  auto options = std::make_shared<ClusterSimOptions>();
+  CLI::App* command = app.add_subcommand(
+      "cluster-sim", "Replay a job trace (Pollux workload or Philly format) on a multi-tenant cluster under "
+                     "scheduling policies");
+  command->add_option("--trace", options->trace, "Job trace: a Pollux workload CSV or the Philly CSV")->required();
+  command->add_option("--policy", options->policies,
+                      "Policies, comma-separated: fifo, tiresias, burst-scale, burst-multiplex, burst (default tiresias)");
+  command->add_option("--applications", options->applications,
+                      "Measured applications folder (laid out as data/pollux-traces/applications): selects the "
+                      "measured-table job model; default: the built-in copy");
+  command->add_option("--job-model", options->job_model,
+                      "measured (the tables' step times) or burst (burst's planner and evaluator); default: measured "
+                      "with --applications, else burst");
+  CLI::Option* file = command->add_option("--cluster", options->cluster_file, "Cluster file (one device kind)");
+  command->add_option("--device", options->device, "Built-in device kind (default v100)")->excludes(file);
+  command->add_option("--devices", options->devices, "GPUs of the built-in cluster (default 64)")->excludes(file);
+  command->add_option("--gpus-per-node", options->gpus_per_node, "GPUs per node of the built-in cluster (default 4)")
+      ->excludes(file);
+  command->add_option("--interval", options->interval, "Scheduling round, seconds (default 60)");
+  command->add_option("--restart", options->restart, "Checkpoint-and-restart time of a start or resize, s (default 30)");
+  command->add_option("--slowdown", options->slowdown,
+                      "Multiplexing: a host job's slowdown with a background job on its devices (default 1.05)");
+  command->add_option("--from-day", options->from_day, "Philly: start the replay this many days into the trace");
+  command->add_option("--days", options->days, "Philly: replay this many days (default 0: to the end)");
+  command->add_flag("--skip-oversized", options->skip_oversized,
+                    "Leave out jobs asking for more GPUs than the cluster has (default: refuse the trace)");
+  command->add_flag("--json", options->json, "Print JSON instead of a table");
+  command->add_flag("--jobs", options->with_jobs, "With --json: every job's outcome too");
+  command->add_option("--svg", options->svg, "Write the JCT distributions and GPUs held over time as SVG");
+  command->callback([options] { run_cluster_sim(*options); });
+}
+
+}  // namespace burst::cli

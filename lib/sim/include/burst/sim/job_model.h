@@ -1,0 +1,83 @@
+#pragma once
+// What a job of a trace needs and how fast it goes (docs/cluster-sim.md, "Job models").
+//
+// A job's work is progress to make. A job of the Pollux format trains to its application's
+// last epoch: progress counts steps at the application's smallest validated batch, a step at
+// a larger batch counts its statistical gain (the published simulator's goodput model), and
+// the work is the progress at which the last epoch ends. A Philly job ran `duration_s` on
+// the GPUs it asked for: its work is that many seconds' iterations at that count.
+//
+// How long an iteration takes comes from an IterationTimer: the measured tables
+// (MeasuredTimer, the published simulator's model) or burst's planner and evaluator (the
+// `burst` command's own, which lib/sim cannot link).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "burst/sim/application_tables.h"
+#include "burst/sim/job_trace.h"
+
+namespace burst::sim {
+
+// One iteration (optimizer step at the job's global batch) on a placement.
+struct IterationTime {
+  double seconds = 0;
+  int64_t samples = 0;       // the global batch it really takes (the tables may round it)
+  double idle_fraction = 0;  // of its devices' time, what a background job could use
+  double joules = -1;        // all its devices over the iteration; < 0: unknown
+};
+
+class IterationTimer {
+ public:
+  virtual ~IterationTimer() = default;
+  // `placement`: GPUs on each node used, in the order the nodes were taken.
+  virtual IterationTime time(const ApplicationTable& application, int64_t batch, const std::vector<int>& placement) = 0;
+  // A device's idle power (W) for cluster energy; < 0: unknown.
+  virtual double idle_power_w() const { return -1; }
+  virtual std::string name() const = 0;
+};
+
+// The published simulator's step times: the measured tables, gradient accumulation above the
+// application's largest local batch (one step = the last micro-step with its sync, plus the
+// others without); what a device spends synchronising is the idle fraction.
+class MeasuredTimer : public IterationTimer {
+ public:
+  IterationTime time(const ApplicationTable& application, int64_t batch, const std::vector<int>& placement) override;
+  std::string name() const override { return "measured"; }
+};
+
+// A job's speed on a placement from some progress on: constant until `until_progress`.
+struct JobSpeed {
+  double progress_per_s = 0;
+  double samples_per_s = 0;
+  double until_progress = 0;
+  double idle_fraction = 0;
+  double watts = -1;  // its devices' power while it runs; < 0: unknown
+};
+
+class JobModel {
+ public:
+  // `gpus_per_node`: how the GPUs a Philly job asked for were packed when it ran.
+  JobModel(const ApplicationTables& applications, IterationTimer& timer, int gpus_per_node)
+      : applications_(applications), timer_(timer), gpus_per_node_(gpus_per_node) {}
+
+  // UserError "PATH:LINE: unknown application 'X' (known: ...)".
+  void check(const JobTrace& trace, const TraceJob& job) const;
+  const ApplicationTable& application(const TraceJob& job) const;
+  // The job's global batch: as given, else (Philly) the application's smallest validated
+  // batch per GPU times its GPUs, within the validated range.
+  int64_t batch_of(const TraceJob& job) const;
+  double work(const TraceJob& job) const;
+  JobSpeed speed(const TraceJob& job, const std::vector<int>& placement, double progress) const;
+  IterationTimer& timer() const { return timer_; }
+
+ private:
+  const ApplicationTables& applications_;
+  IterationTimer& timer_;
+  int gpus_per_node_ = 1;
+};
+
+// `gpus` packed on nodes of `per_node` GPUs: {per_node, ..., rest}.
+std::vector<int> packed_placement(int gpus, int per_node);
+
+}  // namespace burst::sim

@@ -1,0 +1,63 @@
+#pragma once
+// Internal to the multi-tenant cluster: one job's state, how it moves in time, and the
+// policies' decisions (multi_tenant.h).
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "burst/sim/job_model.h"
+#include "burst/sim/multi_tenant.h"
+
+namespace burst::sim::tenant {
+
+struct Job {
+  const TraceJob* trace = nullptr;
+  double work = 0;
+  double progress = 0;
+  double samples = 0;
+  std::vector<std::pair<int, int>> placement;  // (node, GPUs) in the order taken
+  int gpus = 0;
+  Job* host = nullptr;   // running in the background on one of this job's devices
+  int guests = 0;        // background jobs on its devices
+  double restart_left_s = 0;
+  double executed_s = 0;  // time holding GPUs (Tiresias's attained service is this x GPUs asked)
+  int queue = 0;          // Tiresias queue
+  int64_t queue_order = 0;
+  bool has_speed = false;
+  JobSpeed speed;
+  double host_idle = 0;   // the host's idle fraction when the speed was taken
+  double start_s = -1;
+  double finish_s = -1;
+  int starts = 0;
+  int gpus_most = 0;
+  double gpu_seconds = 0;
+  double background_s = 0;
+  double joules = 0;
+  // The policy's decision.
+  int want_gpus = 0;
+  Job* want_host = nullptr;
+
+  bool running() const { return gpus > 0; }
+  bool finished() const { return finish_s >= 0; }
+  std::vector<int> placement_counts() const;
+};
+
+struct Context {
+  const JobModel& model;
+  const MultiTenantOptions& options;
+  double idle_power_w = -1;
+  int gpus_per_node = 1;
+  int total_gpus = 0;
+};
+
+// Runs `job` from `from` to `to` (restart first, then its speed's segments); sets finish_s
+// when the work is done. Energy and GPU-seconds accrue.
+void advance(Job& job, double from, double to, const Context& context);
+// When `job` would finish from `from` at its present speed (infinity: never).
+double predicted_finish(const Job& job, double from, const Context& context);
+
+// Sets want_gpus / want_host of every job in `active` (arrival order) and returns them in
+// the policy's priority order, in which they are placed.
+std::vector<Job*> decide(const std::vector<Job*>& active, const Context& context);
+
+}  // namespace burst::sim::tenant
