@@ -1,5 +1,6 @@
 #include "cluster_sim_commands.h"
 
+#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -111,14 +112,17 @@ void run_cluster_sim(const ClusterSimOptions& options) {
   std::vector<sim::MultiTenantResult> results;
   for (const sim::ClusterPolicy policy : policies) {
     tenant.policy = policy;
-    tenant.progress = [&](double simulated_s, size_t done, size_t total) {
+    const auto started = std::chrono::steady_clock::now();
+    tenant.progress = [&, started](double simulated_s, size_t done, size_t total) {
+      if (std::chrono::steady_clock::now() - started < std::chrono::seconds(2)) return;  // quick runs stay quiet
       std::cerr << fmt::format("cluster-sim {}: {}/{} jobs done, simulated {:.1f} h\n", sim::cluster_policy_name(policy),
                                done, total, simulated_s / 3600);
     };
     results.push_back(sim::simulate_multi_tenant(trace, model, nodes, tenant));
   }
   ClusterSimSetting setting{options.trace, trace.format, trace.jobs.size(), 0, static_cast<int>(nodes.size()),
-                            *std::max_element(nodes.begin(), nodes.end()), device, job_model, tenant.interval_s,
+                            *std::max_element(nodes.begin(), nodes.end()),
+                            job_model == "measured" ? "GPUs of the measured tables" : device, job_model, tenant.interval_s,
                             tenant.restart_s};
   for (const int gpus : nodes) setting.gpus += gpus;
   if (!options.svg.empty()) {

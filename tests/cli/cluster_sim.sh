@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Usage: cluster_sim.sh BURST_BINARY POLLUX_DATA_DIR
+#
+# `burst cluster-sim` (docs/cluster-sim.md): a Pollux workload under every policy with the
+# measured-table job model (table, JSON with the reported fields, SVG), the published
+# Tiresias figure of workload 1 within 10%, and bad input refused with one line and exit 2:
+# a malformed trace line (file and line), a job asking for more GPUs than the cluster has
+# (or skipped, with --skip-oversized), an unknown application, an unknown policy.
+set -u
+
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
+cli_setup "$0 BURST_BINARY POLLUX_DATA_DIR" 2 "$@"
+data=$2
+workload="$data/workloads/workload-1.csv"
+tables="$data/applications"
+
+quiet all cluster-sim --trace "$workload" --applications "$tables" \
+  --policy fifo,tiresias,burst-scale,burst-multiplex,burst --json --svg "$work/cluster.svg"
+py_check "every policy reports JCT, makespan, utilisation and throughput; Tiresias near the published figure" '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["job_model"] == "measured" and d["gpus"] == 64 and d["nodes"] == 16, d
+assert [p["policy"] for p in d["policies"]] == ["fifo", "tiresias", "burst-scale", "burst-multiplex", "burst"]
+for p in d["policies"]:
+    for key in ("avg_jct_s", "p99_jct_s", "makespan_s", "utilisation", "throughput"):
+        assert p[key] > 0, (p["policy"], key)
+    assert p["jobs_done"] == 160 and 0 < p["utilisation"] <= 1, p
+    assert p["energy_j"] is None  # the measured tables have no power model
+tiresias = d["policies"][1]["avg_jct_s"]
+assert abs(tiresias / 2474 - 1) < 0.10, tiresias  # the published Tiresias figure of workload 1
+svg = open(sys.argv[2]).read()
+assert svg.startswith("<svg") and svg.count("<polyline") == 10 and "JCT distribution" in svg
+' "$work/all.out" "$work/cluster.svg"
+
+quiet one cluster-sim --trace "$workload" --applications "$tables" --policy fifo
+contains one "fifo "
+contains one "16 nodes x 4"
+
+header="name,time,application,num_replicas,batch_size"
+printf '%s\na,5,cifar10,6,2048\nb,x,cifar10,1,1\n' "$header" > "$work/bad.csv"
+refused "malformed number" cluster-sim --trace "$work/bad.csv" --applications "$tables"
+contains_error "$work/bad.csv:3: time must be a number >= 0, got 'x'"
+printf '%s\na,5,cifar10,6\n' "$header" > "$work/short.csv"
+refused "short line" cluster-sim --trace "$work/short.csv" --applications "$tables"
+contains_error "$work/short.csv:2: expected 5 fields"
+printf '%s\na,5,resnet9000,2,128\n' "$header" > "$work/app.csv"
+refused "unknown application" cluster-sim --trace "$work/app.csv" --applications "$tables"
+contains_error "$work/app.csv:2: unknown application 'resnet9000' (known: bert, cifar10, deepspeech2, imagenet, ncf, yolov3)"
+printf '%s\na,5,cifar10,128,4096\nb,6,ncf,1,32768\n' "$header" > "$work/big.csv"
+refused "oversized job" cluster-sim --trace "$work/big.csv" --applications "$tables"
+contains_error "$work/big.csv:2: job 'a' asks for 128 GPUs, the cluster has 64 (--skip-oversized leaves such jobs out)"
+quiet skipped cluster-sim --trace "$work/big.csv" --applications "$tables" --skip-oversized --json
+py_check "--skip-oversized leaves the job out and counts it" '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["skipped_oversized"] == 1 and d["jobs_done"] == 1, d
+' "$work/skipped.out"
+refused "unknown policy" cluster-sim --trace "$workload" --policy lottery
+contains_error "unknown policy 'lottery' (policies: fifo, tiresias, burst-scale, burst-multiplex, burst)"
+refused "unknown job model" cluster-sim --trace "$workload" --job-model magic
+contains_error "--job-model must be measured or burst, got 'magic'"
+refused "no GPUs" cluster-sim --trace "$workload" --devices 0
+refused "no tables" cluster-sim --trace "$workload" --applications "$work/nothing"
+contains_error "'$work/nothing' is not a folder"
+printf 'a,b\n1,2\n' > "$work/notrace.csv"
+refused "not a trace" cluster-sim --trace "$work/notrace.csv"
+contains_error "$work/notrace.csv:1: not a job trace"
+finish "cluster-sim checks passed"
