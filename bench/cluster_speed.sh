@@ -2,7 +2,7 @@
 # Speed of `burst cluster-sim` (docs/cluster-sim.md, "Speed"): wall time and peak memory of
 # a 160-job Pollux workload (Tiresias; measured tables, then burst's own job model, whose
 # time is mostly planning the job shapes) and of the whole Philly trace (82,247 jobs) on 2048
-# GPUs under Tiresias and under burst (both job models). Median of 3 for the quick runs.
+# GPUs under Tiresias and under burst (both job models). The first run three times.
 # Usage: bench/cluster_speed.sh [path/to/burst]
 set -euo pipefail
 burst=${1:-build/release/apps/burst/burst}
@@ -24,10 +24,11 @@ for _ in 1 2 3; do
     --applications "$data/applications" --policy tiresias
 done
 measure "workload-1, tiresias, burst's job model" cluster-sim --trace "$data/workloads/workload-1.csv" --policy tiresias
-for model in "--applications $data/applications" "--job-model burst"; do
+for model in measured burst; do
+  label="measured tables"
+  [ "$model" = burst ] && label="burst's job model"
   for policy in tiresias burst; do
-    # shellcheck disable=SC2086
-    measure "philly (82247 jobs) on 2048 GPUs, $policy, ${model%% *}" cluster-sim --trace "$data/philly.csv" \
-      --devices 2048 --gpus-per-node 8 --policy "$policy" $model
+    measure "philly (82247 jobs) on 2048 GPUs, $policy, $label" cluster-sim --trace "$data/philly.csv" \
+      --devices 2048 --gpus-per-node 8 --policy "$policy" --job-model "$model"
   done
 done
