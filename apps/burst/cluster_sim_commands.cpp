@@ -1,5 +1,6 @@
 #include "cluster_sim_commands.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -38,25 +39,44 @@ struct ClusterSimOptions {
   std::string svg;
 };
 
-// GPUs per node of the cluster: a cluster file's nodes, or --devices packed --gpus-per-node.
-std::vector<int> cluster_nodes(const ClusterSimOptions& options, std::string& device) {
-  std::vector<int> nodes;
+// The cluster's nodes: a cluster file's (its groups' kinds), or the built-in one: --devices N
+// of --device, or --devices KIND:N,KIND:N,..., packed --gpus-per-node per node.
+sim::ClusterNodes cluster_nodes(const ClusterSimOptions& options) {
+  sim::ClusterNodes nodes;
   if (!options.cluster_file.empty()) {
     const cluster::Cluster cluster = cluster::load_cluster_file(options.cluster_file);
-    if (cluster.mixed()) {
-      throw UserError(fmt::format("burst cluster-sim: cluster '{}' mixes device kinds; the multi-tenant cluster "
-                                  "takes one kind",
-                                  options.cluster_file));
+    nodes.kind_names = cluster.kinds();
+    for (int rank = 0; rank < cluster.size(); ++rank) {
+      const auto node = static_cast<size_t>(cluster.node_of(rank));
+      if (node >= nodes.gpus.size()) {
+        nodes.gpus.push_back(0);
+        nodes.kinds.push_back(cluster.kind_index(rank));
+      }
+      ++nodes.gpus[node];
     }
-    device = cluster.device();
-    for (int node = 0; node < cluster.nodes(); ++node) nodes.push_back(cluster.devices_on_node(node));
     return nodes;
   }
-  device = options.device;
-  const int64_t total = parse_whole(options.devices, "--devices", 1, cluster::kMaxDevices);
+  const bool listed = options.devices.find(':') != std::string::npos;
+  const cluster::Cluster cluster =
+      listed ? cluster::builtin_mixed_cluster(options.devices, "")
+             : cluster::builtin_cluster(options.device, parse_whole(options.devices, "--devices", 1, cluster::kMaxDevices));
   const int64_t per_node = parse_whole(options.gpus_per_node, "--gpus-per-node", 1, 1024);
-  for (int64_t left = total; left > 0; left -= per_node) nodes.push_back(static_cast<int>(std::min(left, per_node)));
+  nodes.kind_names = cluster.kinds();
+  for (const cluster::DeviceGroup& group : cluster.groups()) {
+    const auto kind = static_cast<int>(std::find(nodes.kind_names.begin(), nodes.kind_names.end(), group.device) -
+                                       nodes.kind_names.begin());
+    for (int64_t left = *group.devices; left > 0; left -= per_node) {
+      nodes.gpus.push_back(static_cast<int>(std::min(left, per_node)));
+      nodes.kinds.push_back(kind);
+    }
+  }
   return nodes;
+}
+
+std::string kinds_text(const sim::ClusterNodes& nodes) {
+  std::string text;
+  for (const std::string& kind : nodes.kind_names) text += (text.empty() ? "" : "+") + kind;
+  return text;
 }
 
 std::vector<sim::ClusterPolicy> parse_policies(const std::string& text) {
@@ -83,8 +103,7 @@ sim::MultiTenantOptions tenant_options(const ClusterSimOptions& options) {
 void run_cluster_sim(const ClusterSimOptions& options) {
   const std::vector<sim::ClusterPolicy> policies = parse_policies(options.policies);
   sim::MultiTenantOptions tenant = tenant_options(options);
-  std::string device;
-  const std::vector<int> nodes = cluster_nodes(options, device);
+  const sim::ClusterNodes nodes = cluster_nodes(options);
   const std::string job_model = options.job_model.empty() ? (options.applications.empty() ? "burst" : "measured")
                                                           : options.job_model;
   if (job_model != "measured" && job_model != "burst") {
@@ -100,9 +119,10 @@ void run_cluster_sim(const ClusterSimOptions& options) {
   const sim::ApplicationTables& tables = read_tables ? *read_tables : sim::builtin_application_tables();
 
   sim::MeasuredTimer measured;
-  PlannedTimer planned(device);
+  PlannedTimer planned(nodes.kind_names);
   sim::IterationTimer& timer = job_model == "measured" ? static_cast<sim::IterationTimer&>(measured) : planned;
-  const sim::JobModel model(tables, timer, *std::max_element(nodes.begin(), nodes.end()));
+  const int most_per_node = *std::max_element(nodes.gpus.begin(), nodes.gpus.end());
+  const sim::JobModel model(tables, timer, most_per_node);
   if (job_model == "burst") {
     for (const sim::TraceJob& job : trace.jobs) {
       model.check(trace, job);
@@ -120,11 +140,10 @@ void run_cluster_sim(const ClusterSimOptions& options) {
     };
     results.push_back(sim::simulate_multi_tenant(trace, model, nodes, tenant));
   }
-  ClusterSimSetting setting{options.trace, trace.format, trace.jobs.size(), 0, static_cast<int>(nodes.size()),
-                            *std::max_element(nodes.begin(), nodes.end()),
-                            job_model == "measured" ? "GPUs of the measured tables" : device, job_model, tenant.interval_s,
-                            tenant.restart_s};
-  for (const int gpus : nodes) setting.gpus += gpus;
+  const ClusterSimSetting setting{options.trace, trace.format, trace.jobs.size(), nodes.total(),
+                                  static_cast<int>(nodes.gpus.size()), most_per_node,
+                                  job_model == "measured" ? "GPUs of the measured tables" : kinds_text(nodes),
+                                  job_model, tenant.interval_s, tenant.restart_s};
   if (!options.svg.empty()) {
     std::ofstream out(options.svg);
     out << cluster_sim_svg(setting, results);
@@ -153,9 +172,11 @@ void add_cluster_sim_commands(CLI::App& app) {
   command->add_option("--job-model", options->job_model,
                       "measured (the tables' step times) or burst (burst's planner and evaluator); default: measured "
                       "with --applications, else burst");
-  CLI::Option* file = command->add_option("--cluster", options->cluster_file, "Cluster file (one device kind)");
+  CLI::Option* file = command->add_option("--cluster", options->cluster_file, "Cluster file (docs/cluster-format.md)");
   command->add_option("--device", options->device, "Built-in device kind (default v100)")->excludes(file);
-  command->add_option("--devices", options->devices, "GPUs of the built-in cluster (default 64)")->excludes(file);
+  command->add_option("--devices", options->devices,
+                      "GPUs of the built-in cluster (default 64), or several kinds as KIND:N,KIND:N,... (v100:32,a100:32)")
+      ->excludes(file);
   command->add_option("--gpus-per-node", options->gpus_per_node, "GPUs per node of the built-in cluster (default 4)")
       ->excludes(file);
   command->add_option("--interval", options->interval, "Scheduling round, seconds (default 60)");

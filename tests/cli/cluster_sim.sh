@@ -38,6 +38,17 @@ contains one "fifo "
 contains one "16 nodes x 4"
 
 header="name,time,application,num_replicas,batch_size"
+# burst's own job model on a cluster of two kinds (planner and evaluator per job shape).
+printf '%s\na,0,cifar10,4,512\nb,10,imagenet,4,256\nc,20,ncf,1,32768\n' "$header" > "$work/three.csv"
+ok mixed cluster-sim --trace "$work/three.csv" --devices v100:4,a100:4 --policy tiresias,burst --json
+py_check "burst's job model plans every job and reports energy on two kinds" '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["job_model"] == "burst" and d["device"] == "v100+a100" and d["gpus"] == 8, d
+for p in d["policies"]:
+    assert p["jobs_done"] == 3 and p["avg_jct_s"] > 0 and p["energy_j"] > 0, p
+' "$work/mixed.out"
+
 printf '%s\na,5,cifar10,6,2048\nb,x,cifar10,1,1\n' "$header" > "$work/bad.csv"
 refused "malformed number" cluster-sim --trace "$work/bad.csv" --applications "$tables"
 contains_error "$work/bad.csv:3: time must be a number >= 0, got 'x'"

@@ -11,12 +11,15 @@
 
 namespace burst::sim {
 
-IterationTime MeasuredTimer::time(const ApplicationTable& application, int64_t batch,
-                                  const std::vector<int>& placement) {
-  int replicas = 0;
-  for (const int gpus : placement) replicas += gpus;
-  const LocalBatch split = application.local_batch(batch, replicas);
-  const StepTime step = application.step_time(placement, static_cast<double>(split.micro_batch));
+int Placement::total() const {
+  int sum = 0;
+  for (const int count : gpus) sum += count;
+  return sum;
+}
+
+IterationTime MeasuredTimer::time(const ApplicationTable& application, int64_t batch, const Placement& placement) {
+  const LocalBatch split = application.local_batch(batch, placement.total());
+  const StepTime step = application.step_time(placement.gpus, static_cast<double>(split.micro_batch));
   IterationTime time;
   time.seconds = step.step_s + split.accumulation * std::max(0.0, step.step_s - step.sync_s);
   time.samples = split.global_batch;
@@ -47,7 +50,7 @@ double JobModel::work(const TraceJob& job) const {
   return job.duration_s / requested.seconds;  // iterations
 }
 
-JobSpeed JobModel::speed(const TraceJob& job, const std::vector<int>& placement, double progress) const {
+JobSpeed JobModel::speed(const TraceJob& job, const Placement& placement, double progress) const {
   const ApplicationTable& app = application(job);
   const IterationTime time = timer_.time(app, batch_of(job), placement);
   BURST_ASSERT(time.seconds > 0, "an iteration takes no time");
@@ -68,9 +71,12 @@ JobSpeed JobModel::speed(const TraceJob& job, const std::vector<int>& placement,
   return speed;
 }
 
-std::vector<int> packed_placement(int gpus, int per_node) {
-  std::vector<int> placement;
-  for (int left = gpus; left > 0; left -= per_node) placement.push_back(std::min(left, per_node));
+Placement packed_placement(int gpus, int per_node, int kind) {
+  Placement placement;
+  for (int left = gpus; left > 0; left -= per_node) {
+    placement.gpus.push_back(std::min(left, per_node));
+    placement.kinds.push_back(kind);
+  }
   return placement;
 }
 

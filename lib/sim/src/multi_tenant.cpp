@@ -27,10 +27,11 @@ constexpr PolicyName kPolicies[] = {{ClusterPolicy::Fifo, "fifo"},
                                     {ClusterPolicy::BurstMultiplex, "burst-multiplex"},
                                     {ClusterPolicy::Burst, "burst"}};
 
-// Free GPUs per node; a job takes them from the node with the most free first.
+// Free GPUs per node; a job takes them from the node with the most free first, within the
+// kind with the most free GPUs when that kind has room for it.
 class FreeGpus {
  public:
-  explicit FreeGpus(const std::vector<int>& per_node) : free_(per_node) {}
+  explicit FreeGpus(const ClusterNodes& nodes) : nodes_(nodes), free_(nodes.gpus) {}
   void release(Job& job) {
     for (const auto& [node, count] : job.placement) free_[static_cast<size_t>(node)] += count;
     job.placement.clear();
@@ -38,28 +39,56 @@ class FreeGpus {
   }
   void place(Job& job, int gpus) {
     job.gpus = gpus;
+    const int kind = roomy_kind(gpus);
     for (int left = gpus; left > 0;) {
-      const auto most = std::max_element(free_.begin(), free_.end());  // first of the largest
-      BURST_ASSERT(*most > 0, "a policy gave out more GPUs than the cluster has");
-      const int take = std::min(left, *most);
-      *most -= take;
+      size_t most = free_.size();
+      for (size_t node = 0; node < free_.size(); ++node) {
+        if ((kind < 0 || nodes_.kind_of(node) == kind) && (most == free_.size() || free_[node] > free_[most])) most = node;
+      }
+      BURST_ASSERT(most < free_.size() && free_[most] > 0, "a policy gave out more GPUs than the cluster has");
+      const int take = std::min(left, free_[most]);
+      free_[most] -= take;
       left -= take;
-      job.placement.emplace_back(static_cast<int>(most - free_.begin()), take);
+      job.placement.emplace_back(static_cast<int>(most), take);
     }
   }
 
  private:
+  // The kind with the most free GPUs if it has `gpus` free, else -1 (any node).
+  int roomy_kind(int gpus) const {
+    if (nodes_.kinds.empty()) return -1;
+    std::vector<int> free_of_kind(nodes_.kind_names.size() + 1, 0);
+    for (size_t node = 0; node < free_.size(); ++node) {
+      const auto kind = static_cast<size_t>(nodes_.kind_of(node));
+      if (kind >= free_of_kind.size()) free_of_kind.resize(kind + 1, 0);
+      free_of_kind[kind] += free_[node];
+    }
+    const auto best = std::max_element(free_of_kind.begin(), free_of_kind.end());
+    return *best >= gpus ? static_cast<int>(best - free_of_kind.begin()) : -1;
+  }
+
+  const ClusterNodes& nodes_;
   std::vector<int> free_;
 };
 
+std::vector<double> idle_power_per_kind(const IterationTimer& timer, const ClusterNodes& nodes) {
+  size_t kinds = 1;
+  for (size_t node = 0; node < nodes.gpus.size(); ++node) kinds = std::max(kinds, static_cast<size_t>(nodes.kind_of(node)) + 1);
+  std::vector<double> watts;
+  for (size_t kind = 0; kind < kinds; ++kind) {
+    const double idle = timer.idle_power_w(static_cast<int>(kind));
+    if (idle < 0) return {};
+    watts.push_back(idle);
+  }
+  return watts;
+}
+
 class Engine {
  public:
-  Engine(const JobTrace& trace, const JobModel& model, const std::vector<int>& per_node,
-         const MultiTenantOptions& options)
-      : trace_(trace), options_(options), free_(per_node),
-        context_{model, options, model.timer().idle_power_w(),
-                 *std::max_element(per_node.begin(), per_node.end()),
-                 std::accumulate(per_node.begin(), per_node.end(), 0)} {}
+  Engine(const JobTrace& trace, const JobModel& model, const ClusterNodes& nodes, const MultiTenantOptions& options)
+      : trace_(trace), options_(options), free_(nodes),
+        context_{model, options, nodes, idle_power_per_kind(model.timer(), nodes),
+                 *std::max_element(nodes.gpus.begin(), nodes.gpus.end()), nodes.total()} {}
 
   MultiTenantResult run();
 
@@ -171,7 +200,7 @@ void Engine::apply(const std::vector<Job*>& order, double now) {
     if (job->host == nullptr) continue;
     ++job->host->guests;
     job->host_idle = job->host->has_speed ? job->host->speed.idle_fraction
-                                          : context_.model.speed(*job->host->trace, job->host->placement_counts(),
+                                          : context_.model.speed(*job->host->trace, context_.placement_of(*job->host),
                                                                  job->host->progress).idle_fraction;
   }
 }
@@ -263,8 +292,12 @@ MultiTenantResult Engine::summarise() const {
     result.jobs_per_hour = static_cast<double>(jcts.size()) * 3600 / result.makespan_s;
   }
   // Energy: every job's power above idle, and every GPU's idle power over the makespan.
-  if (context_.idle_power_w >= 0) {
-    result.energy_j = joules + context_.idle_power_w * context_.total_gpus * result.makespan_s;
+  if (!context_.idle_power_w.empty()) {
+    double idle_w = 0;
+    for (size_t node = 0; node < context_.nodes.gpus.size(); ++node) {
+      idle_w += context_.nodes.gpus[node] * context_.idle_power_w[static_cast<size_t>(context_.nodes.kind_of(node))];
+    }
+    result.energy_j = joules + idle_w * result.makespan_s;
   }
   return result;
 }
@@ -287,16 +320,19 @@ const char* cluster_policy_name(ClusterPolicy policy) {
   return "?";
 }
 
-MultiTenantResult simulate_multi_tenant(const JobTrace& trace, const JobModel& model,
-                                        const std::vector<int>& gpus_per_node, const MultiTenantOptions& options) {
-  if (gpus_per_node.empty() || *std::min_element(gpus_per_node.begin(), gpus_per_node.end()) < 1) {
-    throw UserError("the cluster needs at least one node with a GPU");
+int ClusterNodes::total() const { return std::accumulate(gpus.begin(), gpus.end(), 0); }
+
+MultiTenantResult simulate_multi_tenant(const JobTrace& trace, const JobModel& model, const ClusterNodes& nodes,
+                                        const MultiTenantOptions& options) {
+  if (nodes.gpus.empty() || *std::min_element(nodes.gpus.begin(), nodes.gpus.end()) < 1 ||
+      (!nodes.kinds.empty() && nodes.kinds.size() != nodes.gpus.size())) {
+    throw UserError("the cluster needs at least one node with a GPU, and a kind for every node");
   }
   if (!(options.interval_s > 0) || !(options.restart_s >= 0) || !(options.foreground_slowdown >= 1)) {
     throw UserError(fmt::format("bad cluster options: interval {} s (> 0), restart {} s (>= 0), slowdown {} (>= 1)",
                                 options.interval_s, options.restart_s, options.foreground_slowdown));
   }
-  Engine engine(trace, model, gpus_per_node, options);
+  Engine engine(trace, model, nodes, options);
   return engine.run();
 }
 

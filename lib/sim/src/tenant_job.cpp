@@ -14,7 +14,7 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 double take_speed(Job& job, const Context& context) {
   const MultiTenantOptions& options = context.options;
   if (!job.has_speed || job.progress >= job.speed.until_progress) {
-    const std::vector<int> placement = job.host != nullptr ? std::vector<int>{1} : job.placement_counts();
+    const Placement placement = job.host != nullptr ? context.packed_for(*job.host, 1) : context.placement_of(job);
     job.speed = context.model.speed(*job.trace, placement, job.progress);
     job.has_speed = true;
   }
@@ -24,17 +24,36 @@ double take_speed(Job& job, const Context& context) {
 
 // Power above what the job's devices draw idle (background: its kernels' share).
 double job_watts(const Job& job, double factor, const Context& context) {
-  if (job.speed.watts < 0 || context.idle_power_w < 0) return 0;
-  if (job.host != nullptr) return std::max(0.0, job.speed.watts - context.idle_power_w) * factor;
-  return job.speed.watts - context.idle_power_w * job.gpus;
+  if (job.speed.watts < 0 || context.idle_power_w.empty()) return 0;
+  if (job.host != nullptr) {
+    return std::max(0.0, job.speed.watts - context.idle_power_of(context.packed_for(*job.host, 1))) * factor;
+  }
+  return job.speed.watts - context.idle_power_of(context.placement_of(job));
 }
 
 }  // namespace
 
-std::vector<int> Job::placement_counts() const {
-  std::vector<int> counts;
-  for (const auto& [node, count] : placement) counts.push_back(count);
-  return counts;
+Placement Context::placement_of(const Job& job) const {
+  Placement out;
+  for (const auto& [node, count] : job.placement) {
+    out.gpus.push_back(count);
+    out.kinds.push_back(nodes.kind_of(static_cast<size_t>(node)));
+  }
+  return out;
+}
+
+Placement Context::packed_for(const Job& job, int gpus) const {
+  const int kind = job.placement.empty() ? 0 : nodes.kind_of(static_cast<size_t>(job.placement.front().first));
+  return packed_placement(gpus, gpus_per_node, kind);
+}
+
+double Context::idle_power_of(const Placement& placement) const {
+  if (idle_power_w.empty()) return 0;
+  double watts = 0;
+  for (size_t i = 0; i < placement.gpus.size(); ++i) {
+    watts += placement.gpus[i] * idle_power_w[static_cast<size_t>(placement.kinds[i])];
+  }
+  return watts;
 }
 
 void advance(Job& job, double from, double to, const Context& context) {

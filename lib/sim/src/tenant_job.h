@@ -39,15 +39,22 @@ struct Job {
 
   bool running() const { return gpus > 0; }
   bool finished() const { return finish_s >= 0; }
-  std::vector<int> placement_counts() const;
 };
 
 struct Context {
   const JobModel& model;
   const MultiTenantOptions& options;
-  double idle_power_w = -1;
+  const ClusterNodes& nodes;
+  std::vector<double> idle_power_w;  // per kind; empty: unknown
   int gpus_per_node = 1;
   int total_gpus = 0;
+
+  // The job's GPUs with their nodes' kinds.
+  Placement placement_of(const Job& job) const;
+  // `gpus` packed on nodes of the kind the job holds now (its first node's), else the first kind.
+  Placement packed_for(const Job& job, int gpus) const;
+  // Idle power of the job's GPUs (0 when unknown).
+  double idle_power_of(const Placement& placement) const;
 };
 
 // Runs `job` from `from` to `to` (restart first, then its speed's segments); sets finish_s

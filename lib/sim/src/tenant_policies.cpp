@@ -44,7 +44,7 @@ int admit(const std::vector<Job*>& order, const Context& context) {
 }
 
 double progress_rate(const Job& job, int gpus, const Context& context) {
-  return context.model.speed(*job.trace, packed_placement(gpus, context.gpus_per_node), job.progress).progress_per_s;
+  return context.model.speed(*job.trace, context.packed_for(job, gpus), job.progress).progress_per_s;
 }
 
 // Whether going from `gpus` to `more` is worth it: each added GPU gives at least the
@@ -101,8 +101,7 @@ void place_background(const std::vector<Job*>& order, const Context& context) {
   std::vector<Host> hosts;
   for (Job* job : order) {
     if (job->want_gpus == 0) continue;
-    const JobSpeed speed =
-        context.model.speed(*job->trace, packed_placement(job->want_gpus, context.gpus_per_node), job->progress);
+    const JobSpeed speed = context.model.speed(*job->trace, context.packed_for(*job, job->want_gpus), job->progress);
     if (speed.idle_fraction >= context.options.min_idle_fraction) hosts.push_back({job, speed.idle_fraction, job->want_gpus});
   }
   std::stable_sort(hosts.begin(), hosts.end(), [](const Host& a, const Host& b) { return a.idle > b.idle; });

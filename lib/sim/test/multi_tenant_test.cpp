@@ -2,6 +2,7 @@
 // validation against the published simulator's Tiresias figures.
 #include "burst/sim/multi_tenant.h"
 
+#include <algorithm>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -15,7 +16,7 @@ namespace multi_tenant_test {
 // of it.
 class FixedTimer : public IterationTimer {
  public:
-  IterationTime time(const ApplicationTable& application, int64_t batch, const std::vector<int>&) override {
+  IterationTime time(const ApplicationTable& application, int64_t batch, const Placement&) override {
     IterationTime time;
     time.seconds = 1;
     time.samples = batch;
@@ -66,7 +67,7 @@ struct Fixture {
   }
   MultiTenantResult run(ClusterPolicy policy) {
     options.policy = policy;
-    return simulate_multi_tenant(trace, model, {4}, options);
+    return simulate_multi_tenant(trace, model, ClusterNodes{{4}, {}, {}}, options);
   }
 };
 
@@ -159,10 +160,8 @@ TEST(MultiTenant, NoBackgroundWithoutIdleTime) {
 // a job whose work is in iterations, so use a timer that halves with twice the GPUs).
 class ScalingTimer : public IterationTimer {
  public:
-  IterationTime time(const ApplicationTable&, int64_t batch, const std::vector<int>& placement) override {
-    int gpus = 0;
-    for (const int g : placement) gpus += g;
-    return {1.0 / gpus, batch, 0, -1};
+  IterationTime time(const ApplicationTable&, int64_t batch, const Placement& placement) override {
+    return {1.0 / placement.total(), batch, 0, -1};
   }
   std::string name() const override { return "scaling"; }
 };
@@ -180,9 +179,40 @@ TEST(MultiTenant, StrongScalingLendsFreeGpus) {
   options.interval_s = 10;
   options.restart_s = 0;
   options.policy = ClusterPolicy::BurstScale;
-  const MultiTenantResult result = simulate_multi_tenant(trace, model, {4}, options);
+  const MultiTenantResult result = simulate_multi_tenant(trace, model, ClusterNodes{{4}, {}, {}}, options);
   EXPECT_EQ(result.jobs[0].gpus_most, 4);
   EXPECT_NEAR(result.jobs[0].jct_s(), 100, 1e-9);
+}
+
+// Iterations take 1 s on kind 0 and 2 s on kind 1, and a placement across kinds the slower.
+class KindTimer : public IterationTimer {
+ public:
+  IterationTime time(const ApplicationTable&, int64_t batch, const Placement& placement) override {
+    const bool slow = std::find(placement.kinds.begin(), placement.kinds.end(), 1) != placement.kinds.end();
+    return {slow ? 2.0 : 1.0, batch, 0, -1};
+  }
+  std::string name() const override { return "kinds"; }
+};
+
+// Two nodes of 4, one of each kind. A and B (4 GPUs, 100 iterations each) go to one kind each
+// (the kind with the most free GPUs, the first on ties): A 100 s on kind 0, B 200 s on kind 1.
+// Then C (6 GPUs) spans both kinds at the slower pace: 100 iterations from 200 (the round after
+// B) take 200 s.
+TEST(MultiTenant, JobsKeepToOneKindWhenOneHasRoom) {
+  ApplicationTables tables = fixed_applications();
+  KindTimer timer;
+  const JobModel model(tables, timer, 4);
+  JobTrace trace;
+  trace.path = "test";
+  trace.jobs = {job("A", 0, 4, 100), job("B", 0, 4, 100), job("C", 0, 6, 100)};
+  MultiTenantOptions options;
+  options.interval_s = 10;
+  options.restart_s = 0;
+  options.policy = ClusterPolicy::Fifo;
+  const auto jct = jcts(simulate_multi_tenant(trace, model, ClusterNodes{{4, 4}, {0, 1}, {"fast", "slow"}}, options));
+  EXPECT_DOUBLE_EQ(jct.at("A"), 100);
+  EXPECT_DOUBLE_EQ(jct.at("B"), 200);
+  EXPECT_DOUBLE_EQ(jct.at("C"), 400);
 }
 
 TEST(MultiTenant, OversizedJobsAreRefusedOrSkipped) {
@@ -222,7 +252,7 @@ TEST(MultiTenant, TiresiasMatchesThePublishedSimulatorWithinTenPercent) {
   double ours = 0, theirs = 0;
   for (int w = 1; w <= 8; ++w) {
     const JobTrace trace = read_job_trace(BURST_POLLUX_DIR "/workloads/workload-" + std::to_string(w) + ".csv");
-    const MultiTenantResult result = simulate_multi_tenant(trace, model, std::vector<int>(16, 4), options);
+    const MultiTenantResult result = simulate_multi_tenant(trace, model, ClusterNodes{std::vector<int>(16, 4), {}, {}}, options);
     EXPECT_NEAR(result.avg_jct_s / published[w - 1], 1.0, 0.10) << "workload " << w;
     ours += result.avg_jct_s;
     theirs += published[w - 1];

@@ -19,6 +19,14 @@
 
 namespace burst::sim {
 
+// The GPUs a job holds: how many on each node used, in the order the nodes were taken, and
+// each of those nodes' device kind (an index into the cluster's kinds; 0 with one kind).
+struct Placement {
+  std::vector<int> gpus;
+  std::vector<int> kinds;
+  int total() const;
+};
+
 // One iteration (optimizer step at the job's global batch) on a placement.
 struct IterationTime {
   double seconds = 0;
@@ -30,19 +38,22 @@ struct IterationTime {
 class IterationTimer {
  public:
   virtual ~IterationTimer() = default;
-  // `placement`: GPUs on each node used, in the order the nodes were taken.
-  virtual IterationTime time(const ApplicationTable& application, int64_t batch, const std::vector<int>& placement) = 0;
-  // A device's idle power (W) for cluster energy; < 0: unknown.
-  virtual double idle_power_w() const { return -1; }
+  virtual IterationTime time(const ApplicationTable& application, int64_t batch, const Placement& placement) = 0;
+  // A device's idle power (W) of the cluster's kind `kind`, for cluster energy; < 0: unknown.
+  virtual double idle_power_w(int kind) const {
+    (void)kind;
+    return -1;
+  }
   virtual std::string name() const = 0;
 };
 
 // The published simulator's step times: the measured tables, gradient accumulation above the
 // application's largest local batch (one step = the last micro-step with its sync, plus the
-// others without); what a device spends synchronising is the idle fraction.
+// others without); what a device spends synchronising is the idle fraction. The tables are
+// of one GPU kind: device kinds are not looked at.
 class MeasuredTimer : public IterationTimer {
  public:
-  IterationTime time(const ApplicationTable& application, int64_t batch, const std::vector<int>& placement) override;
+  IterationTime time(const ApplicationTable& application, int64_t batch, const Placement& placement) override;
   std::string name() const override { return "measured"; }
 };
 
@@ -57,7 +68,8 @@ struct JobSpeed {
 
 class JobModel {
  public:
-  // `gpus_per_node`: how the GPUs a Philly job asked for were packed when it ran.
+  // `gpus_per_node`: how the GPUs a Philly job asked for were packed when it ran (on the
+  // cluster's first kind).
   JobModel(const ApplicationTables& applications, IterationTimer& timer, int gpus_per_node)
       : applications_(applications), timer_(timer), gpus_per_node_(gpus_per_node) {}
 
@@ -68,7 +80,7 @@ class JobModel {
   // batch per GPU times its GPUs, within the validated range.
   int64_t batch_of(const TraceJob& job) const;
   double work(const TraceJob& job) const;
-  JobSpeed speed(const TraceJob& job, const std::vector<int>& placement, double progress) const;
+  JobSpeed speed(const TraceJob& job, const Placement& placement, double progress) const;
   IterationTimer& timer() const { return timer_; }
 
  private:
@@ -77,7 +89,7 @@ class JobModel {
   int gpus_per_node_ = 1;
 };
 
-// `gpus` packed on nodes of `per_node` GPUs: {per_node, ..., rest}.
-std::vector<int> packed_placement(int gpus, int per_node);
+// `gpus` packed on nodes of `per_node` GPUs of kind `kind`: {per_node, ..., rest}.
+Placement packed_placement(int gpus, int per_node, int kind = 0);
 
 }  // namespace burst::sim

@@ -10,7 +10,8 @@
 // statistics, a restart) and may finish; its GPUs go back at the next round. Rounds where
 // no job can arrive, finish or change queue are skipped: the decision would be the same.
 // Placement: a job's GPUs are taken from the node with the most free GPUs first (lowest
-// index on ties), so a job need not hold whole nodes. Deterministic.
+// index on ties), so a job need not hold whole nodes; on a cluster of several device kinds
+// it keeps to one kind when one has room (the kind with the most free GPUs). Deterministic.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -31,6 +32,15 @@ enum class ClusterPolicy {
 // "fifo", "tiresias", "burst-scale", "burst-multiplex", "burst"; UserError listing them.
 ClusterPolicy parse_cluster_policy(const std::string& name);
 const char* cluster_policy_name(ClusterPolicy policy);
+
+// The cluster: GPUs per node and each node's device kind.
+struct ClusterNodes {
+  std::vector<int> gpus;                 // per node, each >= 1
+  std::vector<int> kinds;                // per node, an index into kind_names; empty: all kind 0
+  std::vector<std::string> kind_names;   // for reports; may be empty
+  int kind_of(size_t node) const { return kinds.empty() ? 0 : kinds[node]; }
+  int total() const;
+};
 
 struct MultiTenantOptions {
   ClusterPolicy policy = ClusterPolicy::Tiresias;
@@ -93,7 +103,7 @@ struct MultiTenantResult {
   std::vector<UsageSample> usage;  // at each round
 };
 
-MultiTenantResult simulate_multi_tenant(const JobTrace& trace, const JobModel& model,
-                                        const std::vector<int>& gpus_per_node, const MultiTenantOptions& options);
+MultiTenantResult simulate_multi_tenant(const JobTrace& trace, const JobModel& model, const ClusterNodes& nodes,
+                                        const MultiTenantOptions& options);
 
 }  // namespace burst::sim
