@@ -51,7 +51,7 @@ for p in d["policies"]:
 
 printf '%s\na,5,cifar10,6,2048\nb,x,cifar10,1,1\n' "$header" > "$work/bad.csv"
 refused "malformed number" cluster-sim --trace "$work/bad.csv" --applications "$tables"
-contains_error "$work/bad.csv:3: time must be a number >= 0, got 'x'"
+contains_error "$work/bad.csv:3: time must be a number in [0, 1000000000], got 'x'"
 printf '%s\na,5,cifar10,6\n' "$header" > "$work/short.csv"
 refused "short line" cluster-sim --trace "$work/short.csv" --applications "$tables"
 contains_error "$work/short.csv:2: expected 5 fields"

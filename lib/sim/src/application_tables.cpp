@@ -21,6 +21,11 @@ struct KnownApplication {
   int max_epochs;
   double max_local_batch;  // 0: the largest measured
 };
+// Bounds on what a table may hold, so that no input can overflow the simulation's arithmetic.
+constexpr double kMaxTableBatch = 1e9;
+constexpr double kMaxStep_s = 1e6;
+constexpr double kMaxProgress = 1e15;
+
 constexpr KnownApplication kKnown[] = {{"bert", 2, 0},         {"cifar10", 100, 0},   {"ncf", 10, 0},
                                        {"imagenet", 90, 0},    {"deepspeech2", 80, 0}, {"yolov3", 50, 8}};
 
@@ -81,8 +86,8 @@ void read_placements(const CsvTable& table, ApplicationTable& app, std::map<int,
   std::map<std::vector<int>, CurveBuilder> measured;
   for (const CsvRow& row : table.rows) {
     const std::vector<int> digits = placement_digits(table, row, placement);
-    const double local = table.number(row, batch, 1);
-    const StepTime time{table.number(row, step, 1e-12), table.number(row, sync, 0)};
+    const double local = table.number(row, batch, 1, kMaxTableBatch);
+    const StepTime time{table.number(row, step, 1e-12, kMaxStep_s), table.number(row, sync, 0, kMaxStep_s)};
     measured[normalised(digits)].add(local, time);
     int replicas = 0;
     for (const int d : digits) replicas += d;
@@ -100,8 +105,8 @@ void read_scalability(const CsvTable& table, std::map<int, std::map<int, CurveBu
   for (const CsvRow& row : table.rows) {
     const auto node_count = static_cast<int>(table.whole(row, nodes, 1, 1 << 20));
     const auto replica_count = static_cast<int>(table.whole(row, replicas, node_count, 1 << 20));
-    spread[node_count][replica_count].add(table.number(row, batch, 1),
-                                          {table.number(row, step, 1e-12), table.number(row, sync, 0)});
+    spread[node_count][replica_count].add(table.number(row, batch, 1, kMaxTableBatch),
+                                          {table.number(row, step, 1e-12, kMaxStep_s), table.number(row, sync, 0, kMaxStep_s)});
   }
 }
 
@@ -110,8 +115,8 @@ std::vector<ValidationEpoch> read_validation(const CsvTable& table) {
   const size_t sqr = table.column("grad_sqr"), var = table.column("grad_var");
   std::vector<ValidationEpoch> epochs;
   for (const CsvRow& row : table.rows) {
-    epochs.push_back({table.number(row, progress, 0), table.number(row, iteration, 0), table.number(row, sqr, 0),
-                      table.number(row, var, 0)});
+    epochs.push_back({table.number(row, progress, 0, kMaxProgress), table.number(row, iteration, 0, kMaxProgress),
+                      table.number(row, sqr, 0, 1e300), table.number(row, var, 0, 1e300)});
   }
   if (epochs.empty()) throw UserError(fmt::format("{}: no epochs", table.source));
   return epochs;

@@ -15,6 +15,7 @@ namespace {
 
 constexpr int64_t kMaxGpus = 1 << 20;
 constexpr int64_t kMaxBatch = int64_t{1} << 40;
+constexpr double kMaxSeconds = 1e9;  // about 32 years: submission times and durations
 
 // Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
 int64_t days_from_civil(int64_t year, int64_t month, int64_t day) {
@@ -46,7 +47,7 @@ std::vector<TraceJob> pollux_jobs(const CsvTable& table) {
   for (const CsvRow& row : table.rows) {
     TraceJob job;
     job.name = row.fields[name];
-    job.submit_s = table.number(row, time, 0);
+    job.submit_s = table.number(row, time, 0, kMaxSeconds);
     job.application = row.fields[application];
     job.gpus = static_cast<int>(table.whole(row, replicas, 1, kMaxGpus));
     job.batch = table.whole(row, batch, 1, kMaxBatch);
@@ -68,7 +69,7 @@ std::vector<TraceJob> philly_jobs(const CsvTable& table, const TraceWindow& wind
                                   text_excerpt(row.fields[timestamp])));
     }
     TraceJob job;
-    job.duration_s = table.number(row, duration, 1e-9);
+    job.duration_s = table.number(row, duration, 1e-9, kMaxSeconds);
     job.gpus = static_cast<int>(table.whole(row, gpus, 1, kMaxGpus));
     const double hours = table.number(row, gpu_time, 0) / 3600;
     job.application = philly_application(hours, static_cast<int64_t>(stamped.size()));

@@ -16,6 +16,7 @@ namespace {
 
 using tenant::Job;
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
+constexpr double kLongestRun_s = 1e11;  // about 3,000 years of simulated time
 
 struct PolicyName {
   ClusterPolicy policy;
@@ -245,7 +246,11 @@ MultiTenantResult Engine::run() {
     last_round_ = now;
     if (done_ == jobs_.size()) break;
     now = next_round(now);
-    BURST_ASSERT(now < 1e12, "the cluster never finishes its jobs");
+    if (now > kLongestRun_s) {
+      throw UserError(fmt::format("the cluster has not finished its jobs after {:.0f} simulated years ({} of {} done): "
+                                  "a job's speed is too low (its step times in the tables?)",
+                                  kLongestRun_s / (365 * 86400.0), done_, jobs_.size()));
+    }
   }
   return summarise();
 }

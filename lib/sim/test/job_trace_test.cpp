@@ -67,7 +67,9 @@ TEST(JobTrace, MalformedLinesNameTheFileAndLine) {
   const std::string fields = write_file("f.csv", header + "a,5,cifar10,6\n");
   EXPECT_EQ(error_of(fields), fields + ":2: expected 5 fields (name, time, application, num_replicas, batch_size), got 4");
   const std::string number = write_file("n.csv", header + "a,5,cifar10,6,2048\nb,x,cifar10,1,1\n");
-  EXPECT_EQ(error_of(number), number + ":3: time must be a number >= 0, got 'x'");
+  EXPECT_EQ(error_of(number), number + ":3: time must be a number in [0, 1000000000], got 'x'");
+  const std::string late = write_file("l.csv", header + "a,1e12,cifar10,1,2048\n");
+  EXPECT_EQ(error_of(late), late + ":2: time must be a number in [0, 1000000000], got '1e12'");
   const std::string gpus = write_file("g.csv", header + "a,5,cifar10,0,2048\n");
   EXPECT_EQ(error_of(gpus), gpus + ":2: num_replicas must be a whole number in [1, 1048576], got '0'");
   const std::string stamp = write_file("t.csv", "timestamp,duration,num_gpus,gpu_time,cluster\n2017-13-01 00:00:00,1,1,1,x\n");

@@ -232,6 +232,33 @@ TEST(MultiTenant, OversizedJobsAreRefusedOrSkipped) {
   EXPECT_EQ(result.jobs.size(), 1u);
 }
 
+// A job whose tables make it run for ~3e13 years ends the run with a UserError, not a hang.
+class GlacialTimer : public IterationTimer {
+ public:
+  IterationTime time(const ApplicationTable&, int64_t batch, const Placement&) override { return {1e6, batch, 0, -1}; }
+  std::string name() const override { return "glacial"; }
+};
+
+TEST(MultiTenant, AJobThatNeverEndsIsAUserError) {
+  ApplicationTables tables = fixed_applications();
+  ApplicationTable& slow = tables["plain"];
+  slow.validation[64] = {ValidationEpoch{1e15, 1, 1, 1}};
+  slow.init_batch = slow.max_batch = 64;
+  slow.max_epochs = 1;
+  slow.epoch_end = {0, 1e15};
+  GlacialTimer timer;
+  const JobModel model(tables, timer, 4);
+  JobTrace trace;
+  trace.path = "test";
+  trace.jobs = {job("forever", 0, 1, -1)};
+  try {
+    simulate_multi_tenant(trace, model, ClusterNodes{{4}, {}, {}}, MultiTenantOptions{});
+    FAIL() << "expected a UserError";
+  } catch (const UserError& error) {
+    EXPECT_NE(std::string(error.what()).find("has not finished its jobs after"), std::string::npos) << error.what();
+  }
+}
+
 TEST(MultiTenant, UnknownPolicyNamesThePolicies) {
   try {
     parse_cluster_policy("lottery");

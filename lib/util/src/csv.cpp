@@ -41,7 +41,7 @@ size_t CsvTable::column(const std::string& name) const {
 
 std::string CsvTable::where(const CsvRow& row) const { return fmt::format("{}:{}", source, row.line); }
 
-double CsvTable::number(const CsvRow& row, size_t index, double minimum) const {
+double CsvTable::number(const CsvRow& row, size_t index, double minimum, double maximum) const {
   const std::string& text = row.fields.at(index);
   size_t used = 0;
   double value = 0;
@@ -50,8 +50,9 @@ double CsvTable::number(const CsvRow& row, size_t index, double minimum) const {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used == 0 || used != text.size() || !std::isfinite(value) || value < minimum) {
-    throw UserError(fmt::format("{}: {} must be a number >= {}, got '{}'", where(row), header.at(index), minimum,
+  if (used == 0 || used != text.size() || !std::isfinite(value) || value < minimum || value > maximum) {
+    const std::string range = maximum < 1e300 ? fmt::format("in [{}, {}]", minimum, maximum) : fmt::format(">= {}", minimum);
+    throw UserError(fmt::format("{}: {} must be a number {}, got '{}'", where(row), header.at(index), range,
                                 text_excerpt(text)));
   }
   return value;

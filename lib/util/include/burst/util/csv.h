@@ -21,9 +21,9 @@ struct CsvTable {
   size_t column(const std::string& name) const;
   // "SOURCE:LINE" of a row.
   std::string where(const CsvRow& row) const;
-  // The field of `row` in column `index` as a finite number (>= minimum), or a whole number
-  // in [minimum, maximum]; UserError "SOURCE:LINE: COLUMN must be ..., got 'TEXT'".
-  double number(const CsvRow& row, size_t index, double minimum) const;
+  // The field of `row` in column `index` as a finite number in [minimum, maximum], or a whole
+  // number in [minimum, maximum]; UserError "SOURCE:LINE: COLUMN must be ..., got 'TEXT'".
+  double number(const CsvRow& row, size_t index, double minimum, double maximum = 1e300) const;
   int64_t whole(const CsvRow& row, size_t index, int64_t minimum, int64_t maximum) const;
 };
 
