@@ -2,41 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <iterator>
 #include <set>
-#include <sstream>
 #include <tuple>
 
 #include <fmt/format.h>
 
+#include "burst/util/csv.h"
 #include "burst/util/error.h"
 
 namespace burst::cost {
 namespace {
-
-double parse_number(const std::string& text, const std::string& where) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || !std::isfinite(value) || value <= 0) {
-    throw UserError(fmt::format("{}: expected a positive number, got '{}'", where, text));
-  }
-  return value;
-}
-
-std::vector<std::string> split_csv_line(const std::string& line) {
-  std::vector<std::string> fields;
-  std::stringstream stream(line);
-  std::string field;
-  while (std::getline(stream, field, ',')) fields.push_back(field);
-  if (!line.empty() && line.back() == ',') fields.emplace_back();
-  return fields;
-}
 
 using GroupKey = std::tuple<std::string, int64_t, std::string>;
 GroupKey group_of(const PowerTraceRow& row) { return {row.network, row.batch, row.optimizer}; }
@@ -108,27 +84,20 @@ double PowerFitRow::time_error() const { return std::abs(predicted_time_s - row.
 double PowerFitRow::power_error() const { return std::abs(predicted_power_w - row.power_w) / row.power_w; }
 
 std::vector<PowerTraceRow> load_power_trace(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) throw UserError(fmt::format("cannot read power trace '{}'", path));
+  const CsvTable table = read_csv(path);
+  const size_t dataset = table.column("dataset"), network = table.column("network");
+  const size_t batch = table.column("batch_size"), optimizer = table.column("optimizer");
+  const size_t limit = table.column("power_limit"), time = table.column("time_per_epoch");
+  const size_t power = table.column("average_power");
   std::vector<PowerTraceRow> rows;
-  std::string line;
-  for (int number = 1; std::getline(file, line); ++number) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (number == 1 || line.empty()) continue;  // the header
-    const std::string where = fmt::format("{}:{}", path, number);
-    const std::vector<std::string> fields = split_csv_line(line);
-    if (fields.size() != 7) {
-      throw UserError(fmt::format("{}: expected 7 fields (dataset, network, batch_size, optimizer, power_limit, "
-                                  "time_per_epoch, average_power), got {}",
-                                  where, fields.size()));
-    }
+  for (const CsvRow& line : table.rows) {
     PowerTraceRow row;
-    row.network = fields[0] + "/" + fields[1];
-    row.batch = static_cast<int64_t>(parse_number(fields[2], where));
-    row.optimizer = fields[3];
-    row.limit_w = parse_number(fields[4], where);
-    row.time_s = parse_number(fields[5], where);
-    row.power_w = parse_number(fields[6], where);
+    row.network = line.fields[dataset] + "/" + line.fields[network];
+    row.batch = table.whole(line, batch, 1, int64_t{1} << 40);
+    row.optimizer = line.fields[optimizer];
+    row.limit_w = table.number(line, limit, 1e-9);
+    row.time_s = table.number(line, time, 1e-9);
+    row.power_w = table.number(line, power, 1e-9);
     rows.push_back(std::move(row));
   }
   if (rows.empty()) throw UserError(fmt::format("power trace '{}' has no rows", path));
