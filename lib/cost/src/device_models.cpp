@@ -10,8 +10,8 @@
 namespace burst::cost {
 
 std::optional<Profile> builtin_profile(const std::string& device) {
-  for (const auto& [kind, text] : builtin_profile_texts()) {
-    if (kind == device) return profile_from_json_text(std::string(text));
+  for (const auto& [file, text] : builtin_profile_texts()) {
+    if (file == device + ".json") return profile_from_json_text(std::string(text));
   }
   return std::nullopt;
 }

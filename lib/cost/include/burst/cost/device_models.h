@@ -20,7 +20,7 @@
 
 namespace burst::cost {
 
-// Profiles compiled into burst from data/profiles/*.json: {device kind, JSON text}.
+// Profiles compiled into burst from data/profiles/*.json: {file name (KIND.json), JSON text}.
 std::vector<std::pair<std::string_view, std::string_view>> builtin_profile_texts();
 std::optional<Profile> builtin_profile(const std::string& device);
 
