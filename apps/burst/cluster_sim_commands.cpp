@@ -37,7 +37,25 @@ struct ClusterSimOptions {
   bool json = false;
   bool with_jobs = false;
   std::string svg;
+  std::string events;
 };
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw UserError(fmt::format("cannot write '{}'", path));
+}
+
+void write_outputs(const ClusterSimOptions& options, const ClusterSimSetting& setting,
+                   const std::vector<sim::MultiTenantResult>& results) {
+  if (!options.svg.empty()) write_file(options.svg, cluster_sim_svg(setting, results));
+  if (!options.events.empty()) write_file(options.events, cluster_sim_events_csv(results));
+  if (options.json) {
+    std::cout << cluster_sim_json(setting, results, options.with_jobs).dump(2) << '\n';
+  } else {
+    std::cout << cluster_sim_text(setting, results);
+  }
+}
 
 // The cluster's nodes: a cluster file's (its groups' kinds), or the built-in one: --devices N
 // of --device, or --devices KIND:N,KIND:N,..., packed --gpus-per-node per node.
@@ -97,6 +115,7 @@ sim::MultiTenantOptions tenant_options(const ClusterSimOptions& options) {
   tenant.restart_s = parse_finite(options.restart, "--restart", 0, "a time >= 0 in seconds");
   tenant.foreground_slowdown = parse_finite(options.slowdown, "--slowdown", 1, "a factor >= 1");
   tenant.skip_oversized = options.skip_oversized;
+  tenant.record_events = !options.events.empty();
   return tenant;
 }
 
@@ -144,16 +163,7 @@ void run_cluster_sim(const ClusterSimOptions& options) {
                                   static_cast<int>(nodes.gpus.size()), most_per_node,
                                   job_model == "measured" ? "GPUs of the measured tables" : kinds_text(nodes),
                                   job_model, tenant.interval_s, tenant.restart_s};
-  if (!options.svg.empty()) {
-    std::ofstream out(options.svg);
-    out << cluster_sim_svg(setting, results);
-    if (!out) throw UserError(fmt::format("cannot write '{}'", options.svg));
-  }
-  if (options.json) {
-    std::cout << cluster_sim_json(setting, results, options.with_jobs).dump(2) << '\n';
-  } else {
-    std::cout << cluster_sim_text(setting, results);
-  }
+  write_outputs(options, setting, results);
 }
 
 }  // namespace
@@ -190,6 +200,8 @@ void add_cluster_sim_commands(CLI::App& app) {
   command->add_flag("--json", options->json, "Print JSON instead of a table");
   command->add_flag("--jobs", options->with_jobs, "With --json: every job's outcome too");
   command->add_option("--svg", options->svg, "Write the JCT distributions and GPUs held over time as SVG");
+  command->add_option("--events", options->events,
+                      "Write every policy's events (arrival, start, resize, preempt, background, finish) as CSV");
   command->callback([options] { run_cluster_sim(*options); });
 }
 

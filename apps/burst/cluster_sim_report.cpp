@@ -72,6 +72,17 @@ std::string cluster_sim_text(const ClusterSimSetting& setting, const std::vector
   return text;
 }
 
+std::string cluster_sim_events_csv(const std::vector<sim::MultiTenantResult>& results) {
+  std::string csv = "policy,time_s,job,event,gpus\n";
+  for (const sim::MultiTenantResult& result : results) {
+    for (const sim::ClusterEvent& event : result.events) {
+      csv += fmt::format("{},{:.3f},{},{},{}\n", result.policy, event.time_s, result.jobs[event.job].name,
+                         sim::cluster_event_name(event.kind), event.gpus);
+    }
+  }
+  return csv;
+}
+
 nlohmann::json cluster_sim_json(const ClusterSimSetting& setting, const std::vector<sim::MultiTenantResult>& results,
                                 bool with_jobs) {
   nlohmann::json out = {{"trace", setting.trace},         {"format", setting.format},

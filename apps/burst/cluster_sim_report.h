@@ -27,5 +27,7 @@ std::string cluster_sim_text(const ClusterSimSetting& setting, const std::vector
 nlohmann::json cluster_sim_json(const ClusterSimSetting& setting, const std::vector<sim::MultiTenantResult>& results,
                                 bool with_jobs);
 std::string cluster_sim_svg(const ClusterSimSetting& setting, const std::vector<sim::MultiTenantResult>& results);
+// Every policy's events as CSV: policy,time_s,job,event,gpus.
+std::string cluster_sim_events_csv(const std::vector<sim::MultiTenantResult>& results);
 
 }  // namespace burst::cli

@@ -33,7 +33,17 @@ svg = open(sys.argv[2]).read()
 assert svg.startswith("<svg") and svg.count("<polyline") == 10 and "JCT distribution" in svg
 ' "$work/all.out" "$work/cluster.svg"
 
-quiet one cluster-sim --trace "$workload" --applications "$tables" --policy fifo
+quiet one cluster-sim --trace "$workload" --applications "$tables" --policy fifo --events "$work/events.csv"
+py_check "--events lists every job's arrival, start and finish" '
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+by = {}
+for row in rows:
+    by.setdefault(row["job"], []).append(row["event"])
+assert len(by) == 160, len(by)
+assert all(e[0] == "arrival" and e[1] == "start" and e[-1] == "finish" for e in by.values()), by
+assert {r["policy"] for r in rows} == {"fifo"}
+' "$work/events.csv"
 contains one "fifo "
 contains one "16 nodes x 4"
 

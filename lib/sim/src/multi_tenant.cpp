@@ -101,6 +101,8 @@ class Engine {
   void apply(const std::vector<Job*>& order, double now);
   double next_round(double now) const;
   void record_usage(double now);
+  void record(double time_s, const Job& job, ClusterEventKind kind);
+  void record_change(const Job& job, int before_gpus, const Job* before_host, double now);
   MultiTenantResult summarise() const;
 
   const JobTrace& trace_;
@@ -115,7 +117,21 @@ class Engine {
   int64_t queue_counter_ = 0;
   double last_round_ = 0;
   std::vector<UsageSample> usage_;
+  std::vector<ClusterEvent> events_;
 };
+
+void Engine::record(double time_s, const Job& job, ClusterEventKind kind) {
+  if (options_.record_events) events_.push_back({time_s, job.index, kind, job.gpus});
+}
+
+void Engine::record_change(const Job& job, int before_gpus, const Job* before_host, double now) {
+  if (job.gpus != before_gpus) {
+    record(now, job, job.gpus == 0 ? ClusterEventKind::Preempt
+                                   : before_gpus == 0 ? ClusterEventKind::Start : ClusterEventKind::Resize);
+  }
+  if (job.host != before_host && job.host != nullptr) record(now, job, ClusterEventKind::Background);
+  if (job.host != before_host && job.host == nullptr && job.gpus == 0) record(now, job, ClusterEventKind::Preempt);
+}
 
 void Engine::load_jobs() {
   jobs_.reserve(trace_.jobs.size());
@@ -132,6 +148,7 @@ void Engine::load_jobs() {
     }
     Job state;
     state.trace = &job;
+    state.index = jobs_.size();
     state.work = context_.model.work(job);
     jobs_.push_back(std::move(state));
   }
@@ -150,6 +167,7 @@ void Engine::advance_running(double to) {
     }
     free_.release(*job);
     job->host = nullptr;
+    record(job->finish_s, *job, ClusterEventKind::Finish);
     ++done_;
     const size_t step = std::max<size_t>(1, jobs_.size() / 20);
     if (options_.progress && (done_ % step == 0 || done_ == jobs_.size())) options_.progress(to, done_, jobs_.size());
@@ -165,6 +183,7 @@ void Engine::admit_arrivals(double now) {
     Job& job = jobs_[next_arrival_++];
     job.queue_order = queue_counter_++;
     active_.push_back(&job);
+    record(job.trace->submit_s, job, ClusterEventKind::Arrival);
   }
 }
 
@@ -180,6 +199,8 @@ void Engine::demote(double now) {
 
 void Engine::apply(const std::vector<Job*>& order, double now) {
   std::vector<Job*> changed;
+  std::vector<std::pair<int, const Job*>> before;  // per job in `order`: GPUs and host
+  for (const Job* job : order) before.emplace_back(job->gpus, job->host);
   for (Job* job : order) {
     const bool resized = job->want_gpus != job->gpus;
     const bool moved = job->want_host != job->host;
@@ -196,6 +217,7 @@ void Engine::apply(const std::vector<Job*>& order, double now) {
     ++job->starts;
     job->gpus_most = std::max(job->gpus_most, job->gpus);
   }
+  for (size_t i = 0; i < order.size(); ++i) record_change(*order[i], before[i].first, before[i].second, now);
   for (Job* job : order) job->guests = 0;
   for (Job* job : order) {
     if (job->host == nullptr) continue;
@@ -262,6 +284,9 @@ MultiTenantResult Engine::summarise() const {
   result.gpus = context_.total_gpus;
   result.skipped_oversized = skipped_;
   result.usage = usage_;
+  result.events = events_;
+  std::stable_sort(result.events.begin(), result.events.end(),
+                   [](const ClusterEvent& a, const ClusterEvent& b) { return a.time_s < b.time_s; });
   std::vector<double> jcts;
   double gpu_seconds = 0, samples = 0, joules = 0;
   for (const Job& job : jobs_) {
@@ -316,6 +341,18 @@ ClusterPolicy parse_cluster_policy(const std::string& name) {
     known += fmt::format("{}{}", known.empty() ? "" : ", ", entry.name);
   }
   throw UserError(fmt::format("unknown policy '{}' (policies: {})", text_excerpt(name), known));
+}
+
+const char* cluster_event_name(ClusterEventKind kind) {
+  switch (kind) {
+    case ClusterEventKind::Arrival: return "arrival";
+    case ClusterEventKind::Start: return "start";
+    case ClusterEventKind::Resize: return "resize";
+    case ClusterEventKind::Preempt: return "preempt";
+    case ClusterEventKind::Background: return "background";
+    case ClusterEventKind::Finish: return "finish";
+  }
+  return "?";
 }
 
 const char* cluster_policy_name(ClusterPolicy policy) {

@@ -12,6 +12,7 @@ namespace burst::sim::tenant {
 
 struct Job {
   const TraceJob* trace = nullptr;
+  size_t index = 0;  // in the result's jobs
   double work = 0;
   double progress = 0;
   double samples = 0;

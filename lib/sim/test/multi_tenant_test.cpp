@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -118,6 +119,26 @@ TEST(MultiTenant, TiresiasDemotesAndPreempts) {
   for (const JobOutcome& outcome : result.jobs) EXPECT_EQ(outcome.restarts, 1) << outcome.name;
 }
 
+// The events of the schedule above, job C's and B's.
+TEST(MultiTenant, EventsTellTheSchedule) {
+  Fixture fixture = three_jobs();
+  fixture.options.demotion_gpu_s = 60;
+  fixture.options.record_events = true;
+  const MultiTenantResult result = fixture.run(ClusterPolicy::Tiresias);
+  const auto of_job = [&](size_t job) {
+    std::vector<std::tuple<double, std::string, int>> events;
+    for (const ClusterEvent& event : result.events) {
+      if (event.job == job) events.emplace_back(event.time_s, cluster_event_name(event.kind), event.gpus);
+    }
+    return events;
+  };
+  using E = std::tuple<double, std::string, int>;
+  EXPECT_EQ(of_job(2), (std::vector<E>{{10, "arrival", 0}, {10, "start", 1}, {30, "preempt", 0}, {50, "start", 1},
+                                       {60, "finish", 0}}));
+  EXPECT_EQ(of_job(1), (std::vector<E>{{0, "arrival", 0}, {30, "start", 4}, {50, "preempt", 0}, {120, "start", 4},
+                                       {150, "finish", 0}}));
+}
+
 // The restart cost delays each start: FIFO with 5 s restarts: A restarts 0-5, runs 5-105;
 // its GPUs go back at the round at 110: B 115-165; C at the round at 170: 175-205.
 TEST(MultiTenant, RestartsCostTheirTime) {
@@ -146,6 +167,12 @@ TEST(MultiTenant, BackgroundJobRunsInTheIdleGap) {
   EXPECT_NEAR(jct.at("G"), 100, 1e-9);
   EXPECT_NEAR(jct.at("H"), 120, 1e-9);
   EXPECT_NEAR(result.jobs[1].background_seconds, 100, 1e-9);
+  fixture.options.record_events = true;
+  const MultiTenantResult traced = fixture.run(ClusterPolicy::BurstMultiplex);
+  std::vector<std::string> kinds;
+  for (const ClusterEvent& event : traced.events) kinds.push_back(cluster_event_name(event.kind));
+  EXPECT_EQ(kinds, (std::vector<std::string>{"arrival", "arrival", "start", "background", "finish", "finish"}));
+
 }
 
 // A host whose devices are busy (idle below min_idle_fraction) takes no background job.

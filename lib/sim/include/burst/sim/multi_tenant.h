@@ -61,6 +61,7 @@ struct MultiTenantOptions {
   double background_efficiency = 0.8;
   double min_idle_fraction = 0.1;
   bool skip_oversized = false;  // leave out jobs asking for more GPUs than the cluster has (else UserError)
+  bool record_events = false;   // fill MultiTenantResult::events
   // Called as jobs finish (every 5% of them) with the simulated time and the count done.
   std::function<void(double simulated_s, size_t done, size_t total)> progress;
 };
@@ -78,6 +79,23 @@ struct JobOutcome {
   double background_seconds = 0;  // time run in another job's idle time
   double samples = 0;
   double jct_s() const { return finish_s - submit_s; }
+};
+
+enum class ClusterEventKind {
+  Arrival,     // submitted
+  Start,       // took GPUs (first start, or after waiting)
+  Resize,      // holds a different number of GPUs
+  Preempt,     // gave its GPUs back (or left its host's devices) and waits
+  Background,  // runs in another job's idle time
+  Finish,
+};
+const char* cluster_event_name(ClusterEventKind kind);
+
+struct ClusterEvent {
+  double time_s = 0;
+  size_t job = 0;  // index into MultiTenantResult::jobs
+  ClusterEventKind kind = ClusterEventKind::Arrival;
+  int gpus = 0;    // held after the event
 };
 
 struct UsageSample {
@@ -101,6 +119,7 @@ struct MultiTenantResult {
   double jobs_per_hour = 0;
   double energy_j = -1;      // the whole cluster over the makespan (< 0: unknown)
   std::vector<UsageSample> usage;  // at each round
+  std::vector<ClusterEvent> events;  // with MultiTenantOptions::record_events, by time
 };
 
 MultiTenantResult simulate_multi_tenant(const JobTrace& trace, const JobModel& model, const ClusterNodes& nodes,
