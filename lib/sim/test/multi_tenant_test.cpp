@@ -183,6 +183,21 @@ TEST(MultiTenant, NoBackgroundWithoutIdleTime) {
   EXPECT_DOUBLE_EQ(jct.at("G"), 140);
 }
 
+// `jobs` on `nodes` under `policy`, timed by `timer`: 10 s rounds, no restart cost.
+MultiTenantResult run_on(IterationTimer& timer, std::vector<TraceJob> jobs, const ClusterNodes& nodes,
+                         ClusterPolicy policy) {
+  const ApplicationTables tables = fixed_applications();
+  const JobModel model(tables, timer, 4);
+  JobTrace trace;
+  trace.path = "test";
+  trace.jobs = std::move(jobs);
+  MultiTenantOptions options;
+  options.interval_s = 10;
+  options.restart_s = 0;
+  options.policy = policy;
+  return simulate_multi_tenant(trace, model, nodes, options);
+}
+
 // Strong scaling, with iterations that scale perfectly (FixedTimer's 1 s is per iteration of
 // a job whose work is in iterations, so use a timer that halves with twice the GPUs).
 class ScalingTimer : public IterationTimer {
@@ -196,17 +211,8 @@ class ScalingTimer : public IterationTimer {
 // One job of 1 GPU asking 400 s alone on 4 GPUs: it doubles twice (each step adds GPUs at
 // full efficiency and saves more than two restarts) and runs 100 s.
 TEST(MultiTenant, StrongScalingLendsFreeGpus) {
-  ApplicationTables tables = fixed_applications();
   ScalingTimer timer;
-  const JobModel model(tables, timer, 4);
-  JobTrace trace;
-  trace.path = "test";
-  trace.jobs = {job("S", 0, 1, 400)};
-  MultiTenantOptions options;
-  options.interval_s = 10;
-  options.restart_s = 0;
-  options.policy = ClusterPolicy::BurstScale;
-  const MultiTenantResult result = simulate_multi_tenant(trace, model, ClusterNodes{{4}, {}, {}}, options);
+  const MultiTenantResult result = run_on(timer, {job("S", 0, 1, 400)}, ClusterNodes{{4}, {}, {}}, ClusterPolicy::BurstScale);
   EXPECT_EQ(result.jobs[0].gpus_most, 4);
   EXPECT_NEAR(result.jobs[0].jct_s(), 100, 1e-9);
 }
@@ -226,17 +232,9 @@ class KindTimer : public IterationTimer {
 // Then C (6 GPUs) spans both kinds at the slower pace: 100 iterations from 200 (the round after
 // B) take 200 s.
 TEST(MultiTenant, JobsKeepToOneKindWhenOneHasRoom) {
-  ApplicationTables tables = fixed_applications();
   KindTimer timer;
-  const JobModel model(tables, timer, 4);
-  JobTrace trace;
-  trace.path = "test";
-  trace.jobs = {job("A", 0, 4, 100), job("B", 0, 4, 100), job("C", 0, 6, 100)};
-  MultiTenantOptions options;
-  options.interval_s = 10;
-  options.restart_s = 0;
-  options.policy = ClusterPolicy::Fifo;
-  const auto jct = jcts(simulate_multi_tenant(trace, model, ClusterNodes{{4, 4}, {0, 1}, {"fast", "slow"}}, options));
+  const auto jct = jcts(run_on(timer, {job("A", 0, 4, 100), job("B", 0, 4, 100), job("C", 0, 6, 100)},
+                               ClusterNodes{{4, 4}, {0, 1}, {"fast", "slow"}}, ClusterPolicy::Fifo));
   EXPECT_DOUBLE_EQ(jct.at("A"), 100);
   EXPECT_DOUBLE_EQ(jct.at("B"), 200);
   EXPECT_DOUBLE_EQ(jct.at("C"), 400);
