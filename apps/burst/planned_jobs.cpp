@@ -1,11 +1,14 @@
 #include "planned_jobs.h"
 
 #include <algorithm>
+#include <functional>
 #include <iostream>
 
 #include <fmt/format.h>
 
 #include "burst/cost/power.h"
+#include "burst/graph/zoo.h"
+#include "burst/sim/simulator.h"
 #include "burst/timing/evaluate.h"
 #include "burst/util/error.h"
 #include "burst/util/json_io.h"
@@ -90,8 +93,8 @@ sim::IterationTime PlannedTimer::on_kind(const std::string& application, int kin
   return time;
 }
 
-sim::IterationTime PlannedTimer::plan_and_time(const std::string& application, const std::string& kind, int count,
-                                               int64_t batch) const {
+void PlannedTimer::with_plan(const std::string& application, const std::string& kind, int count, int64_t batch,
+                             const PlannedStep& use) const {
   const std::string model = burst_model_of(application);
   for (int steps = 1; steps <= kMaxAccumulation; steps *= 2) {
     const int64_t step_batch = (batch + steps - 1) / steps;
@@ -110,16 +113,8 @@ sim::IterationTime PlannedTimer::plan_and_time(const std::string& application, c
       planner::BurstOptions burst = burst_options(limit_of(planner::BurstOptions{}.amplification), false);
       burst.program = inputs.program;
       const ChosenPlan chosen = choose_plan(inputs, "burst", context, burst);
-      timing::EvaluateOptions evaluate;
-      evaluate.program = chosen.program;
-      const timing::PlanEvaluation evaluation = timing::evaluate_plan(chosen.plan, context, evaluate);
-      sim::IterationTime time;
-      time.seconds = evaluation.iteration_time.s() * steps;
-      time.samples = batch;
-      const double device_time = evaluation.iteration_time.s() * count;
-      time.idle_fraction = device_time > 0 ? evaluation.idle_device_seconds.s() / device_time : 0;
-      time.joules = evaluation.energy.known ? evaluation.energy.total_j * steps : -1;
-      return time;
+      use(chosen, context, steps);
+      return;
     } catch (const UserError& error) {
       if (std::string(error.what()).find("no plan fits") == std::string::npos) throw;
     }
@@ -127,6 +122,77 @@ sim::IterationTime PlannedTimer::plan_and_time(const std::string& application, c
   throw UserError(fmt::format("burst's job model: {} at batch {} fits {} {} devices in no plan, even in {} "
                               "accumulation steps",
                               model, batch, count, kind, kMaxAccumulation));
+}
+
+sim::IterationTime PlannedTimer::plan_and_time(const std::string& application, const std::string& kind, int count,
+                                               int64_t batch) const {
+  sim::IterationTime time;
+  with_plan(application, kind, count, batch, [&](const ChosenPlan& chosen, const plan::PlanContext& context, int steps) {
+    timing::EvaluateOptions evaluate;
+    evaluate.program = chosen.program;
+    const timing::PlanEvaluation evaluation = timing::evaluate_plan(chosen.plan, context, evaluate);
+    time.seconds = evaluation.iteration_time.s() * steps;
+    time.samples = batch;
+    const double device_time = evaluation.iteration_time.s() * count;
+    time.idle_fraction = device_time > 0 ? evaluation.idle_device_seconds.s() / device_time : 0;
+    time.joules = evaluation.energy.known ? evaluation.energy.total_j * steps : -1;
+  });
+  return time;
+}
+
+std::optional<sim::SharedDevice> PlannedTimer::share(const sim::ApplicationTable& host, int64_t host_batch,
+                                                     const sim::Placement& placement, const sim::ApplicationTable& guest,
+                                                     int64_t guest_batch) {
+  const int kind = placement.kinds.empty() ? 0 : placement.kinds.front();
+  for (const int other : placement.kinds) {
+    if (other != kind) return std::nullopt;  // across kinds: the stated constants
+  }
+  const auto key = std::make_tuple(host.name, kind, placement.total(), host_batch, guest.name, guest_batch);
+  const auto found = shares_.find(key);
+  if (found != shares_.end()) return found->second;
+  const sim::IterationTime alone = on_kind(guest.name, kind, 1, guest_batch);
+  const sim::SharedDevice shared =
+      simulate_share(host.name, kinds_.at(static_cast<size_t>(kind)), placement.total(), host_batch, guest.name,
+                     guest_batch, static_cast<double>(guest_batch) / alone.seconds);
+  shares_.emplace(key, shared);
+  return shared;
+}
+
+namespace {
+
+// Of two ways to share, the one within the slowdown we aim at (5%) with the guest faster;
+// else the one that slows the host less.
+bool better_share(const sim::SharedDevice& a, const sim::SharedDevice& b) {
+  constexpr double kAim = 1.05;
+  const bool a_within = a.host_slowdown <= kAim, b_within = b.host_slowdown <= kAim;
+  if (a_within != b_within) return a_within;
+  return a_within ? a.guest_share > b.guest_share : a.host_slowdown < b.host_slowdown;
+}
+
+}  // namespace
+
+// The host's plan in the single-job simulator (docs/simulator.md) with the guest's model in
+// the background on every device, only kernels that fit the host's idle gaps, at the guest's
+// batch or 1/8, 1/64, 1/512 of it per kernel (it accumulates gradients): the best of those
+// (better_share). The guest's share is its samples per second per device there over its
+// speed alone on one GPU at its whole batch.
+sim::SharedDevice PlannedTimer::simulate_share(const std::string& host, const std::string& kind, int count,
+                                               int64_t host_batch, const std::string& guest, int64_t guest_batch,
+                                               double guest_alone_samples_per_s) const {
+  const graph::Graph guest_graph = graph::build_zoo_model(burst_model_of(guest));
+  std::optional<sim::SharedDevice> best;
+  with_plan(host, kind, count, host_batch, [&](const ChosenPlan& chosen, const plan::PlanContext& context, int) {
+    sim::SimOptions alone;
+    alone.program = chosen.program;
+    for (int64_t micro = guest_batch; micro >= 1 && micro * 512 >= guest_batch; micro /= 8) {
+      const sim::BackgroundJob job{&guest_graph, micro, sim::BackgroundPolicy::FitIdleGaps};
+      const sim::MultiplexResult result = sim::simulate_multiplexed(chosen.plan, context, alone, job);
+      const sim::SharedDevice shared{result.foreground_slowdown,
+                                     result.with_background.background_samples_per_s / count / guest_alone_samples_per_s};
+      if (!best || better_share(shared, *best)) best = shared;
+    }
+  });
+  return best.value_or(sim::SharedDevice{});
 }
 
 }  // namespace burst::cli

@@ -5,12 +5,14 @@
 // devices of the cluster's kind, cached per (model, kind, devices, batch). A job holding GPUs
 // of several kinds keeps its slowest kind's pace (as data parallelism does).
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "burst/sim/job_model.h"
+#include "command_inputs.h"
 
 namespace burst::cli {
 
@@ -30,17 +32,31 @@ class PlannedTimer : public sim::IterationTimer {
   explicit PlannedTimer(std::vector<std::string> kinds) : kinds_(std::move(kinds)) {}
   sim::IterationTime time(const sim::ApplicationTable& application, int64_t batch,
                           const sim::Placement& placement) override;
+  // The single-job simulator's figures for a guest in the host's idle time (one kind).
+  std::optional<sim::SharedDevice> share(const sim::ApplicationTable& host, int64_t host_batch,
+                                         const sim::Placement& placement, const sim::ApplicationTable& guest,
+                                         int64_t guest_batch) override;
   double idle_power_w(int kind) const override;
   std::string name() const override { return "burst"; }
   size_t planned() const { return cache_.size(); }
 
  private:
+  // What `use` gets: the plan of `application` at `batch` (in accumulation steps where no
+  // plan fits memory at once) on `devices` of `kind`, with its context, while they live.
+  using PlannedStep = std::function<void(const ChosenPlan& chosen, const plan::PlanContext& context, int steps)>;
+  void with_plan(const std::string& application, const std::string& kind, int devices, int64_t batch,
+                 const PlannedStep& use) const;
   sim::IterationTime on_kind(const std::string& application, int kind, int devices, int64_t batch);
   sim::IterationTime plan_and_time(const std::string& application, const std::string& kind, int devices,
                                    int64_t batch) const;
+  sim::SharedDevice simulate_share(const std::string& host, const std::string& kind, int devices, int64_t host_batch,
+                                   const std::string& guest, int64_t guest_batch,
+                                   double guest_alone_samples_per_s) const;
 
   std::vector<std::string> kinds_;
   std::map<std::tuple<std::string, std::string, int, int64_t>, sim::IterationTime> cache_;
+  // (host, kind index, devices, host batch, guest, guest batch) -> what sharing does
+  std::map<std::tuple<std::string, int, int, int64_t, std::string, int64_t>, sim::SharedDevice> shares_;
 };
 
 }  // namespace burst::cli

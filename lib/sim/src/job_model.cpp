@@ -71,6 +71,11 @@ JobSpeed JobModel::speed(const TraceJob& job, const Placement& placement, double
   return speed;
 }
 
+std::optional<SharedDevice> JobModel::share(const TraceJob& host, const Placement& placement,
+                                            const TraceJob& guest) const {
+  return timer_.share(application(host), batch_of(host), placement, application(guest), batch_of(guest));
+}
+
 Placement packed_placement(int gpus, int per_node, int kind) {
   Placement placement;
   for (int left = gpus; left > 0; left -= per_node) {

@@ -218,13 +218,17 @@ void Engine::apply(const std::vector<Job*>& order, double now) {
     job->gpus_most = std::max(job->gpus_most, job->gpus);
   }
   for (size_t i = 0; i < order.size(); ++i) record_change(*order[i], before[i].first, before[i].second, now);
-  for (Job* job : order) job->guests = 0;
+  for (Job* job : order) {
+    job->guests = 0;
+    job->host_slowdown = 1;
+  }
   for (Job* job : order) {
     if (job->host == nullptr) continue;
-    ++job->host->guests;
-    job->host_idle = job->host->has_speed ? job->host->speed.idle_fraction
-                                          : context_.model.speed(*job->host->trace, context_.placement_of(*job->host),
-                                                                 job->host->progress).idle_fraction;
+    Job& host = *job->host;
+    ++host.guests;
+    const SharedDevice shared = context_.sharing(host, context_.placement_of(host), *job);
+    job->guest_share = shared.guest_share;
+    host.host_slowdown = std::max(host.host_slowdown, shared.host_slowdown);
   }
 }
 

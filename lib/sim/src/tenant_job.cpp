@@ -9,8 +9,8 @@ namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
-// The job's speed and its rate multiplier now: a host runs `foreground_slowdown` slower, a
-// background job at its one-GPU speed times its host's idle fraction and the efficiency.
+// The job's speed and its rate multiplier now: a host runs its slowdown slower, a background
+// job at its share of its one-GPU speed.
 double take_speed(Job& job, const Context& context) {
   const MultiTenantOptions& options = context.options;
   if (!job.has_speed || job.progress >= job.speed.until_progress) {
@@ -18,8 +18,9 @@ double take_speed(Job& job, const Context& context) {
     job.speed = context.model.speed(*job.trace, placement, job.progress);
     job.has_speed = true;
   }
-  if (job.host != nullptr) return job.host_idle * options.background_efficiency;
-  return job.guests > 0 ? 1 / options.foreground_slowdown : 1.0;
+  (void)options;
+  if (job.host != nullptr) return job.guest_share;
+  return job.guests > 0 ? 1 / job.host_slowdown : 1.0;
 }
 
 // Power above what the job's devices draw idle (background: its kernels' share).
@@ -45,6 +46,12 @@ Placement Context::placement_of(const Job& job) const {
 Placement Context::packed_for(const Job& job, int gpus) const {
   const int kind = job.placement.empty() ? 0 : nodes.kind_of(static_cast<size_t>(job.placement.front().first));
   return packed_placement(gpus, gpus_per_node, kind);
+}
+
+SharedDevice Context::sharing(const Job& host, const Placement& placement, const Job& guest) const {
+  if (const auto shared = model.share(*host.trace, placement, *guest.trace)) return *shared;
+  const double idle = model.speed(*host.trace, placement, host.progress).idle_fraction;
+  return {options.foreground_slowdown, idle * options.background_efficiency};
 }
 
 double Context::idle_power_of(const Placement& placement) const {

@@ -26,7 +26,8 @@ struct Job {
   int64_t queue_order = 0;
   bool has_speed = false;
   JobSpeed speed;
-  double host_idle = 0;   // the host's idle fraction when the speed was taken
+  double guest_share = 0;    // as a background job: its speed over its speed alone
+  double host_slowdown = 1;  // as a host: its slowdown with its background jobs
   double start_s = -1;
   double finish_s = -1;
   int starts = 0;
@@ -56,6 +57,9 @@ struct Context {
   Placement packed_for(const Job& job, int gpus) const;
   // Idle power of the job's GPUs (0 when unknown).
   double idle_power_of(const Placement& placement) const;
+  // `guest` in the background on a device of `host` holding `placement`: the job model's
+  // figures, or the stated constants (MultiTenantOptions).
+  SharedDevice sharing(const Job& host, const Placement& placement, const Job& guest) const;
 };
 
 // Runs `job` from `from` to `to` (restart first, then its speed's segments); sets finish_s

@@ -90,19 +90,28 @@ void lend_free_gpus(const std::vector<Job*>& order, int free, const Context& con
 
 struct Host {
   Job* job;
+  Placement placement;
   double idle;
   int slots;
 };
 
-// Waiting one-GPU jobs go, in priority order, to a device of a running job idle at least
-// min_idle_fraction (the most idle first); one background job per device. A background job
-// whose host keeps its GPUs stays where it is.
+bool worth_sharing(const Host& host, const Job& guest, const Context& context) {
+  const SharedDevice shared = context.sharing(*host.job, host.placement, guest);
+  const double host_loss = host.placement.total() * (1 - 1 / shared.host_slowdown);  // GPUs' worth
+  return shared.guest_share >= context.options.min_guest_share && shared.guest_share > host_loss &&
+         shared.host_slowdown <= context.options.max_host_slowdown;
+}
+
+// Waiting one-GPU jobs go, in priority order, to a device of a running job (the most idle
+// first) where sharing is worth it (MultiTenantOptions); one background job per device. A
+// background job whose host keeps its GPUs stays where it is.
 void place_background(const std::vector<Job*>& order, const Context& context) {
   std::vector<Host> hosts;
   for (Job* job : order) {
     if (job->want_gpus == 0) continue;
-    const JobSpeed speed = context.model.speed(*job->trace, context.packed_for(*job, job->want_gpus), job->progress);
-    if (speed.idle_fraction >= context.options.min_idle_fraction) hosts.push_back({job, speed.idle_fraction, job->want_gpus});
+    Placement placement = job->want_gpus == job->gpus ? context.placement_of(*job) : context.packed_for(*job, job->want_gpus);
+    const double idle = context.model.speed(*job->trace, placement, job->progress).idle_fraction;
+    if (idle > 0) hosts.push_back({job, std::move(placement), idle, job->want_gpus});
   }
   std::stable_sort(hosts.begin(), hosts.end(), [](const Host& a, const Host& b) { return a.idle > b.idle; });
   const auto slot_of = [&](const Job* job) -> Host* {
@@ -124,7 +133,7 @@ void place_background(const std::vector<Job*>& order, const Context& context) {
   }
   for (Job* job : waiting) {
     for (Host& host : hosts) {
-      if (host.slots == 0) continue;
+      if (host.slots == 0 || !worth_sharing(host, *job, context)) continue;
       job->want_host = host.job;
       --host.slots;
       break;

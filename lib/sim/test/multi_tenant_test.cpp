@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include <gtest/gtest.h>
@@ -53,6 +54,21 @@ std::map<std::string, double> jcts(const MultiTenantResult& result) {
   std::map<std::string, double> out;
   for (const JobOutcome& outcome : result.jobs) out[outcome.name] = outcome.jct_s();
   return out;
+}
+
+// `jobs` on `nodes` under `policy`, timed by `timer`: 10 s rounds, no restart cost.
+MultiTenantResult run_on(IterationTimer& timer, std::vector<TraceJob> jobs, const ClusterNodes& nodes,
+                         ClusterPolicy policy) {
+  const ApplicationTables tables = fixed_applications();
+  const JobModel model(tables, timer, 4);
+  JobTrace trace;
+  trace.path = "test";
+  trace.jobs = std::move(jobs);
+  MultiTenantOptions options;
+  options.interval_s = 10;
+  options.restart_s = 0;
+  options.policy = policy;
+  return simulate_multi_tenant(trace, model, nodes, options);
 }
 
 struct Fixture {
@@ -151,21 +167,20 @@ TEST(MultiTenant, RestartsCostTheirTime) {
 }
 
 // H (4 GPUs, 100 s, devices idle half the time) and G (1 GPU, 40 s) at 0 on 4 GPUs. Tiresias:
-// G waits for H: H 100, G 140. Multiplexing: G runs in H's idle time at 0.5 x 0.8 = 0.4 of
-// its speed and finishes at 40 / 0.4 = 100; H runs at 1 / 1.25 meanwhile (80 s of its work),
-// then alone: 120.
+// G waits for H: H 100, G 140. Multiplexing (the stated constants: 1.05 slowdown, 0.8 of the
+// idle time): G runs in H's idle time at 0.5 x 0.8 = 0.4 of its speed (more than the 4 x
+// (1 - 1/1.05) = 0.19 GPUs H loses) and finishes at 40 / 0.4 = 100; H runs at 1 / 1.05
+// meanwhile (100 / 1.05 of its work), then alone: 200 - 100 / 1.05.
 TEST(MultiTenant, BackgroundJobRunsInTheIdleGap) {
   Fixture fixture;
   fixture.trace.jobs = {job("H", 0, 4, 100, "host"), job("G", 0, 1, 40)};
-  fixture.options.foreground_slowdown = 1.25;
-  fixture.options.background_efficiency = 0.8;
   const auto alone = jcts(fixture.run(ClusterPolicy::Tiresias));
   EXPECT_DOUBLE_EQ(alone.at("H"), 100);
   EXPECT_DOUBLE_EQ(alone.at("G"), 140);
   const MultiTenantResult result = fixture.run(ClusterPolicy::BurstMultiplex);
   const auto jct = jcts(result);
   EXPECT_NEAR(jct.at("G"), 100, 1e-9);
-  EXPECT_NEAR(jct.at("H"), 120, 1e-9);
+  EXPECT_NEAR(jct.at("H"), 200 - 100 / 1.05, 1e-9);
   EXPECT_NEAR(result.jobs[1].background_seconds, 100, 1e-9);
   fixture.options.record_events = true;
   const MultiTenantResult traced = fixture.run(ClusterPolicy::BurstMultiplex);
@@ -175,27 +190,38 @@ TEST(MultiTenant, BackgroundJobRunsInTheIdleGap) {
 
 }
 
-// A host whose devices are busy (idle below min_idle_fraction) takes no background job.
+// A timer that simulates the pair: the guest gets half its speed, the host 1.02x slower (or,
+// with `greedy`, 1.2x: above max_host_slowdown, so the guest waits). H and G as above: G
+// finishes at 40 / 0.5 = 80; H makes 80 / 1.02 of its 100 iterations meanwhile, then runs
+// alone: 80 + 100 - 80 / 1.02.
+class SharingTimer : public FixedTimer {
+ public:
+  explicit SharingTimer(bool greedy) : greedy_(greedy) {}
+  std::optional<SharedDevice> share(const ApplicationTable&, int64_t, const Placement&, const ApplicationTable&,
+                                    int64_t) override {
+    return SharedDevice{greedy_ ? 1.2 : 1.02, 0.5};
+  }
+
+ private:
+  bool greedy_;
+};
+
+TEST(MultiTenant, TheJobModelsSharingFiguresDecide) {
+  for (const bool greedy : {false, true}) {
+    SharingTimer timer(greedy);
+    const auto jct = jcts(run_on(timer, {job("H", 0, 4, 100, "host"), job("G", 0, 1, 40)}, ClusterNodes{{4}, {}, {}},
+                                 ClusterPolicy::BurstMultiplex));
+    EXPECT_NEAR(jct.at("G"), greedy ? 140 : 80, 1e-9);
+    EXPECT_NEAR(jct.at("H"), greedy ? 100 : 180 - 80 / 1.02, 1e-9);
+  }
+}
+
+// A host whose devices are busy (the guest's share below min_guest_share) takes no background job.
 TEST(MultiTenant, NoBackgroundWithoutIdleTime) {
   Fixture fixture;
   fixture.trace.jobs = {job("H", 0, 4, 100), job("G", 0, 1, 40)};
   const auto jct = jcts(fixture.run(ClusterPolicy::BurstMultiplex));
   EXPECT_DOUBLE_EQ(jct.at("G"), 140);
-}
-
-// `jobs` on `nodes` under `policy`, timed by `timer`: 10 s rounds, no restart cost.
-MultiTenantResult run_on(IterationTimer& timer, std::vector<TraceJob> jobs, const ClusterNodes& nodes,
-                         ClusterPolicy policy) {
-  const ApplicationTables tables = fixed_applications();
-  const JobModel model(tables, timer, 4);
-  JobTrace trace;
-  trace.path = "test";
-  trace.jobs = std::move(jobs);
-  MultiTenantOptions options;
-  options.interval_s = 10;
-  options.restart_s = 0;
-  options.policy = policy;
-  return simulate_multi_tenant(trace, model, nodes, options);
 }
 
 // Strong scaling, with iterations that scale perfectly (FixedTimer's 1 s is per iteration of

@@ -11,6 +11,7 @@
 // (MeasuredTimer, the published simulator's model) or burst's planner and evaluator (the
 // `burst` command's own, which lib/sim cannot link).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,10 +36,25 @@ struct IterationTime {
   double joules = -1;        // all its devices over the iteration; < 0: unknown
 };
 
+// What a background job (the guest, one GPU) and the job whose device it shares (the host)
+// do to each other.
+struct SharedDevice {
+  double host_slowdown = 1;  // the host's iteration time with the guest over alone
+  double guest_share = 0;    // the guest's speed there over its speed alone on one GPU
+};
+
 class IterationTimer {
  public:
   virtual ~IterationTimer() = default;
   virtual IterationTime time(const ApplicationTable& application, int64_t batch, const Placement& placement) = 0;
+  // What the guest and its host do to each other, where the timer can tell (nullopt: the
+  // cluster's stated constants, MultiTenantOptions).
+  virtual std::optional<SharedDevice> share(const ApplicationTable& host, int64_t host_batch,
+                                            const Placement& host_placement, const ApplicationTable& guest,
+                                            int64_t guest_batch) {
+    (void)host, (void)host_batch, (void)host_placement, (void)guest, (void)guest_batch;
+    return std::nullopt;
+  }
   // A device's idle power (W) of the cluster's kind `kind`, for cluster energy; < 0: unknown.
   virtual double idle_power_w(int kind) const {
     (void)kind;
@@ -81,6 +97,7 @@ class JobModel {
   int64_t batch_of(const TraceJob& job) const;
   double work(const TraceJob& job) const;
   JobSpeed speed(const TraceJob& job, const Placement& placement, double progress) const;
+  std::optional<SharedDevice> share(const TraceJob& host, const Placement& placement, const TraceJob& guest) const;
   IterationTimer& timer() const { return timer_; }
 
  private:

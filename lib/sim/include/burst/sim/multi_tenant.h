@@ -54,12 +54,16 @@ struct MultiTenantOptions {
   // than two restarts.
   double scale_min_efficiency = 0.5;
   int scale_max_gpus = 64;
-  // Multiplexing: a waiting one-GPU job may run on one device of a running job whose
-  // devices are idle at least `min_idle_fraction` of the time; it gets that idle time at
-  // `background_efficiency` (the kernels that fit), and slows its host by `foreground_slowdown`.
+  // Multiplexing: a waiting one-GPU job may run on one device of a running job when the
+  // cluster gains GPU time by it: the guest gets at least `min_guest_share` of its speed
+  // alone, more than the GPU time its host loses (host GPUs x (1 - 1 / slowdown)), and the
+  // host slows down at most `max_host_slowdown`. Where the job model cannot tell
+  // (IterationTimer::share), the guest gets the host's idle fraction at
+  // `background_efficiency` (the kernels that fit) and slows its host by `foreground_slowdown`.
   double foreground_slowdown = 1.05;
   double background_efficiency = 0.8;
-  double min_idle_fraction = 0.1;
+  double min_guest_share = 0.01;
+  double max_host_slowdown = 1.05;
   bool skip_oversized = false;  // leave out jobs asking for more GPUs than the cluster has (else UserError)
   bool record_events = false;   // fill MultiTenantResult::events
   // Called as jobs finish (every 5% of them) with the simulated time and the count done.
