@@ -97,7 +97,7 @@ class Engine {
   void load_jobs();
   void advance_running(double to);
   void admit_arrivals(double now);
-  void demote(double now);
+  void demote();
   void apply(const std::vector<Job*>& order, double now);
   double next_round(double now) const;
   void record_usage(double now);
@@ -187,8 +187,7 @@ void Engine::admit_arrivals(double now) {
   }
 }
 
-void Engine::demote(double now) {
-  (void)now;
+void Engine::demote() {
   for (Job* job : active_) {
     if (job->queue == 0 && job->running() && job->executed_s * job->trace->gpus >= options_.demotion_gpu_s) {
       job->queue = 1;
@@ -266,7 +265,7 @@ MultiTenantResult Engine::run() {
   while (done_ < jobs_.size()) {
     advance_running(now);
     admit_arrivals(now);
-    if (options_.policy != ClusterPolicy::Fifo) demote(now);
+    if (options_.policy != ClusterPolicy::Fifo) demote();
     apply(tenant::decide(active_, context_), now);
     record_usage(now);
     last_round_ = now;

@@ -12,13 +12,11 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // The job's speed and its rate multiplier now: a host runs its slowdown slower, a background
 // job at its share of its one-GPU speed.
 double take_speed(Job& job, const Context& context) {
-  const MultiTenantOptions& options = context.options;
   if (!job.has_speed || job.progress >= job.speed.until_progress) {
     const Placement placement = job.host != nullptr ? context.packed_for(*job.host, 1) : context.placement_of(job);
     job.speed = context.model.speed(*job.trace, placement, job.progress);
     job.has_speed = true;
   }
-  (void)options;
   if (job.host != nullptr) return job.guest_share;
   return job.guests > 0 ? 1 / job.host_slowdown : 1.0;
 }
