@@ -192,7 +192,8 @@ void add_cluster_sim_commands(CLI::App& app) {
   command->add_option("--interval", options->interval, "Scheduling round, seconds (default 60)");
   command->add_option("--restart", options->restart, "Checkpoint-and-restart time of a start or resize, s (default 30)");
   command->add_option("--slowdown", options->slowdown,
-                      "Multiplexing: a host job's slowdown with a background job on its devices (default 1.05)");
+                      "Multiplexing where the job model does not simulate it (measured tables, hosts across kinds): a "
+                      "host job's slowdown with a background job on its devices (default 1.05)");
   command->add_option("--from-day", options->from_day, "Philly: start the replay this many days into the trace");
   command->add_option("--days", options->days, "Philly: replay this many days (default 0: to the end)");
   command->add_flag("--skip-oversized", options->skip_oversized,
