@@ -143,9 +143,13 @@ void run_cluster_sim(const ClusterSimOptions& options) {
   const int most_per_node = *std::max_element(nodes.gpus.begin(), nodes.gpus.end());
   const sim::JobModel model(tables, timer, most_per_node);
   if (job_model == "burst") {
-    for (const sim::TraceJob& job : trace.jobs) {
+    for (const sim::TraceJob& job : trace.jobs) {  // before any planning: every application has a model
       model.check(trace, job);
-      burst_model_of(job.application);
+      try {
+        burst_model_of(job.application);
+      } catch (const UserError& error) {
+        throw UserError(fmt::format("{}: {}", trace.where(job), error.what()));
+      }
     }
   }
   std::vector<sim::MultiTenantResult> results;

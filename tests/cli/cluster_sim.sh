@@ -77,6 +77,15 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["skipped_oversized"] == 1 and d["jobs_done"] == 1, d
 ' "$work/skipped.out"
+# An application the tables have and burst's job model does not map: named with its line.
+mkdir -p "$work/apps/toy"
+printf 'placement,local_bsz,step_time,sync_time\n1,8,0.1,0\n' > "$work/apps/toy/placements.csv"
+printf 'progress,iteration,metric,grad_sqr,grad_var\n10,10,0.5,1,1\n' > "$work/apps/toy/validation-8.csv"
+printf '%s\na,0,toy,1,8\n' "$header" > "$work/toy.csv"
+quiet toy cluster-sim --trace "$work/toy.csv" --applications "$work/apps"
+contains toy "tiresias"
+refused "no burst model" cluster-sim --trace "$work/toy.csv" --applications "$work/apps" --job-model burst
+contains_error "$work/toy.csv:2: application 'toy' has no model in burst's job model"
 refused "unknown policy" cluster-sim --trace "$workload" --policy lottery
 contains_error "unknown policy 'lottery' (policies: fifo, tiresias, burst-scale, burst-multiplex, burst)"
 refused "unknown job model" cluster-sim --trace "$workload" --job-model magic

@@ -58,12 +58,8 @@ class FreeGpus {
   // The kind with the most free GPUs if it has `gpus` free, else -1 (any node).
   int roomy_kind(int gpus) const {
     if (nodes_.kinds.empty()) return -1;
-    std::vector<int> free_of_kind(nodes_.kind_names.size() + 1, 0);
-    for (size_t node = 0; node < free_.size(); ++node) {
-      const auto kind = static_cast<size_t>(nodes_.kind_of(node));
-      if (kind >= free_of_kind.size()) free_of_kind.resize(kind + 1, 0);
-      free_of_kind[kind] += free_[node];
-    }
+    std::vector<int> free_of_kind(static_cast<size_t>(nodes_.kind_count()), 0);
+    for (size_t node = 0; node < free_.size(); ++node) free_of_kind[static_cast<size_t>(nodes_.kind_of(node))] += free_[node];
     const auto best = std::max_element(free_of_kind.begin(), free_of_kind.end());
     return *best >= gpus ? static_cast<int>(best - free_of_kind.begin()) : -1;
   }
@@ -73,11 +69,9 @@ class FreeGpus {
 };
 
 std::vector<double> idle_power_per_kind(const IterationTimer& timer, const ClusterNodes& nodes) {
-  size_t kinds = 1;
-  for (size_t node = 0; node < nodes.gpus.size(); ++node) kinds = std::max(kinds, static_cast<size_t>(nodes.kind_of(node)) + 1);
   std::vector<double> watts;
-  for (size_t kind = 0; kind < kinds; ++kind) {
-    const double idle = timer.idle_power_w(static_cast<int>(kind));
+  for (int kind = 0; kind < nodes.kind_count(); ++kind) {
+    const double idle = timer.idle_power_w(kind);
     if (idle < 0) return {};
     watts.push_back(idle);
   }
@@ -366,6 +360,10 @@ const char* cluster_policy_name(ClusterPolicy policy) {
 }
 
 int ClusterNodes::total() const { return std::accumulate(gpus.begin(), gpus.end(), 0); }
+
+int ClusterNodes::kind_count() const {
+  return kinds.empty() ? 1 : *std::max_element(kinds.begin(), kinds.end()) + 1;
+}
 
 MultiTenantResult simulate_multi_tenant(const JobTrace& trace, const JobModel& model, const ClusterNodes& nodes,
                                         const MultiTenantOptions& options) {

@@ -33,8 +33,8 @@ TEST(ApplicationTables, UnmeasuredPlacementsInterpolateInNodesAndGpusPerNode) {
   const StepTime time = apps.at("toy").step_time({1, 1, 1, 2, 2, 2}, 10);
   EXPECT_DOUBLE_EQ(time.step_s, 4.0);
   EXPECT_DOUBLE_EQ(time.sync_s, 1.5);
-  // 4 nodes x 1 GPU (between the 2-node row's 2 GPUs per node... clamped to its only point
-  // and the 6-node row's 1 GPU per node): halfway between 1.5 and 3.0.
+  // 4 nodes x 1 GPU per node: halfway between the 2-node row (only 2 GPUs per node measured:
+  // 1.5, held beyond) and the 6-node row at 1 GPU per node (3.0).
   EXPECT_DOUBLE_EQ(apps.at("toy").step_time({1, 1, 1, 1}, 10).step_s, 2.25);
 }
 

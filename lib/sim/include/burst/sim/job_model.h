@@ -49,17 +49,13 @@ class IterationTimer {
   virtual IterationTime time(const ApplicationTable& application, int64_t batch, const Placement& placement) = 0;
   // What the guest and its host do to each other, where the timer can tell (nullopt: the
   // cluster's stated constants, MultiTenantOptions).
-  virtual std::optional<SharedDevice> share(const ApplicationTable& host, int64_t host_batch,
-                                            const Placement& host_placement, const ApplicationTable& guest,
-                                            int64_t guest_batch) {
-    (void)host, (void)host_batch, (void)host_placement, (void)guest, (void)guest_batch;
+  virtual std::optional<SharedDevice> share(const ApplicationTable& /*host*/, int64_t /*host_batch*/,
+                                            const Placement& /*host_placement*/, const ApplicationTable& /*guest*/,
+                                            int64_t /*guest_batch*/) {
     return std::nullopt;
   }
   // A device's idle power (W) of the cluster's kind `kind`, for cluster energy; < 0: unknown.
-  virtual double idle_power_w(int kind) const {
-    (void)kind;
-    return -1;
-  }
+  virtual double idle_power_w(int /*kind*/) const { return -1; }
   virtual std::string name() const = 0;
 };
 

@@ -39,6 +39,7 @@ struct ClusterNodes {
   std::vector<int> kinds;                // per node, an index into kind_names; empty: all kind 0
   std::vector<std::string> kind_names;   // for reports; may be empty
   int kind_of(size_t node) const { return kinds.empty() ? 0 : kinds[node]; }
+  int kind_count() const;  // the largest kind index + 1
   int total() const;
 };
 
