@@ -13,9 +13,6 @@
 
 #include "burst/cost/power.h"
 #include "burst/graph/model_json.h"
-#include "burst/timing/evaluate.h"
-#include "burst/planner/pipeline_planner.h"
-#include "burst/planner/tensor_planner.h"
 #include "burst/planner/heterogeneous.h"
 #include "burst/util/error.h"
 #include "burst/util/format.h"
@@ -171,23 +168,6 @@ cluster::Cluster make_cluster(const InputOptions& options, const std::string& ki
   return cluster::builtin_cluster(kind, *devices);
 }
 
-// A kind's precision for the step's: TF32 (FP32 storage, TF32 matrix products) runs as FP32
-// on a kind without TF32 (a V100), as PyTorch's allow_tf32 does; storage, memory and
-// messages are the same. Other precisions as asked (UserError where the kind lacks one).
-cost::Precision kind_precision(const cost::DeviceModel& device, cost::Precision step) {
-  if (step != cost::Precision::Tf32) return step;
-  try {
-    cost::at_precision(device.spec, step);
-  } catch (const UserError&) {
-    return cost::Precision::Fp32;
-  }
-  return step;
-}
-
-// The precision a mixed cluster's step runs at by default: the reference kind's (TF32 on an
-// A100 or H100, each other kind at kind_precision).
-cost::Precision common_default_precision(const cost::DeviceModel& reference) { return cost::default_precision(reference.spec); }
-
 // Every kind's device model, the fastest first as the reference (Inputs).
 void resolve_kinds(const InputOptions& options, const graph::Graph& graph, int64_t global_batch, Inputs& inputs) {
   const cluster::Cluster& cluster = inputs.cluster;
@@ -314,13 +294,14 @@ Inputs read_inputs(const InputOptions& options) {
         inputs.capacity.device,
         Bytes(parse_finite(options.device_memory, "--device-memory", 1e-9, "a size in GB > 0") * 1e9)};
   }
-  const cost::Precision default_precision =
-      inputs.cluster.mixed() ? common_default_precision(inputs.device)
-                             : cost::default_precision(inputs.device.spec);
-  inputs.program = parse_program_options(options.program, default_precision);
+  // A mixed cluster's step runs at the reference kind's default precision, each other kind
+  // at cost::kind_precision of it.
+  inputs.program = parse_program_options(options.program, cost::default_precision(inputs.device.spec));
   check_power_cap(inputs.cluster, inputs.program.power_cap_w);
   cost::at_precision(inputs.device.spec, inputs.program.precision);  // refuses a precision the device lacks
-  for (const cost::DeviceModel& kind : inputs.kind_devices) cost::at_precision(kind.spec, kind_precision(kind, inputs.program.precision));
+  for (const cost::DeviceModel& kind_device : inputs.kind_devices) {
+    cost::at_precision(kind_device.spec, cost::kind_precision(kind_device.spec, inputs.program.precision));
+  }
   inputs.pins = parse_pins(options, inputs.program);
   check_layers_fit_some_kind(inputs);
   return inputs;
@@ -342,7 +323,7 @@ CostModels make_cost_models(const Inputs& inputs, cost::Precision precision) {
     return models;
   }
   for (const cost::DeviceModel& device : inputs.kind_devices) {
-    models.models.push_back(cost::make_cost_model(device, kind_precision(device, precision)));
+    models.models.push_back(cost::make_cost_model(device, cost::kind_precision(device.spec, precision)));
   }
   models.reference = inputs.reference_kind;
   return models;
@@ -424,277 +405,51 @@ CLI::Option* add_strategy_option(CLI::App& command, std::string& strategy) {
                   "batch), 3d (tensor x pipeline x data parallelism with micro-batch size, ZeRO and recomputation, "
                   "for transformers; pins: --tensor-parallel, --pipeline-stages, --micro-batch-size, --schedule, "
                   "--zero, --recompute) or auto (the fastest of those that fits)")
-      ->check(CLI::IsMember({"burst", "dp", "pipeline", "hybrid", "tensor", "3d", "auto"}));
+      ->check(CLI::IsMember(planner::kStrategyNames.names()));
 }
 
 void add_shape_options(CLI::App& command, InputOptions& options) {
   command.add_option("--tensor-parallel", options.tensor_parallel,
-                     "--strategy 3d: pin the tensor-parallel size (parts of each attention and MLP; must divide the heads)");
-  command.add_option("--pipeline-stages", options.pipeline_stages, "--strategy 3d: pin the pipeline stages");
+                     "Pin the tensor-parallel size (parts of each attention and MLP; must divide the heads): "
+                     "--strategy 3d, tensor, or auto (narrowed to those)");
+  command.add_option("--pipeline-stages", options.pipeline_stages,
+                     "Pin the pipeline stages: --strategy 3d, pipeline, hybrid, or auto (narrowed to those)");
   command.add_option("--micro-batch-size", options.micro_batch_size,
-                     "--strategy 3d: pin the samples of one data-parallel group in one micro-batch (must divide its "
-                     "share of the global batch)");
-  command.add_option("--schedule", options.schedule, "--strategy 3d: pin the pipeline schedule: gpipe or 1f1b (default)");
+                     "Pin the samples of one data-parallel group in one micro-batch (must divide its share of the "
+                     "global batch): --strategy 3d, or auto (narrowed to it)");
+  command.add_option("--schedule", options.schedule,
+                     "Pin the pipeline schedule, gpipe or 1f1b (default): --strategy 3d, pipeline, hybrid, or auto");
 }
 
 void add_memory_options(CLI::App& command, InputOptions& options) {
   command
       .add_option("--optimizer", options.optimizer,
                   "The optimizer whose state the memory model counts: sgd, momentum (SGD with momentum) or adam")
-      ->check(CLI::IsMember({"sgd", "momentum", "adam"}))
+      ->check(CLI::IsMember(cost::kOptimizerNames.names()))
       ->capture_default_str();
   command.add_option("--device-memory", options.device_memory,
                      "Memory per device in GB for the memory check (default: the device kind's, e.g. 40 for "
                      "a100; the machine's for cpu)");
 }
 
-namespace {
-
-// The pipeline planner under the inputs' capacity, for data-parallel stages, burst
-// placements inside them (the hybrid), or both.
-planner::PipelinePlanResult search_pipelines(const Inputs& inputs, const plan::PlanContext& context,
-                                          const planner::BurstOptions& burst, bool data_parallel_stages,
-                                          bool burst_stages) {
-  planner::PipelineOptions options;
-  options.capacity = inputs.capacity;
-  options.optimizer = inputs.optimizer;
-  options.data_parallel_stages = data_parallel_stages;
-  options.burst_stages = burst_stages;
-  options.burst = burst;
-  return planner::plan_pipeline(context, inputs.global_batch, options);
-}
-
-// A plan the pipeline planner found or, with none that fits, data parallelism (whose memory
-// fit then decides: its fallback, or "no plan fits").
-plan::Plan or_data_parallel(std::optional<plan::Plan> found, const Inputs& inputs) {
-  if (found) return std::move(*found);
-  return plan::plan_data_parallel(inputs.graph, inputs.cluster.size(), inputs.global_batch);
-}
-
-// The tensor planner under the inputs' capacity, with the burst planner's amplification rule;
-// with no candidate that splits a layer and fits, data parallelism.
-plan::Plan search_tensor_splits(const Inputs& inputs, const plan::PlanContext& context, const planner::BurstOptions& burst) {
-  planner::TensorOptions options;
-  options.amplification = burst.amplification;
-  options.amplification_exempt_below = burst.amplification_exempt_below;
-  options.program = burst.program;
-  options.capacity = inputs.capacity;
-  options.optimizer = inputs.optimizer;
-  return or_data_parallel(planner::plan_tensor(context, inputs.global_batch, options).plan, inputs);
-}
-
-// The 3-D search under the inputs' pins, capacity and step.
-planner::ThreeDResult search_3d(const Inputs& inputs, const plan::PlanContext& context) {
-  planner::ThreeDOptions options;
-  options.pins = inputs.pins;
+planner::AutoPlanOptions plan_options(const Inputs& inputs, const planner::BurstOptions& burst) {
+  planner::AutoPlanOptions options;
+  static_cast<planner::BurstOptions&>(options) = burst;
   options.program = inputs.program;
   options.capacity = inputs.capacity;
   options.optimizer = inputs.optimizer;
-  return planner::plan_3d(context, inputs.global_batch, options);
+  options.pins = inputs.pins;
+  return options;
 }
 
-// One strategy's plan for `--strategy auto`, with the step it runs.
-struct AutoCandidate {
-  std::string name;
-  plan::Plan plan;
-  program::ProgramOptions program;
-  std::string why_not;  // set when the strategy has no plan that fits
-  std::optional<Seconds> predicted;  // the evaluator's time, where the search already took it
-};
-
-// Why no plan that splits no layer's tensors can fit (program::largest_unsplit_layer_state
-// over the device's capacity), or empty when one may: then the burst, pipeline and hybrid
-// searches are skipped (on a 1T-parameter model they would search for minutes to find
-// nothing).
-std::string why_unsplit_cannot_fit(const Inputs& inputs) {
-  const program::LayerStateBound bound = program::largest_unsplit_layer_state(
-      inputs.graph, inputs.optimizer, inputs.program, inputs.cluster.size());
-  if (!(inputs.capacity.capacity < bound.bytes)) return "";
-  return fmt::format("not searched: layer '{}' alone needs {} of weights, gradients and optimizer state (ZeRO {}) "
-                     "without tensor splits, more than the {} of a {}",
-                     inputs.graph.layer(bound.layer).name, bytes_decimal(bound.bytes.value()),
-                     inputs.program.zero_stage, bytes_decimal(inputs.capacity.capacity.value()), inputs.capacity.device);
+planner::ChosenPlan choose_plan(const Inputs& inputs, const std::string& strategy, const plan::PlanContext& context,
+                                const planner::BurstOptions& burst) {
+  const planner::AutoPlanOptions options = plan_options(inputs, burst);
+  if (inputs.loaded) return planner::given_plan(*inputs.loaded, inputs.graph, options);
+  return planner::choose_plan(context, inputs.global_batch, planner::parse_strategy(strategy), options);
 }
 
-// Why no pipeline of data-parallel or burst stages (the pipeline planner's, at most its
-// max_stages) can fit (program::unsplit_pipeline_state_bound), or empty when one may.
-std::string why_pipelines_cannot_fit(const Inputs& inputs) {
-  const int max_stages = planner::PipelineOptions{}.max_stages;
-  const Bytes bound = program::unsplit_pipeline_state_bound(inputs.graph, inputs.optimizer, inputs.program,
-                                                            inputs.cluster.size(), max_stages);
-  if (!(inputs.capacity.capacity < bound)) return "";
-  return fmt::format("not searched: in any pipeline of up to {} stages without tensor splits some device holds at "
-                     "least {} of weights, gradients and optimizer state (ZeRO {}), more than the {} of a {}",
-                     max_stages, bytes_decimal(bound.value()), inputs.program.zero_stage,
-                     bytes_decimal(inputs.capacity.capacity.value()), inputs.capacity.device);
-}
-
-// The burst planner's work grows with layers x devices (its tables hold every layer's
-// placements on every device count); `auto` runs it, alone and inside pipeline stages (the
-// hybrid), up to this many, so that planning stays in seconds. `--strategy burst` and
-// `--strategy hybrid` run it at any size.
-constexpr double kAutoBurstBudget = 2e5;
-
-std::string over_burst_budget(const Inputs& inputs) {
-  const double work = static_cast<double>(inputs.graph.size()) * inputs.cluster.size();
-  if (work <= kAutoBurstBudget) return "";
-  return fmt::format("not searched: {} layers x {} devices is past auto's {:g} for the burst planner (--strategy "
-                     "burst or hybrid runs it)",
-                     inputs.graph.size(), inputs.cluster.size(), kAutoBurstBudget);
-}
-
-// Why `auto` skips a search (empty: it runs it): the burst planner alone, the pipeline
-// planner, and the hybrid (which needs both).
-struct SkippedSearches {
-  std::string burst;
-  std::string pipeline;
-  const std::string& hybrid() const { return !pipeline.empty() ? pipeline : burst; }
-};
-
-SkippedSearches skipped_searches(const Inputs& inputs) {
-  const std::string unsplit = why_unsplit_cannot_fit(inputs);
-  if (!unsplit.empty()) return SkippedSearches{unsplit, unsplit};
-  return SkippedSearches{over_burst_budget(inputs), why_pipelines_cannot_fit(inputs)};
-}
-
-std::vector<AutoCandidate> auto_candidates(const Inputs& inputs, const plan::PlanContext& context,
-                                           const planner::BurstOptions& burst,
-                                           const std::optional<planner::BurstPlanResult>& burst_result,
-                                           const SkippedSearches& skipped) {
-  std::vector<AutoCandidate> candidates;
-  const plan::Plan data_parallel = plan::plan_data_parallel(inputs.graph, inputs.cluster.size(), inputs.global_batch);
-  const auto add = [&](std::string name, plan::Plan plan) {
-    candidates.push_back(AutoCandidate{std::move(name), std::move(plan), inputs.program, "", std::nullopt});
-  };
-  const auto refuse = [&](std::string name, const std::string& why) {
-    candidates.push_back(AutoCandidate{std::move(name), data_parallel, inputs.program, why, std::nullopt});
-  };
-  add("dp", data_parallel);
-  if (skipped.burst.empty()) {
-    add("burst", burst_result->plan);
-  } else {
-    refuse("burst", skipped.burst);
-  }
-  std::optional<planner::PipelinePlanResult> pipelines;
-  if (skipped.pipeline.empty()) pipelines = search_pipelines(inputs, context, burst, true, skipped.hybrid().empty());
-  if (pipelines) {
-    add("pipeline", or_data_parallel(std::move(pipelines->plan), inputs));
-  } else {
-    refuse("pipeline", skipped.pipeline);
-  }
-  if (skipped.hybrid().empty()) {
-    add("hybrid", or_data_parallel(std::move(pipelines->hybrid), inputs));
-  } else {
-    refuse("hybrid", skipped.hybrid());
-  }
-  add("tensor", search_tensor_splits(inputs, context, burst));
-  if (planner::has_attention(inputs.graph)) {
-    try {
-      planner::ThreeDResult found = search_3d(inputs, context);
-      candidates.push_back(AutoCandidate{"3d", std::move(found.plan), found.program, "", found.predicted});
-    } catch (const UserError& error) {
-      candidates.push_back(AutoCandidate{"3d", candidates.front().plan, inputs.program, error.what(), std::nullopt});
-    }
-  }
-  return candidates;
-}
-
-// Data parallelism, the burst plan, the pipeline plan, the hybrid, the tensor plan and (for
-// graphs with attention) the 3-D plan, each kept if it fits; the fastest (the first of
-// equals) is chosen. `chosen.tried` says what each gave.
-void choose_automatically(const Inputs& inputs, const plan::PlanContext& context, const planner::BurstOptions& burst,
-                          ChosenPlan& chosen) {
-  const SkippedSearches skipped = skipped_searches(inputs);
-  std::optional<planner::BurstPlanResult> burst_result;
-  if (skipped.burst.empty()) burst_result = planner::plan_burst_with_prediction(context, inputs.global_batch, burst);
-  std::vector<AutoCandidate> candidates = auto_candidates(inputs, context, burst, burst_result, skipped);
-  std::optional<Seconds> best;
-  for (AutoCandidate& candidate : candidates) {
-    StrategyTried tried{candidate.name, std::nullopt, candidate.why_not, pipeline_text(candidate.plan)};
-    if (candidate.name != candidate.plan.strategy && tried.why_not.empty()) {  // nothing fits: data parallel
-      tried.why_not = "no " + candidate.name + " plan fits";
-    }
-    if (!tried.why_not.empty()) {  // the 3-D search's own refusal, not searched, or nothing fits
-      chosen.tried.push_back(std::move(tried));
-      continue;
-    }
-    std::vector<program::DeviceMemory> memory =
-        program::plan_memory(candidate.plan, inputs.graph, inputs.optimizer, candidate.program);
-    if (!program::fits(memory, inputs.capacity)) {
-      tried.why_not = program::memory_text(program::tightest_memory(memory, inputs.capacity), inputs.graph, inputs.capacity);
-    } else {
-      tried.time = candidate.predicted;
-      if (!tried.time) {
-        timing::EvaluateOptions evaluate;
-        evaluate.program = candidate.program;
-        tried.time = timing::evaluate_plan(candidate.plan, context, evaluate).iteration_time;
-      }
-      chosen.fitting.push_back(ChosenPlan::Fitting{candidate.name, candidate.plan, candidate.program, *tried.time, memory});
-      if (!best || *tried.time < *best) {
-        best = tried.time;
-        chosen.plan = candidate.plan;
-        chosen.program = candidate.program;
-        chosen.memory = std::move(memory);
-        chosen.burst = candidate.name == "burst" ? burst_result : std::nullopt;
-      }
-    }
-    chosen.tried.push_back(std::move(tried));
-  }
-  if (!best) {  // none fits: data parallelism's fit says so, with the smallest requirement found
-    program::fit_in_memory(candidates.front().plan, "data-parallel", inputs.graph, inputs.optimizer, inputs.capacity,
-                          inputs.program);
-  }
-}
-
-}  // namespace
-
-ChosenPlan choose_plan(const Inputs& inputs, const std::string& strategy, const plan::PlanContext& context,
-                       const planner::BurstOptions& burst) {
-  ChosenPlan chosen;
-  chosen.program = inputs.program;
-  const graph::Graph& graph = inputs.graph;
-  if (strategy == "3d" && !inputs.loaded) {
-    planner::ThreeDResult found = search_3d(inputs, context);
-    chosen.plan = std::move(found.plan);
-    chosen.program = found.program;
-    chosen.memory = program::plan_memory(chosen.plan, graph, inputs.optimizer, chosen.program);
-    return chosen;
-  }
-  if (inputs.loaded) {
-    chosen.plan = *inputs.loaded;  // evaluated as given, fitting or not (the report says which)
-    chosen.memory = program::plan_memory(chosen.plan, graph, inputs.optimizer, inputs.program);
-    return chosen;
-  }
-  if (strategy == "auto") {
-    choose_automatically(inputs, context, burst, chosen);
-    return chosen;
-  }
-  if (strategy == "dp") {
-    chosen.plan = plan::plan_data_parallel(graph, inputs.cluster.size(), inputs.global_batch);
-  } else if (strategy == "tensor") {
-    chosen.plan = search_tensor_splits(inputs, context, burst);
-  } else if (strategy == "pipeline" || strategy == "hybrid") {
-    const bool hybrid = strategy == "hybrid";
-    planner::PipelinePlanResult found = search_pipelines(inputs, context, burst, !hybrid, hybrid);
-    chosen.plan = or_data_parallel(hybrid ? std::move(found.hybrid) : std::move(found.plan), inputs);
-  } else {
-    chosen.burst = planner::plan_burst_with_prediction(context, inputs.global_batch, burst);
-    chosen.plan = chosen.burst->plan;
-  }
-  const std::string name = strategy == "dp" ? "data-parallel" : strategy;
-  program::FittedPlan fitted = program::fit_in_memory(std::move(chosen.plan), name, graph, inputs.optimizer,
-                                                      inputs.capacity, inputs.program);
-  chosen.plan = std::move(fitted.plan);
-  chosen.memory = std::move(fitted.memory);
-  chosen.memory_note = std::move(fitted.note);
-  if (chosen.plan.strategy != strategy && strategy != "dp" && strategy != "burst" && chosen.memory_note.empty()) {
-    chosen.memory_note = fmt::format("no {} plan fits in memory; data parallel instead", strategy);
-  }
-  if (!chosen.memory_note.empty()) chosen.burst.reset();
-  return chosen;
-}
-
-std::string memory_summary(const ChosenPlan& chosen, const Inputs& inputs) {
+std::string memory_summary(const planner::ChosenPlan& chosen, const Inputs& inputs) {
   const program::DeviceMemory& peak = program::tightest_memory(chosen.memory, inputs.capacity);
   const bool over = !program::fits(chosen.memory, inputs.capacity);
   return fmt::format("{} (optimizer {}, precision {}, recompute {}, ZeRO {}){}",

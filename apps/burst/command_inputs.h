@@ -11,6 +11,7 @@
 #include "burst/cluster/cluster.h"
 #include "burst/cost/device_models.h"
 #include "burst/graph/graph.h"
+#include "burst/planner/auto_planner.h"
 #include "burst/planner/burst_planner.h"
 #include "burst/planner/three_d_planner.h"
 #include "burst/plan/plan.h"
@@ -148,45 +149,17 @@ std::vector<double> memory_of_kind(const Inputs& inputs);
 // no --devices, the plan's device count).
 Inputs read_inputs(const InputOptions& options);
 
-// One strategy `--strategy auto` tried: its evaluated iteration time, or why it has none.
-struct StrategyTried {
-  std::string strategy;           // "dp", "burst", "pipeline", "hybrid"
-  std::optional<Seconds> time;    // the evaluator's; none when it does not fit
-  std::string why_not;            // when it has no time: the memory line, or "no plan"
-  std::string pipeline;           // the plan's pipeline (pipeline_text), "-" for none
-};
+// The planner's options for the inputs: their step, memory, optimizer and pins, with the
+// burst search's amplification rule and knobs from `burst`.
+planner::AutoPlanOptions plan_options(const Inputs& inputs, const planner::BurstOptions& burst);
 
-// The plan a command runs: --plan FILE as given, or made here by `strategy`: "dp", "burst",
-// "pipeline" (pipeline_planner.h: data-parallel stages), "hybrid" (burst placements inside
-// pipeline stages), "3d" (three_d_planner.h: tensor x pipeline x data parallelism, micro-batch
-// size, ZeRO and recomputation, under the pins) or "auto" (each of those, evaluated; the
-// fastest that fits; 3d only for graphs with attention).
-// A plan made here must fit every device's memory (plan_memory.h): a burst or pipeline
-// plan that does not is replaced by data parallelism if that fits, with a note saying so;
-// when none fits, UserError "no plan fits" with the smallest requirement found.
-struct ChosenPlan {
-  plan::Plan plan;
-  program::ProgramOptions program;  // the step the plan runs: the inputs', or what the 3-D search chose
-  std::optional<planner::BurstPlanResult> burst;  // what the burst planner said, when it made the plan
-  std::vector<program::DeviceMemory> memory;      // per rank
-  std::string memory_note;                     // why the plan is not the strategy's own, or empty
-  std::vector<StrategyTried> tried;            // --strategy auto: every strategy, in order
-  // --strategy auto: every strategy's plan that fits memory, with its time (what an energy
-  // objective chooses among: docs/energy.md); empty for one strategy.
-  struct Fitting {
-    std::string strategy;
-    plan::Plan plan;
-    program::ProgramOptions program;
-    Seconds time;
-    std::vector<program::DeviceMemory> memory;
-  };
-  std::vector<Fitting> fitting;
-};
-ChosenPlan choose_plan(const Inputs& inputs, const std::string& strategy, const plan::PlanContext& context,
-                       const planner::BurstOptions& burst);
+// The plan a command runs: --plan FILE as given (planner::given_plan), or the planner's for
+// `strategy` (planner::choose_plan, a word of planner::kStrategyNames).
+planner::ChosenPlan choose_plan(const Inputs& inputs, const std::string& strategy, const plan::PlanContext& context,
+                                const planner::BurstOptions& burst);
 
 // "peak memory per device" as the reports print it: the peak rank's needs against the
 // capacity, and whether they fit.
-std::string memory_summary(const ChosenPlan& chosen, const Inputs& inputs);
+std::string memory_summary(const planner::ChosenPlan& chosen, const Inputs& inputs);
 
 }  // namespace burst::cli

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "burst/planner/auto_planner.h"
 #include "burst/planner/clock_search.h"
 #include "burst/timing/energy.h"
 
@@ -17,14 +18,8 @@ namespace burst::cli {
 
 // What an energy objective did to the plan: its clocks and the step against all clocks at
 // the maximum.
-struct ClockReport {
-  double max_slowdown = 0;
-  double fastest_time_s = 0;  // the time objective's plan at full clocks: the bound's base
-  planner::ClockChoice choice;
-  // --strategy auto: each strategy's plan that fits, with its energy at its chosen clocks
-  // ("-" where it is slower than the bound at full clocks), and which one won.
-  std::vector<std::pair<std::string, std::string>> strategies;
-  std::string strategy;
+// --objective energy's choice (planner::EnergyChoice) and its clocks in words.
+struct ClockReport : planner::EnergyChoice {
   std::vector<std::string> clock_groups;  // "ranks 0-7: 1200 MHz", one per distinct clock
 };
 

@@ -9,6 +9,7 @@
 
 #include "burst/util/error.h"
 #include "burst/util/memory_reuse.h"
+#include "burst/util/utf8.h"
 #include "cluster_commands.h"
 #include "cluster_sim_commands.h"
 #include "cost_commands.h"
@@ -29,22 +30,6 @@ using burst::kExitBadInput;
 using burst::kExitInternal;
 using burst::kExitRunFailed;
 
-// Error messages may quote user strings: keep them on one line, whatever they hold.
-std::string one_line(const std::string& message) {
-  std::string line;
-  for (const char c : message) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '\n') {
-      line += "\\n";
-    } else if (byte < 0x20 || byte == 0x7f) {
-      line += fmt::format("\\x{:02x}", byte);
-    } else {
-      line += c;
-    }
-  }
-  return line;
-}
-
 // "burst 0.1.0 (torch 1.13.1, cuda: not built, nccl: not built)": what this build holds.
 std::string version_text() {
   const std::string torch = std::string(BURST_TORCH_VERSION).empty() ? "torch: not built in"
@@ -53,8 +38,10 @@ std::string version_text() {
                      BURST_CUDA_BUILT ? "built" : "not built", BURST_NCCL_BUILT ? "built" : "not built");
 }
 
+// Error messages may quote user strings: escape_for_terminal keeps them on one line and
+// shows bytes that are not UTF-8 and control characters as \xNN, whatever they hold.
 int fail(int code, const std::string& message) {
-  std::cerr << "burst: error: " << one_line(message) << '\n';
+  std::cerr << "burst: error: " << burst::escape_for_terminal(message) << '\n';
   return code;
 }
 

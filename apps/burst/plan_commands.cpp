@@ -146,61 +146,19 @@ void run_sweep(const PlanOptions& options, const Inputs& inputs, const graph::Gr
   if (!options.svg.empty()) std::cout << "\nwrote the scaling curve to " << options.svg << '\n';
 }
 
-planner::ClockSearchOptions clock_search_options(const timing::EvaluateOptions& evaluate, const std::string& max_slowdown) {
+planner::ClockSearchOptions clock_search_options(const program::ProgramOptions& program, const std::string& max_slowdown) {
   planner::ClockSearchOptions search;
-  search.evaluate = evaluate;
-  search.evaluate.timelines = false;
+  search.program = program;
   search.max_slowdown = parse_finite(max_slowdown, "--max-slowdown", 0, "a number >= 0 (0.01: at most 1% slower)");
   return search;
 }
 
-// --objective energy: among the plans the strategy tried that fit (--strategy auto: each
-// strategy's; otherwise the one it chose), each within the bound of the fastest at full
-// clocks, the one whose chosen clocks spend the least energy with the step within the bound.
-// `chosen` becomes that plan (with its clocks in the report).
-ClockReport choose_for_energy(ChosenPlan& chosen, const plan::PlanContext& context, const std::string& max_slowdown) {
-  std::vector<ChosenPlan::Fitting> candidates = chosen.fitting;
-  if (candidates.empty()) {
-    timing::EvaluateOptions evaluate;
-    evaluate.program = chosen.program;
-    candidates.push_back(ChosenPlan::Fitting{chosen.plan.strategy, chosen.plan, chosen.program,
-                                             timing::evaluate_plan(chosen.plan, context, evaluate).iteration_time,
-                                             chosen.memory});
-  }
-  timing::EvaluateOptions evaluate;
-  planner::ClockSearchOptions search = clock_search_options(evaluate, max_slowdown);
+// --objective energy: the planner's choice among the plans the strategy tried that fit,
+// with its clocks in the report; `chosen` becomes that plan.
+ClockReport choose_for_energy(planner::ChosenPlan& chosen, const plan::PlanContext& context, const std::string& max_slowdown) {
   ClockReport report;
-  report.max_slowdown = search.max_slowdown;
-  report.fastest_time_s = std::min_element(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
-                            return a.time < b.time;
-                          })->time.s();
-  search.time_bound_s = report.fastest_time_s * (1 + search.max_slowdown);
-  std::optional<size_t> best;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    const ChosenPlan::Fitting& candidate = candidates[i];
-    if (candidate.time.s() > *search.time_bound_s) {
-      report.strategies.emplace_back(candidate.strategy, fmt::format("{:.3f} ms at full clocks, slower than the bound",
-                                                                     candidate.time.ms()));
-      continue;
-    }
-    search.evaluate.program = candidate.program;
-    planner::ClockChoice choice = planner::choose_clocks(candidate.plan, context, search);
-    report.strategies.emplace_back(candidate.strategy, fmt::format("{:.3f} ms and {:.4g} J with its clocks",
-                                                                   choice.time_s * 1e3, choice.energy_j));
-    if (!best || choice.energy_j < report.choice.energy_j) {
-      best = i;
-      report.choice = std::move(choice);
-    }
-  }
-  if (chosen.fitting.empty()) report.strategies.clear();  // one plan: nothing to compare
-  const ChosenPlan::Fitting& winner = candidates[*best];
-  report.strategy = winner.strategy;
-  if (!chosen.fitting.empty() && winner.plan.strategy != chosen.plan.strategy) {
-    chosen.plan = winner.plan;
-    chosen.program = winner.program;
-    chosen.memory = winner.memory;
-    chosen.burst.reset();
-  }
+  static_cast<planner::EnergyChoice&>(report) =
+      planner::choose_for_energy(chosen, context, clock_search_options(program::ProgramOptions{}, max_slowdown));
   report.clock_groups = describe_clocks(report.choice.plan.rank_clocks_mhz);
   return report;
 }
@@ -213,7 +171,7 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const CostModels&
   const plan::PlanContext context = models.context(graph, network);
   const int devices = inputs.cluster.size();
   const int64_t global_batch = inputs.global_batch;
-  ChosenPlan chosen = choose_plan(inputs, options.strategy, context, planner_options(options, inputs, limit));
+  planner::ChosenPlan chosen = choose_plan(inputs, options.strategy, context, planner_options(options, inputs, limit));
   std::optional<ClockReport> clocks;
   if (options.objective == "energy") clocks = choose_for_energy(chosen, context, options.max_slowdown);
   const plan::Plan& plan = chosen.plan;
@@ -233,7 +191,7 @@ void run_one(const PlanOptions& options, const Inputs& inputs, const CostModels&
   evaluate_options.program = chosen.program;  // the 3-D search's recompute and ZeRO stage
   std::optional<std::vector<planner::FrontierPoint>> frontier;
   if (options.pareto) {
-    frontier = planner::clock_frontier(plan, context, clock_search_options(evaluate_options, options.max_slowdown));
+    frontier = planner::clock_frontier(plan, context, clock_search_options(evaluate_options.program, options.max_slowdown));
   }
   const plan::Plan& timed = clocks ? clocks->choice.plan : plan;
   const timing::PlanEvaluation evaluation = timing::evaluate_plan(timed, context, evaluate_options);

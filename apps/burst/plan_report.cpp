@@ -90,8 +90,8 @@ std::string fits_text(const SweepPoint& point) {
 json tried_json(const PlanReport& report) {
   if (report.tried == nullptr || report.tried->empty()) return nullptr;
   json entries = json::array();
-  for (const StrategyTried& entry : *report.tried) {
-    entries.push_back({{"strategy", entry.strategy},
+  for (const planner::StrategyTried& entry : *report.tried) {
+    entries.push_back({{"strategy", planner::strategy_name(entry.strategy)},
                        {"iteration_time_ms", entry.time ? json(entry.time->ms()) : json(nullptr)},
                        {"why_not", entry.why_not.empty() ? json(nullptr) : json(entry.why_not)},
                        {"pipeline", entry.pipeline == "-" ? json(nullptr) : json(entry.pipeline)}});
@@ -100,19 +100,6 @@ json tried_json(const PlanReport& report) {
 }
 
 }  // namespace
-
-std::string pipeline_text(const plan::Plan& plan) {
-  if (plan.pipeline.micro_batches == 1 && plan.stage_count() == 1) return "-";
-  std::vector<std::string> firsts;
-  for (const graph::LayerId start : plan.pipeline.stage_starts) firsts.push_back(plan.layers.at(static_cast<size_t>(start)).layer);
-  const std::string stages =
-      plan.stage_count() == 1 ? "1 stage"
-                              : fmt::format("{} stages (from layers {})", plan.stage_count(), fmt::join(firsts, ", "));
-  // (One micro-batch runs the same under either schedule.)
-  return fmt::format("{}, {} micro-batch{} of {}{}", stages, plan.pipeline.micro_batches,
-                     plan.pipeline.micro_batches == 1 ? "" : "es", plan.micro_batch(),
-                     plan.pipeline.micro_batches == 1 ? "" : std::string(", ") + plan::schedule_name(plan.pipeline.schedule));
-}
 
 json pipeline_json(const plan::Plan& plan) {
   if (plan.pipeline.micro_batches == 1 && plan.stage_count() == 1) return nullptr;
@@ -127,11 +114,12 @@ json pipeline_json(const plan::Plan& plan) {
           {"stages", std::move(stages)}};
 }
 
-std::string strategies_text(const std::vector<StrategyTried>& tried) {
+std::string strategies_text(const std::vector<planner::StrategyTried>& tried) {
   std::vector<std::string> parts;
-  for (const StrategyTried& entry : tried) {
-    parts.push_back(entry.time ? fmt::format("{} {:.3f} ms", entry.strategy, entry.time->ms())
-                               : fmt::format("{}: {}", entry.strategy, entry.why_not));
+  for (const planner::StrategyTried& entry : tried) {
+    const char* name = planner::strategy_name(entry.strategy);
+    parts.push_back(entry.time ? fmt::format("{} {:.3f} ms", name, entry.time->ms())
+                               : fmt::format("{}: {}", name, entry.why_not));
   }
   return fmt::format("{}", fmt::join(parts, "; "));
 }

@@ -45,7 +45,7 @@ struct PlanReport {
   std::string memory_line;
   std::string memory_note;
   Bytes memory_capacity;  // per device
-  const std::vector<StrategyTried>* tried = nullptr;  // --strategy auto: what each strategy gave
+  const std::vector<planner::StrategyTried>* tried = nullptr;  // --strategy auto: what each strategy gave
   // One device's peak FLOP/s, for the model FLOPs utilisation (0: not reported).
   double peak_flops = 0;
   // The step's recomputation, for the hardware FLOPs utilisation beside it.
@@ -57,14 +57,11 @@ struct PlanReport {
   const std::vector<planner::FrontierPoint>* frontier = nullptr;
 };
 
-// "4 stages (from layers a, b, c), 8 micro-batches of 64, 1f1b" (no schedule for one
-// micro-batch): how a plan is pipelined; "-" for one micro-batch on one stage.
-std::string pipeline_text(const plan::Plan& plan);
 // {"micro_batches", "micro_batch", "schedule", "stages": [{"first_layer", "ranks"}]}, or
 // null for one micro-batch on one stage.
 nlohmann::json pipeline_json(const plan::Plan& plan);
 // "dp 12.345 ms, burst 10.000 ms, pipeline does not fit (...)": what --strategy auto tried.
-std::string strategies_text(const std::vector<StrategyTried>& tried);
+std::string strategies_text(const std::vector<planner::StrategyTried>& tried);
 
 // The layer that runs on the most devices sets how many devices the plan uses.
 int devices_used(const plan::Plan& plan);

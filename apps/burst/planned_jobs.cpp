@@ -112,7 +112,7 @@ void PlannedTimer::with_plan(const std::string& application, const std::string& 
       const plan::PlanContext context = models.context(inputs.graph, network);
       planner::BurstOptions burst = burst_options(limit_of(planner::BurstOptions{}.amplification), false);
       burst.program = inputs.program;
-      const ChosenPlan chosen = choose_plan(inputs, "burst", context, burst);
+      const planner::ChosenPlan chosen = choose_plan(inputs, "burst", context, burst);
       use(chosen, context, steps);
       return;
     } catch (const UserError& error) {
@@ -127,7 +127,7 @@ void PlannedTimer::with_plan(const std::string& application, const std::string& 
 sim::IterationTime PlannedTimer::plan_and_time(const std::string& application, const std::string& kind, int count,
                                                int64_t batch) const {
   sim::IterationTime time;
-  with_plan(application, kind, count, batch, [&](const ChosenPlan& chosen, const plan::PlanContext& context, int steps) {
+  with_plan(application, kind, count, batch, [&](const planner::ChosenPlan& chosen, const plan::PlanContext& context, int steps) {
     timing::EvaluateOptions evaluate;
     evaluate.program = chosen.program;
     const timing::PlanEvaluation evaluation = timing::evaluate_plan(chosen.plan, context, evaluate);
@@ -181,7 +181,7 @@ sim::SharedDevice PlannedTimer::simulate_share(const std::string& host, const st
                                                double guest_alone_samples_per_s) const {
   const graph::Graph guest_graph = graph::build_zoo_model(burst_model_of(guest));
   std::optional<sim::SharedDevice> best;
-  with_plan(host, kind, count, host_batch, [&](const ChosenPlan& chosen, const plan::PlanContext& context, int) {
+  with_plan(host, kind, count, host_batch, [&](const planner::ChosenPlan& chosen, const plan::PlanContext& context, int) {
     sim::SimOptions alone;
     alone.program = chosen.program;
     for (int64_t micro = guest_batch; micro >= 1 && micro * 512 >= guest_batch; micro /= 8) {

@@ -43,7 +43,7 @@ class PlannedTimer : public sim::IterationTimer {
  private:
   // What `use` gets: the plan of `application` at `batch` (in accumulation steps where no
   // plan fits memory at once) on `devices` of `kind`, with its context, while they live.
-  using PlannedStep = std::function<void(const ChosenPlan& chosen, const plan::PlanContext& context, int steps)>;
+  using PlannedStep = std::function<void(const planner::ChosenPlan& chosen, const plan::PlanContext& context, int steps)>;
   void with_plan(const std::string& application, const std::string& kind, int devices, int64_t batch,
                  const PlannedStep& use) const;
   sim::IterationTime on_kind(const std::string& application, int kind, int devices, int64_t batch);

@@ -156,7 +156,7 @@ void run_sweep(const SimOptionsText& options, const Inputs& inputs, const cost::
 }
 
 // Where the simulated plan came from, as the report's first lines say it.
-std::string plan_source(const SimOptionsText& options, const Inputs& inputs, const ChosenPlan& chosen) {
+std::string plan_source(const SimOptionsText& options, const Inputs& inputs, const planner::ChosenPlan& chosen) {
   const plan::Plan& plan = chosen.plan;
   std::string source = "data-parallel plan";
   if (inputs.loaded) {
@@ -180,7 +180,7 @@ void run_one(const SimOptionsText& options, const Inputs& inputs, const CostMode
   planner::BurstOptions burst = burst_options(limit, false);
   burst.program = program;  // plan the step simulated
   burst.memory_of_kind = memory_of_kind(inputs);
-  const ChosenPlan chosen = choose_plan(inputs, options.strategy, context, burst);
+  const planner::ChosenPlan chosen = choose_plan(inputs, options.strategy, context, burst);
   const plan::Plan& plan = chosen.plan;
   const std::string source = plan_source(options, inputs, chosen);
   const int trace_ranks = static_cast<int>(parse_whole(options.trace_ranks, "--trace-ranks", 1, cluster::kMaxDevices));

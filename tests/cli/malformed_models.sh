@@ -65,6 +65,52 @@ done
 refused "import of a JSON model file" model import "$corpus/cycle_two_layers.json" -o "$work/x.json"
 refused "import without -o" model import "$work/text.onnx"
 
+# --- ONNX models whose names are not UTF-8 ---------------------------------------------------
+# Written byte by byte in protobuf's wire format, so no onnx package is needed:
+# `varint N V` is integer field N with value V (< 128); `field N BYTES` is the length-delimited
+# field N (BYTES under 128 bytes, holding no NUL and not ending in a newline).
+varint() { printf "\\x$(printf %02x $(($1 << 3)))\\x$(printf %02x "$2")"; }
+field() {
+  [ ${#2} -lt 128 ] || { echo "FAIL: field $1 is ${#2} bytes, the helper writes under 128" >&2; exit 1; }
+  printf "\\x$(printf %02x $(($1 << 3 | 2)))\\x$(printf %02x ${#2})%s" "$2"
+}
+# onnx_model NODE_NAME OP_TYPE: a ModelProto (IR version 8, opset 14) whose graph's one node
+# maps graph input x, float32 [1, 4], to graph output y: Relu gives logits [4].
+onnx_model() {
+  local shape node graph
+  shape=$(field 2 "$(field 1 "$(varint 1 1)")$(field 1 "$(varint 1 4)")")
+  node=$(field 1 x)$(field 2 y)$(field 3 "$1")$(field 4 "$2")
+  graph=$(field 1 "$node")$(field 2 g)$(field 11 "$(field 1 x)$(field 2 "$(field 1 "$(varint 1 1)$shape")")")
+  graph+=$(field 12 "$(field 1 y)")
+  varint 1 8
+  field 8 "$(varint 2 14)"
+  field 7 "$graph"
+}
+# no_raw_byte LABEL: the latest refusal quotes bytes that are not UTF-8 escaped, never raw.
+no_raw_byte() {
+  checks=$((checks + 1))
+  if grep -q $'[\xe9\xfa]' "$work/stderr"; then fail "$1: stderr holds a raw byte that is not UTF-8"; fi
+}
+onnx_model relu Relu > "$work/relu_ok.onnx"
+ok "relu_ok" model show "$work/relu_ok.onnx"  # the same model with UTF-8 names imports
+onnx_model $'Relu\xfa_0' Relu > "$work/node_name_0xfa.onnx"
+onnx_model relu $'Re\xfalu' > "$work/op_type_0xfa.onnx"
+for name in node_name_0xfa.onnx op_type_0xfa.onnx; do
+  refused "$name" model show "$work/$name"
+  contains_error "is not UTF-8: '"
+  no_raw_byte "$name"
+  refused "$name (import)" model import "$work/$name" -o "$work/x.json"
+  no_raw_byte "$name (import)"
+done
+contains_error "the op type of ONNX node #0 is not UTF-8: 'Re\xfalu'"
+refused "node_name_0xfa.onnx (show --json)" model show --json "$work/node_name_0xfa.onnx"
+contains_error "the name of ONNX node #0 (Relu) is not UTF-8: 'Relu\xfa_0'"
+refused "nonexistent path that is not UTF-8" model show "$work/caf"$'\xe9'".onnx"
+no_raw_byte "nonexistent path that is not UTF-8"
+# A good model in a file whose name is not UTF-8 imports, its name escaped.
+cp "$work/relu_ok.onnx" "$work/caf"$'\xe9'".onnx"
+ok "latin1_file_name" model import "$work/caf"$'\xe9'".onnx" -o "$work/latin1.json"
+
 # --- zoo specs with bad options -------------------------------------------------------------
 for spec in 'resnet50:foo=1' 'resnet50:classes=-3' 'resnet50:classes=0' 'resnet50:classes=' \
             'resnet50:classes=3x' 'resnet50:classes=99999999999999999999' 'resnet50:classes' \

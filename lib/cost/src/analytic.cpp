@@ -335,6 +335,11 @@ Precision default_precision(const DeviceSpec& device) {
   return device.peaks.supports(Precision::Tf32) ? Precision::Tf32 : Precision::Fp32;
 }
 
+Precision kind_precision(const DeviceSpec& device, Precision step) {
+  if (step == Precision::Tf32 && !device.peaks.supports(Precision::Tf32)) return Precision::Fp32;
+  return step;
+}
+
 DeviceSpec at_precision(DeviceSpec device, Precision precision) {
   if (!device.peaks.supports(precision)) {
     std::string known;

@@ -11,21 +11,9 @@
 namespace burst::cost {
 
 
-Optimizer parse_optimizer(const std::string& name) {
-  if (name == "sgd") return Optimizer::Sgd;
-  if (name == "momentum") return Optimizer::Momentum;
-  if (name == "adam") return Optimizer::Adam;
-  throw UserError(fmt::format("unknown optimizer '{}' (known: sgd, momentum, adam)", name));
-}
+Optimizer parse_optimizer(const std::string& name) { return kOptimizerNames.parse(name); }
 
-const char* optimizer_name(Optimizer optimizer) {
-  switch (optimizer) {
-    case Optimizer::Sgd: return "sgd";
-    case Optimizer::Momentum: return "momentum";
-    case Optimizer::Adam: return "adam";
-  }
-  BURST_ASSERT(false, "unknown optimizer");
-}
+const char* optimizer_name(Optimizer optimizer) { return kOptimizerNames.name(optimizer); }
 
 int optimizer_state_values(Optimizer optimizer) {
   switch (optimizer) {
@@ -44,21 +32,9 @@ LayerMemory& LayerMemory::operator+=(const LayerMemory& other) {
   return *this;
 }
 
-const char* recompute_name(Recompute recompute) {
-  switch (recompute) {
-    case Recompute::None: return "none";
-    case Recompute::Selective: return "selective";
-    case Recompute::Full: return "full";
-  }
-  BURST_ASSERT(false, "unknown recompute");
-}
+const char* recompute_name(Recompute recompute) { return kRecomputeNames.name(recompute); }
 
-Recompute parse_recompute(const std::string& name) {
-  for (const Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full}) {
-    if (name == recompute_name(r)) return r;
-  }
-  throw UserError(fmt::format("unknown recompute '{}' (known: none, selective, full)", name));
-}
+Recompute parse_recompute(const std::string& name) { return kRecomputeNames.parse(name); }
 
 namespace {
 

@@ -5,12 +5,15 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <stdexcept>
 #include <tuple>
 
+#include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
 
+#include "burst/graph/model_json.h"
 #include "burst/graph/onnx_import.h"
 #include "burst/util/error.h"
 #include "onnx_test_model.h"
@@ -488,6 +491,53 @@ TEST(OnnxImport, InputsOfTheWrongKindAreRefusedNotDereferenced) {
   sub.node("Sub", {"input", "input"}, {"output"});
   sub.output("output");
   expect_refused(sub.bytes(), "subtracts tensors; burst reads Sub of integers (shapes), of a number");
+}
+
+// Input [3, 4, 4]; a 1x1 Conv to 2 channels; Pad with mode "reflect"; pooled to logits [2].
+// The tests give a name or string that reaches burst's graph or its JSON bytes that are not UTF-8.
+OnnxModel conv_and_pad() {
+  OnnxModel m({3, 4, 4});
+  m.node("Conv", {"input", m.weight("conv.weight", {2, 3, 1, 1})}, {"c"});
+  auto* pad = m.node("Pad", {"c", ints(m, "pads", {0, 0, 1, 1, 0, 0, 1, 1})}, {"padded"});
+  auto* mode = pad->add_attribute();
+  mode->set_name("mode");
+  mode->set_type(onnx::AttributeProto::STRING);
+  mode->set_s("reflect");
+  m.node("GlobalAveragePool", {"padded"}, {"pooled"});
+  m.node("Flatten", {"pooled"}, {"output"});
+  m.output("output");
+  return m;
+}
+
+TEST(OnnxImport, NamesThatAreNotUtf8AreRefusedWhereTheyAreRead) {
+  ASSERT_EQ(refusal(conv_and_pad().bytes()), "");
+  const auto refused_after = [](const std::function<void(onnx::GraphProto&)>& damage, const std::string& message) {
+    OnnxModel m = conv_and_pad();
+    damage(*m.proto().mutable_graph());
+    EXPECT_EQ(refusal(m.bytes()), "bad.onnx: " + message);
+  };
+  refused_after([](auto& g) { g.mutable_node(0)->set_name("Conv_\xfa" "0"); },
+                "the name of ONNX node #0 (Conv) is not UTF-8: 'Conv_\\xfa0'");
+  refused_after([](auto& g) { g.mutable_node(1)->set_op_type("P\xfa" "d"); },
+                "the op type of ONNX node #1 is not UTF-8: 'P\\xfad'");
+  refused_after([](auto& g) { g.mutable_node(1)->set_input(0, "c\xed\xa0\x80"); },
+                "input 0 of ONNX node #1 (Pad) is not UTF-8: 'c\\xed\\xa0\\x80'");
+  refused_after([](auto& g) { g.mutable_node(0)->set_output(0, "c\xc3"); },
+                "output 0 of ONNX node #0 (Conv) is not UTF-8: 'c\\xc3'");
+  refused_after([](auto& g) { g.mutable_initializer(0)->set_name("conv.\xc0\xaeweight"); },
+                "the name of ONNX initializer #0 is not UTF-8: 'conv.\\xc0\\xaeweight'");
+  refused_after([](auto& g) { g.mutable_input(0)->set_name("in\xffput"); },
+                "the name of ONNX graph input #0 is not UTF-8: 'in\\xffput'");
+  refused_after([](auto& g) { g.mutable_output(0)->set_name("out\xfa"); },
+                "the name of ONNX graph output #0 is not UTF-8: 'out\\xfa'");
+  refused_after([](auto& g) { g.mutable_node(1)->mutable_attribute(0)->set_s("refl\xfa" "ct"); },
+                "node 'Pad_1' (Pad): attribute 'mode' is not UTF-8: 'refl\\xfact'");
+}
+
+TEST(OnnxImport, AFileNameThatIsNotUtf8NamesTheModelEscaped) {
+  const Graph g = import_onnx_bytes(conv_and_pad().bytes(), "", "models/caf\xe9.onnx").graph;
+  EXPECT_EQ(g.name(), "caf\\xe9");
+  EXPECT_NO_THROW(model_to_json(g).dump());
 }
 
 TEST(OnnxImport, ALayerNamedLossKeepsItsNameAndTheAddedLossTakesAnother) {

@@ -4,6 +4,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "burst/cost/power.h"
 #include "burst/util/error.h"
@@ -12,20 +13,9 @@
 
 namespace burst::plan {
 
-const char* schedule_name(Schedule schedule) {
-  switch (schedule) {
-    case Schedule::GPipe: return "gpipe";
-    case Schedule::OneFOneB: return "1f1b";
-  }
-  return "?";
-}
+const char* schedule_name(Schedule schedule) { return kScheduleNames.name(schedule); }
 
-Schedule schedule_from_name(const std::string& name) {
-  for (const Schedule schedule : {Schedule::GPipe, Schedule::OneFOneB}) {
-    if (name == schedule_name(schedule)) return schedule;
-  }
-  throw UserError(fmt::format("unknown pipeline schedule '{}' (known: gpipe, 1f1b)", name));
-}
+Schedule schedule_from_name(const std::string& name) { return kScheduleNames.parse(name); }
 
 int Plan::stage_of(graph::LayerId layer) const {
   const auto& starts = pipeline.stage_starts;
@@ -329,6 +319,19 @@ std::string placement_fingerprint(const Plan& plan) {
     for (const graph::LayerId start : pipeline.stage_starts) text += fmt::format(":{}", start);
   }
   return util::fnv1a_hex(text);
+}
+
+std::string pipeline_text(const plan::Plan& plan) {
+  if (plan.pipeline.micro_batches == 1 && plan.stage_count() == 1) return "-";
+  std::vector<std::string> firsts;
+  for (const graph::LayerId start : plan.pipeline.stage_starts) firsts.push_back(plan.layers.at(static_cast<size_t>(start)).layer);
+  const std::string stages =
+      plan.stage_count() == 1 ? "1 stage"
+                              : fmt::format("{} stages (from layers {})", plan.stage_count(), fmt::join(firsts, ", "));
+  // (One micro-batch runs the same under either schedule.)
+  return fmt::format("{}, {} micro-batch{} of {}{}", stages, plan.pipeline.micro_batches,
+                     plan.pipeline.micro_batches == 1 ? "" : "es", plan.micro_batch(),
+                     plan.pipeline.micro_batches == 1 ? "" : std::string(", ") + plan::schedule_name(plan.pipeline.schedule));
 }
 
 }  // namespace burst::plan

@@ -646,8 +646,7 @@ BurstPlanResult plan_burst_with_prediction(const PlanContext& context, int64_t g
   BurstPlanResult result = plan_under(options.amplification);
   if (!options.never_slower_than_dp || (std::isinf(options.amplification) && !context.heterogeneous())) return result;
 
-  EvaluateOptions evaluation;  // the step the plan will run
-  evaluation.program = options.program;
+  const EvaluateOptions evaluation = options.evaluate_options();  // the step the plan will run
   const detail::Reference reference = detail::reference_plan(context, global_batch, options, evaluation);
   result.mixed_baselines = reference.baselines;
   auto fast_enough = [&](const BurstPlanResult& candidate) {

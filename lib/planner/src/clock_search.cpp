@@ -215,7 +215,7 @@ ClockChoice search(ClockedStep& step, const plan::Plan& plan, const plan::PlanCo
 
 ClockChoice choose_clocks(const plan::Plan& plan, const plan::PlanContext& context, const ClockSearchOptions& options) {
   check_search(context, options);
-  ClockedStep step(plan, context, options.evaluate);
+  ClockedStep step(plan, context, options.evaluate_options());
   const Priced full = step.price(std::vector<double>(static_cast<size_t>(plan.devices), 1.0));
   const double bound = options.time_bound_s.value_or(full.time_s * (1 + options.max_slowdown));
   ClockChoice choice = search(step, plan, context, groups_most_idle_first(plan, context, step.last_energy()), full,
@@ -229,7 +229,7 @@ std::vector<double> frontier_slowdowns() { return {0, 0.005, 0.01, 0.02, 0.05, 0
 std::vector<FrontierPoint> clock_frontier(const plan::Plan& plan, const plan::PlanContext& context,
                                           const ClockSearchOptions& options) {
   check_search(context, options);
-  ClockedStep step(plan, context, options.evaluate);
+  ClockedStep step(plan, context, options.evaluate_options());
   const std::vector<double> full_ratios(static_cast<size_t>(plan.devices), 1.0);
   const Priced full = step.price(full_ratios);
   const std::vector<std::vector<int>> groups = groups_most_idle_first(plan, context, step.last_energy());

@@ -273,7 +273,7 @@ plan::Plan plan_one_kind(const plan::PlanContext& context, int kind, int64_t glo
   if (spec.groups.size() == 1) spec.between_groups.reset();
   const cost::NetworkModel network{cluster::Cluster(std::move(spec))};
   std::vector<std::optional<cost::PowerSpec>> power;
-  if (const cost::PowerSpec* spec = context.power_of_kind(kind)) power.emplace_back(*spec);
+  if (const cost::PowerSpec* kind_power = context.power_of_kind(kind)) power.emplace_back(*kind_power);
   const plan::PlanContext one_kind{context.graph, context.cost_of_kind(kind), network, {}, std::move(power)};
   plan::Plan plan = plan_burst(one_kind, global_batch, options);
   const std::vector<int> ranks = cluster.ranks_of_kind(kind);
@@ -295,8 +295,7 @@ bool tensor_groups_within_nodes(const cluster::Cluster& cluster, int size, int g
 
 MixedBaselines mixed_baselines(const plan::PlanContext& context, int64_t global_batch, const BurstOptions& options) {
   const int devices = context.network.cluster().size();
-  timing::EvaluateOptions evaluation;
-  evaluation.program = options.program;
+  const timing::EvaluateOptions evaluation = options.evaluate_options();
   MixedBaselines baselines{0, {}, plan::plan_data_parallel(context.graph, devices, global_batch),
                            plan_one_ratio_data_parallel(context, global_batch)};
   double best = std::numeric_limits<double>::infinity();

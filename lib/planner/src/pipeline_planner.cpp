@@ -102,10 +102,8 @@ class PipelineSearch {
 
  private:
   Seconds timed(const Plan& plan, PipelinePlanResult& result) const {
-    EvaluateOptions evaluate;
-    evaluate.program = options_.burst.program;
     ++result.timed;
-    return evaluate_plan(plan, context_, evaluate).iteration_time;
+    return evaluate_plan(plan, context_, options_.evaluate_options()).iteration_time;
   }
   static void keep(std::optional<Plan>& best, Seconds& best_time, const Plan& plan, Seconds time) {
     if (best && !(time < best_time)) return;
@@ -124,7 +122,7 @@ class PipelineSearch {
       if (batch_ % m != 0 || (m > 1 && !micro_batching)) continue;
       const int64_t micro_batch = batch_ / m;
       for (int p = 1; p <= std::min(options_.max_stages, devices_); ++p) {
-        if (p == 1 && m == 1) continue;
+        if ((p == 1 && m == 1) || (options_.stages && p != *options_.stages)) continue;
         const int per_stage = static_cast<int>(std::min<int64_t>(devices_ / p, micro_batch));
         const Partitions& partitions = partitions_at(ceil_div(micro_batch, per_stage), layers);
         if (p > partitions.max_stages()) break;
@@ -265,14 +263,16 @@ class PipelineSearch {
     if (found == burst_plans_.end()) {
       const cost::NetworkModel network{context_.network.cluster().first_ranks(devices)};
       const PlanContext stage_context{graph_, context_.cost, network, context_.kind_costs, context_.kind_power};
-      found = burst_plans_.emplace(key, plan_burst(stage_context, micro_batch, options_.burst)).first;
+      BurstOptions stage_burst = options_.burst;
+      stage_burst.search() = options_.search();  // the pipeline's step, memory and timing
+      found = burst_plans_.emplace(key, plan_burst(stage_context, micro_batch, stage_burst)).first;
     }
     return found->second;
   }
 
   bool fits_memory(const Plan& plan) const {
     if (!options_.capacity) return true;
-    const std::vector<program::DeviceMemory> memory = program::plan_memory(plan, graph_, options_.optimizer, options_.burst.program);
+    const std::vector<program::DeviceMemory> memory = program::plan_memory(plan, graph_, options_.optimizer, options_.program);
     return program::fits(memory, *options_.capacity);
   }
 

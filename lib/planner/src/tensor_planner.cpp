@@ -74,6 +74,7 @@ class TensorPlanner {
     const int per_node = cluster.devices_per_node();
     std::vector<std::pair<double, Plan>> estimated;  // (estimate in seconds, candidate)
     for (int32_t parts = 2; parts <= std::min({options_.max_parts, per_node, devices}); parts *= 2) {
+      if (options_.parts && parts != *options_.parts) continue;
       const std::vector<SplitKind> kinds = megatron_splits(context_.graph, parts);
       const int most_groups = static_cast<int>(std::min<int64_t>(devices / parts, batch_));
       std::vector<int> group_counts;
@@ -207,9 +208,7 @@ class TensorPlanner {
   }
 
   Seconds evaluate(const Plan& plan) const {
-    EvaluateOptions evaluate;
-    evaluate.program = options_.program;
-    return evaluate_plan(plan, context_, evaluate).iteration_time;
+    return evaluate_plan(plan, context_, options_.evaluate_options()).iteration_time;
   }
 
   const PlanContext& context_;
@@ -221,6 +220,16 @@ class TensorPlanner {
 
 TensorPlanResult plan_tensor(const PlanContext& context, int64_t global_batch, const TensorOptions& options) {
   if (global_batch < 1) throw UserError(fmt::format("global batch must be at least 1, got {}", global_batch));
+  if (options.parts) {
+    const int parts = *options.parts;
+    const int per_node = std::min(context.network.cluster().devices_per_node(), context.network.cluster().size());
+    const bool power_of_two = parts >= 2 && (parts & (parts - 1)) == 0;
+    if (!power_of_two || parts > std::min(options.max_parts, per_node)) {
+      throw UserError(fmt::format("--tensor-parallel {}: the tensor search splits layers into groups of 2, 4, ... up "
+                                  "to {} (within a node of {} devices); --strategy 3d takes other sizes",
+                                  parts, std::min(options.max_parts, per_node), per_node));
+    }
+  }
   return TensorPlanner(context, global_batch, options).run();
 }
 

@@ -62,7 +62,7 @@ class ThreeDSearch {
     result.fitting = static_cast<int>(fitting.size());
     const size_t timed = std::min(fitting.size(), static_cast<size_t>(std::max(1, options_.evaluated)));
     for (size_t i = 0; i < timed; ++i) {
-      timing::EvaluateOptions evaluate;
+      timing::EvaluateOptions evaluate = options_.evaluate_options();
       evaluate.program = fitting[i].program;
       plan::Plan plan = plan_shape(context_, batch_, fitting[i].shape);
       const Seconds time = timing::evaluate_plan(plan, context_, evaluate).iteration_time;

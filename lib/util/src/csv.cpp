@@ -8,6 +8,7 @@
 
 #include "burst/util/error.h"
 #include "burst/util/json_io.h"
+#include "burst/util/utf8.h"
 
 namespace burst {
 namespace {
@@ -28,6 +29,18 @@ std::string joined(const std::vector<std::string>& names) {
   std::string text;
   for (const auto& name : names) text += (text.empty() ? "" : ", ") + name;
   return text;
+}
+
+// Refuses a line with a field that is not UTF-8: "SOURCE:LINE: field 2 (name) is not UTF-8: '...'"
+// (a header field is named by its position alone).
+void check_fields_are_utf8(const std::vector<std::string>& fields, const std::vector<std::string>& header,
+                           const std::string& source, int line) {
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (is_valid_utf8(fields[i])) continue;
+    const bool named = i < header.size() && is_valid_utf8(header[i]);
+    check_utf8(fields[i], fmt::format("{}:{}: field {}{}", source, line, i + 1,
+                                      named ? fmt::format(" ({})", header[i]) : std::string()));
+  }
 }
 
 }  // namespace
@@ -83,6 +96,7 @@ CsvTable parse_csv(const std::string& text, const std::string& source) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
     std::vector<std::string> fields = split_fields(line);
+    if (!is_valid_utf8(line)) check_fields_are_utf8(fields, table.header, source, number);
     if (table.header.empty()) {
       table.header = std::move(fields);
       continue;

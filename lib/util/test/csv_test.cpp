@@ -36,5 +36,12 @@ TEST(Csv, ErrorsNameTheFileLineColumnAndValue) {
   EXPECT_EQ(error_of(""), "t.csv: empty (expected a header line)");
 }
 
+TEST(Csv, FieldsThatAreNotUtf8AreRefusedWithTheFileLineAndColumn) {
+  EXPECT_EQ(error_of("a,b\n1,job\xfa" "7\n"), "t.csv:2: field 2 (b) is not UTF-8: 'job\\xfa7'");
+  EXPECT_EQ(error_of("a,b\n\n\xc3\x28,2\n"), "t.csv:3: field 1 (a) is not UTF-8: '\\xc3('");
+  EXPECT_EQ(error_of("a,b\xed\xa0\x80\n1,2\n"), "t.csv:1: field 2 is not UTF-8: 'b\\xed\\xa0\\x80'");
+  EXPECT_EQ(error_of("a,b\n1,2\n3,caf\xc3\xa9\n"), "");  // UTF-8 beyond ASCII is fine
+}
+
 }  // namespace csv_test
 }  // namespace burst

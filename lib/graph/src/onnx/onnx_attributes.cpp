@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "burst/util/error.h"
+#include "burst/util/utf8.h"
 
 namespace burst::graph::onnx_import {
 namespace {
@@ -51,7 +52,9 @@ double attr_float(const onnx::NodeProto& node, const std::string& name, double f
 
 std::string attr_string(const onnx::NodeProto& node, const std::string& name, const std::string& fallback) {
   const AttributeProto* attribute = typed(node, name, AttributeProto::STRING);
-  return attribute ? attribute->s() : fallback;
+  if (attribute == nullptr) return fallback;
+  check_utf8(attribute->s(), fmt::format("{}: attribute '{}'", describe(node), name));
+  return attribute->s();
 }
 
 std::vector<int64_t> attr_ints(const onnx::NodeProto& node, const std::string& name,

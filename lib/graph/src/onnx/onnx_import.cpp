@@ -16,6 +16,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "burst/util/error.h"
+#include "burst/util/utf8.h"
 #include "onnx/onnx_attributes.h"
 #include "onnx/onnx_lowering.h"
 #include "onnx/mapped_file.h"
@@ -40,6 +41,30 @@ onnx::ModelProto parse_model(const char* bytes, size_t size) {
     throw UserError("not an ONNX model: no graph with nodes and an IR version (is it another format?)");
   }
   return model;
+}
+
+// Protobuf does not check that an ONNX string is UTF-8; burst's graph and the JSON it writes
+// need it. Checks every name that can become a layer, a tensor or a weight, and op types.
+void check_node_names_are_utf8(const onnx::NodeProto& node, int index) {
+  check_utf8(node.op_type(), fmt::format("the op type of ONNX node #{}", index));
+  check_utf8(node.domain(), fmt::format("the domain of ONNX node #{} ({})", index, node.op_type()));
+  const std::string where = fmt::format("ONNX node #{} ({})", index, node.op_type());
+  check_utf8(node.name(), "the name of " + where);
+  for (int i = 0; i < node.input_size(); ++i) check_utf8(node.input(i), fmt::format("input {} of {}", i, where));
+  for (int i = 0; i < node.output_size(); ++i) check_utf8(node.output(i), fmt::format("output {} of {}", i, where));
+}
+
+void check_names_are_utf8(const onnx::GraphProto& graph) {
+  for (int i = 0; i < graph.input_size(); ++i) {
+    check_utf8(graph.input(i).name(), fmt::format("the name of ONNX graph input #{}", i));
+  }
+  for (int i = 0; i < graph.output_size(); ++i) {
+    check_utf8(graph.output(i).name(), fmt::format("the name of ONNX graph output #{}", i));
+  }
+  for (int i = 0; i < graph.initializer_size(); ++i) {
+    check_utf8(graph.initializer(i).name(), fmt::format("the name of ONNX initializer #{}", i));
+  }
+  for (int i = 0; i < graph.node_size(); ++i) check_node_names_are_utf8(graph.node(i), i);
 }
 
 int default_opset(const onnx::ModelProto& model) {
@@ -170,6 +195,7 @@ void check_shapes(onnx::ModelProto&& model, const Lowering& lowering, const Grap
 
 ImportedModel import_model(onnx::ModelProto model, const std::string& base_dir, const std::string& name,
                            bool weights) {
+  check_names_are_utf8(model.graph());
   const int opset = default_opset(model);
   const onnx::GraphProto& graph = model.graph();
   std::vector<const onnx::NodeProto*> nodes = ordered_nodes(graph);
@@ -194,11 +220,13 @@ ImportedModel naming_errors(const std::string& source, Function&& function) {
   }
 }
 
+// The model's name: the file's name without ".onnx", escaped where it is not UTF-8 (file
+// names are bytes), so that a good model in a Latin-1-named file still imports.
 std::string stem(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
   if (is_onnx_path(base)) base.resize(base.size() - 5);
-  return base.empty() ? "model" : base;
+  return base.empty() ? "model" : escape_for_terminal(base);
 }
 
 }  // namespace

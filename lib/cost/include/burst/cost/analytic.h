@@ -90,6 +90,12 @@ struct DeviceSpec {
 // uses for convolutions, and what the built-in A100 profile measured), fp32 elsewhere.
 Precision default_precision(const DeviceSpec& device);
 
+// The precision one kind runs a step of `step` precision at (the precision policy of a
+// mixed cluster): TF32 (FP32 storage, TF32 matrix products) runs as FP32 on a kind without
+// TF32 units (a V100), as PyTorch's allow_tf32 does there; storage, memory and messages are
+// the same. Every other precision as asked (at_precision refuses a kind that lacks it).
+Precision kind_precision(const DeviceSpec& device, Precision step);
+
 // `device` at `precision`: peak_flops from its peaks, activations and weights moved in
 // value_bytes(precision). The efficiency curves stay those fitted at the device's default
 // precision (docs/cost-model.md, "Precision"). UserError naming the device and the

@@ -22,6 +22,8 @@ inline constexpr double kFloatBytes = 4;
 // kept); full recomputes each recompute unit's forward before its backward, keeping only
 // the unit's inputs.
 enum class Recompute : uint8_t { None, Selective, Full };
+inline constexpr EnumNames<Recompute, 3> kRecomputeNames{
+    "recompute", {{{Recompute::None, "none"}, {Recompute::Selective, "selective"}, {Recompute::Full, "full"}}}};
 const char* recompute_name(Recompute recompute);  // "none", "selective", "full"
 // UserError naming the known ones for any other word.
 Recompute parse_recompute(const std::string& name);
@@ -29,6 +31,8 @@ Recompute parse_recompute(const std::string& name);
 // The optimizer, for its state: SGD keeps none, SGD with momentum one buffer per weight
 // (torch.optim.SGD's momentum_buffer), Adam two (exp_avg and exp_avg_sq).
 enum class Optimizer { Sgd, Momentum, Adam };
+inline constexpr EnumNames<Optimizer, 3> kOptimizerNames{
+    "optimizer", {{{Optimizer::Sgd, "sgd"}, {Optimizer::Momentum, "momentum"}, {Optimizer::Adam, "adam"}}}};
 
 // "sgd", "momentum", "adam"; anything else is a UserError listing them.
 Optimizer parse_optimizer(const std::string& name);

@@ -10,10 +10,16 @@
 #include <cstdint>
 #include <string>
 
+#include "burst/util/enum_names.h"
+
 namespace burst::cost {
 
 enum class Precision : uint8_t { Fp32, Tf32, Bf16, Fp16, Fp8 };
 inline constexpr int kPrecisionCount = 5;
+inline constexpr EnumNames<Precision, kPrecisionCount> kPrecisionNames{
+    "precision",
+    {{{Precision::Fp32, "fp32"}, {Precision::Tf32, "tf32"}, {Precision::Bf16, "bf16"}, {Precision::Fp16, "fp16"},
+      {Precision::Fp8, "fp8"}}}};
 
 const char* precision_name(Precision precision);  // "fp32", "tf32", "bf16", "fp16", "fp8"
 // UserError naming the known ones for any other word.

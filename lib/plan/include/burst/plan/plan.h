@@ -16,6 +16,7 @@
 #include "burst/cost/reshard.h"
 #include "burst/cost/tensor_split.h"
 #include "burst/graph/graph.h"
+#include "burst/util/enum_names.h"
 
 namespace burst::plan {
 
@@ -44,9 +45,16 @@ struct LayerPlacement {
 // (docs/pipelines.md): GPipe, every forward then every backward; 1F1B (PipeDream-Flush),
 // p - 1 - s forwards of warm-up on stage s of p, then one forward and one backward in turn.
 enum class Schedule : uint8_t { GPipe, OneFOneB };
+inline constexpr EnumNames<Schedule, 2> kScheduleNames{
+    "pipeline schedule", {{{Schedule::GPipe, "gpipe"}, {Schedule::OneFOneB, "1f1b"}}}};
 const char* schedule_name(Schedule schedule);  // "gpipe", "1f1b"
 // UserError naming the known ones for any other name.
 Schedule schedule_from_name(const std::string& name);
+
+struct Plan;
+// A plan's pipeline in words: "-" for none, else "4 stages (from layers a, b, c, d), 8
+// micro-batches of 4, 1f1b".
+std::string pipeline_text(const Plan& plan);
 
 // How a step is cut into micro-batches and stages. The default: one micro-batch, one stage.
 struct Pipeline {

@@ -32,19 +32,16 @@
 #include "burst/plan/plan.h"
 #include "burst/plan/plan_context.h"
 #include "burst/program/program_options.h"
+#include "burst/planner/search_options.h"
 
 namespace burst::planner {
 
-struct BurstOptions {
-  // Amplification limit A >= 1; infinity lifts it. DeepPool's default is 2.
-  double amplification = 2.0;
-  // Layers whose one-device time at the whole global batch (forward + backward) is under
-  // this are exempt from the limit (DeepPool exempts layers under 300 us). 0: none is.
-  Seconds amplification_exempt_below = Seconds(300e-6);
-  // The step planned for (the one the runtime will run): with sync_batchnorm, BatchNorm on
-  // two or more devices is priced at its split times and its two blocking all-reduces;
-  // without, as any layer. The evaluator times candidates with its buckets.
-  program::ProgramOptions program;
+// SearchOptions: the step planned for (`program`; with sync_batchnorm, BatchNorm on two or
+// more devices is priced at its split times and its two blocking all-reduces, without, as
+// any layer; the evaluator times candidates with its buckets). The burst search has no
+// memory model of its own: `capacity` is for whoever fits its plan after (the auto planner).
+// AmplificationRule: the limit A and the layers exempt from it.
+struct BurstOptions : SearchOptions, AmplificationRule {
   // Never return a plan slower than data parallelism on the same cluster: when the limit
   // makes the plan slower (it can at small device counts, where data parallelism already
   // amplifies layers beyond A), raise it to the smallest amplification level at which the

@@ -20,10 +20,12 @@
 #include "burst/plan/plan_context.h"
 #include "burst/timing/evaluate.h"
 
+#include "burst/planner/search_options.h"
+
 namespace burst::planner {
 
-struct ClockSearchOptions {
-  timing::EvaluateOptions evaluate;  // the step priced (program options, power cap)
+// SearchOptions: the step priced (its program options and power cap) and how it is timed.
+struct ClockSearchOptions : SearchOptions {
   double max_slowdown = 0.01;        // the step may grow to (1 + this) x its time at full clocks
   // Or to this many seconds, when set (an energy objective over several plans bounds every
   // one by the fastest's time); a plan already slower keeps its full clocks.

@@ -28,22 +28,22 @@
 
 namespace burst::planner {
 
-struct PipelineOptions {
+// SearchOptions: the step planned for, of every candidate (a BatchNorm model plans one
+// micro-batch), the memory candidates must fit (over it: skipped), the optimizer.
+struct PipelineOptions : SearchOptions {
   std::vector<plan::Schedule> schedules{plan::Schedule::OneFOneB, plan::Schedule::GPipe};
   int max_stages = 64;
+  std::optional<int> stages;  // pinned: only pipelines of this many stages
   // How many of the best-estimated (stages, micro-batches) candidates that fit are timed by
   // the evaluator, each under every schedule.
   int evaluated = 3;
-  // Candidates whose peak device memory is over capacity are skipped. None: no limit.
-  std::optional<program::MemoryCapacity> capacity;
-  cost::Optimizer optimizer = cost::Optimizer::Sgd;
   // Which plans each candidate gives: data-parallel stages (PipelinePlanResult::plan), and
   // the hybrid, burst placements inside the stages planned with `burst` (::hybrid). Both:
   // one search for both, the hybrid timed only where it differs.
   bool data_parallel_stages = true;
   bool burst_stages = false;
-  // Its `program` is the step planned for, of every candidate (a BatchNorm model plans one
-  // micro-batch).
+  // The burst search inside the stages: its amplification rule and knobs (its own
+  // SearchOptions are replaced by these options').
   BurstOptions burst;
 };
 

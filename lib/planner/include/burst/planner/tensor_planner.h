@@ -24,20 +24,19 @@
 #include "burst/plan/plan_context.h"
 #include "burst/program/step_memory.h"
 #include "burst/program/program_options.h"
+#include "burst/planner/search_options.h"
 
 namespace burst::planner {
 
-struct TensorOptions {
-  double amplification = 2.0;                     // as BurstOptions
-  Seconds amplification_exempt_below = Seconds(300e-6);
+// SearchOptions: the step planned for, the memory candidates must fit, the optimizer.
+// AmplificationRule: as the burst search's.
+struct TensorOptions : SearchOptions, AmplificationRule {
   int max_parts = 8;                              // the largest tensor group tried
+  std::optional<int> parts;                       // pinned: only groups of this many parts
   // How many of the best-estimated candidates the evaluator times (the estimate: every
   // layer's compute one after another, its tensor all-reduces, and the weight all-reduces
   // as if none overlapped).
   int evaluated = 3;
-  program::ProgramOptions program;               // the step planned for
-  std::optional<program::MemoryCapacity> capacity;         // skip candidates over it; none: no limit
-  cost::Optimizer optimizer = cost::Optimizer::Sgd;
 };
 
 struct TensorPlanResult {

@@ -26,6 +26,7 @@
 #include "burst/plan/plan.h"
 #include "burst/plan/plan_context.h"
 #include "burst/planner/parallel_shape.h"
+#include "burst/planner/search_options.h"
 #include "burst/program/program_options.h"
 #include "burst/program/step_memory.h"
 
@@ -41,11 +42,10 @@ struct ShapePins {
   std::optional<int> zero_stage;
 };
 
-struct ThreeDOptions {
+// SearchOptions: the step (its recompute and ZeRO stage are searched unless pinned), the
+// memory candidates must fit, the optimizer.
+struct ThreeDOptions : SearchOptions {
   ShapePins pins;
-  program::ProgramOptions program;  // the step; its recompute and ZeRO stage are searched unless pinned
-  std::optional<program::MemoryCapacity> capacity;  // none: no limit
-  cost::Optimizer optimizer = cost::Optimizer::Sgd;
   int evaluated = 2;   // candidates timed by the evaluator
   int max_tensor = 8;  // the largest tensor group tried (unless pinned)
 };

@@ -6,6 +6,7 @@
 // shard's batch times the micro-batches its stage keeps in flight, less what recomputation
 // drops, plus what recomputation holds while it runs. No libtorch.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "burst/cost/memory.h"
@@ -76,6 +77,9 @@ const DeviceMemory& peak_memory(const std::vector<DeviceMemory>& devices);
 // (rank_capacity, rank_device), and `device`/`capacity` are the largest kind's: what any
 // device can hold, for bounds that no plan can beat.
 struct MemoryCapacity {
+  MemoryCapacity() = default;
+  MemoryCapacity(std::string device_kind, Bytes bytes) : device(std::move(device_kind)), capacity(bytes) {}
+
   std::string device;  // "a100", ...
   Bytes capacity;
   std::vector<Bytes> rank_capacity;       // empty: `capacity` for every rank

@@ -20,7 +20,8 @@ std::string read_text_file(const std::string& path, const std::string& what);
 // leaves a partial file behind.
 void write_text_file_atomically(const std::string& path, const std::string& text);
 
-// A JSON value or string shortened for error messages (at most 40 characters).
+// A JSON value or string shortened for error messages (at most 40 characters); the command
+// escapes what it prints (utf8.h, escape_for_terminal).
 std::string json_excerpt(const nlohmann::json& value);
 std::string text_excerpt(const std::string& text);
 

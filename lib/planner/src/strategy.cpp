@@ -1,0 +1,69 @@
+#include "burst/planner/strategy.h"
+
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace burst::planner {
+namespace {
+
+// The dimensions a strategy's plans have, beyond the batch split every plan has.
+struct Dimensions {
+  bool tensor = false;       // layers split beyond the batch into a pinned number of parts
+  bool stages = false;       // pipeline stages, with a schedule
+  bool micro_batch = false;  // a pinned micro-batch size
+};
+
+Dimensions dimensions_of(Strategy strategy) {
+  switch (strategy) {
+    case Strategy::DataParallel:
+    case Strategy::Burst: return {};
+    case Strategy::Pipeline:
+    case Strategy::Hybrid: return {false, true, false};
+    case Strategy::Tensor: return {true, false, false};
+    case Strategy::ThreeD:
+    case Strategy::Auto: return {true, true, true};
+  }
+  return {};
+}
+
+// The strategies (Auto aside) that have the dimension `has` picks.
+std::vector<std::string> taking(bool Dimensions::*has) {
+  std::vector<std::string> names;
+  for (const auto& entry : kStrategyNames.entries) {
+    if (entry.value != Strategy::Auto && dimensions_of(entry.value).*has) names.emplace_back(entry.name);
+  }
+  names.emplace_back("auto");
+  return names;
+}
+
+std::string refusal(Strategy strategy, const std::string& pin, const char* lacks, bool Dimensions::*has) {
+  return fmt::format("{}: --strategy {} {}; the strategies that take it: {}", pin, strategy_name(strategy), lacks,
+                     fmt::join(taking(has), ", "));
+}
+
+}  // namespace
+
+std::string pins_refusal(Strategy strategy, const ShapePins& pins) {
+  const Dimensions has = dimensions_of(strategy);
+  if (pins.tensor && *pins.tensor > 1 && !has.tensor) {
+    return refusal(strategy, fmt::format("--tensor-parallel {}", *pins.tensor), "splits no layer's tensors",
+                   &Dimensions::tensor);
+  }
+  if (pins.pipeline && *pins.pipeline > 1 && !has.stages) {
+    return refusal(strategy, fmt::format("--pipeline-stages {}", *pins.pipeline), "makes no pipeline stages",
+                   &Dimensions::stages);
+  }
+  if (pins.schedule && !has.stages) {
+    return refusal(strategy, fmt::format("--schedule {}", plan::schedule_name(*pins.schedule)),
+                   "makes no pipeline stages", &Dimensions::stages);
+  }
+  if (pins.micro_batch && !has.micro_batch) {
+    return refusal(strategy, fmt::format("--micro-batch-size {}", *pins.micro_batch),
+                   "chooses no micro-batch size of its own", &Dimensions::micro_batch);
+  }
+  return "";
+}
+
+}  // namespace burst::planner
