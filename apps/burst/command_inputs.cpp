@@ -242,27 +242,62 @@ planner::ShapePins parse_pins(const InputOptions& options, const program::Progra
   return pins;
 }
 
+// --global-batch, checked against the plan file's when both are given; the plan file's when
+// only it is.
+int64_t global_batch_of(const InputOptions& options, const std::optional<plan::Plan>& loaded) {
+  std::optional<int64_t> global_batch;
+  if (!options.global_batch.empty()) {
+    global_batch = parse_whole(options.global_batch, "--global-batch", 1, std::numeric_limits<int64_t>::max());
+  }
+  if (!loaded) return *global_batch;
+  if (global_batch && *global_batch != loaded->global_batch) {
+    throw UserError(fmt::format("plan file '{}' is for global batch {}, not --global-batch {}", options.plan_file,
+                                loaded->global_batch, *global_batch));
+  }
+  return loaded->global_batch;
+}
+
+// The device models and the memory per device: every kind's on a mixed cluster, else the one
+// kind's (`device` when it was already resolved from a profile).
+void resolve_devices(const InputOptions& options, std::optional<cost::DeviceModel> device, Inputs& inputs) {
+  if (inputs.cluster.mixed()) {
+    resolve_kinds(options, inputs.graph, inputs.global_batch, inputs);
+    inputs.capacity = mixed_capacity(inputs);
+  } else {
+    inputs.device = device ? std::move(*device) : cost::resolve_device(inputs.cluster.device(), profile_path(options));
+    inputs.capacity = program::MemoryCapacity{inputs.cluster.device(), inputs.device.spec.memory};
+  }
+  if (!options.device_memory.empty()) {
+    inputs.capacity = program::MemoryCapacity{
+        inputs.capacity.device,
+        Bytes(parse_finite(options.device_memory, "--device-memory", 1e-9, "a size in GB > 0") * 1e9)};
+  }
+}
+
+// The step's options. A mixed cluster's step runs at the reference kind's default precision,
+// each other kind at cost::kind_precision of it.
+void resolve_program(const InputOptions& options, Inputs& inputs) {
+  inputs.program = parse_program_options(options.program, cost::default_precision(inputs.device.spec));
+  check_power_cap(inputs.cluster, inputs.program.power_cap_w);
+  cost::at_precision(inputs.device.spec, inputs.program.precision);  // refuses a precision the device lacks
+  for (const cost::DeviceModel& kind_device : inputs.kind_devices) {
+    cost::at_precision(kind_device.spec, cost::kind_precision(kind_device.spec, inputs.program.precision));
+  }
+  inputs.pins = parse_pins(options, inputs.program);
+}
+
 }  // namespace
 
 // Cheap checks first, the device (fitting its curves takes a while) last.
 Inputs read_inputs(const InputOptions& options) {
-  std::optional<int64_t> global_batch;
-  if (!options.global_batch.empty()) {
-    global_batch =
-        parse_whole(options.global_batch, "--global-batch", 1, std::numeric_limits<int64_t>::max());
-  } else if (options.plan_file.empty()) {
+  if (options.global_batch.empty() && options.plan_file.empty()) {
     throw UserError(fmt::format("{} needs --global-batch B (the samples of one iteration)", options.command));
   }
+  if (!options.global_batch.empty()) global_batch_of(options, std::nullopt);  // a bad number before any file is read
   graph::Graph graph = graph::load_model(options.model);
   std::optional<plan::Plan> loaded;
-  if (!options.plan_file.empty()) {
-    loaded = plan::load_plan_file(options.plan_file);
-    if (global_batch && *global_batch != loaded->global_batch) {
-      throw UserError(fmt::format("plan file '{}' is for global batch {}, not --global-batch {}",
-                                  options.plan_file, loaded->global_batch, *global_batch));
-    }
-    global_batch = loaded->global_batch;
-  }
+  if (!options.plan_file.empty()) loaded = plan::load_plan_file(options.plan_file);
+  const int64_t global_batch = global_batch_of(options, loaded);
   // The device kind: the cluster file's, --device's, or (--profile alone) the profile's.
   std::optional<cost::DeviceModel> device;
   std::string kind = options.device;
@@ -279,30 +314,11 @@ Inputs read_inputs(const InputOptions& options) {
     }
   }
   check_profiles(options, cluster);
-  const cost::Optimizer optimizer = cost::parse_optimizer(options.optimizer);
-  Inputs inputs{std::move(graph), std::move(loaded), std::move(cluster), cost::DeviceModel{}, {}, 0,
-                *global_batch,    optimizer,         {},                 {},                  {}};
-  if (inputs.cluster.mixed()) {
-    resolve_kinds(options, inputs.graph, *global_batch, inputs);
-    inputs.capacity = mixed_capacity(inputs);
-  } else {
-    inputs.device = device ? std::move(*device) : cost::resolve_device(inputs.cluster.device(), profile_path(options));
-    inputs.capacity = program::MemoryCapacity{inputs.cluster.device(), inputs.device.spec.memory};
-  }
-  if (!options.device_memory.empty()) {
-    inputs.capacity = program::MemoryCapacity{
-        inputs.capacity.device,
-        Bytes(parse_finite(options.device_memory, "--device-memory", 1e-9, "a size in GB > 0") * 1e9)};
-  }
-  // A mixed cluster's step runs at the reference kind's default precision, each other kind
-  // at cost::kind_precision of it.
-  inputs.program = parse_program_options(options.program, cost::default_precision(inputs.device.spec));
-  check_power_cap(inputs.cluster, inputs.program.power_cap_w);
-  cost::at_precision(inputs.device.spec, inputs.program.precision);  // refuses a precision the device lacks
-  for (const cost::DeviceModel& kind_device : inputs.kind_devices) {
-    cost::at_precision(kind_device.spec, cost::kind_precision(kind_device.spec, inputs.program.precision));
-  }
-  inputs.pins = parse_pins(options, inputs.program);
+  Inputs inputs(std::move(graph), std::move(loaded), std::move(cluster));
+  inputs.global_batch = global_batch;
+  inputs.optimizer = cost::parse_optimizer(options.optimizer);
+  resolve_devices(options, std::move(device), inputs);
+  resolve_program(options, inputs);
   check_layers_fit_some_kind(inputs);
   return inputs;
 }

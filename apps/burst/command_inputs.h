@@ -112,6 +112,10 @@ ModelAndBatch parse_background_option(const std::string& text, int64_t default_b
 
 // What the command line names, read and checked before any planning.
 struct Inputs {
+  // The model, the plan file and the cluster are read first; the rest is set by name.
+  Inputs(graph::Graph graph_, std::optional<plan::Plan> loaded_, cluster::Cluster cluster_)
+      : graph(std::move(graph_)), loaded(std::move(loaded_)), cluster(std::move(cluster_)) {}
+
   graph::Graph graph;
   std::optional<plan::Plan> loaded;  // --plan FILE, validated against graph and cluster
   cluster::Cluster cluster;

@@ -163,83 +163,105 @@ ClockReport choose_for_energy(planner::ChosenPlan& chosen, const plan::PlanConte
   return report;
 }
 
-// One plan: made here (burst or data parallel) or loaded, evaluated against both baselines.
-void run_one(const PlanOptions& options, const Inputs& inputs, const CostModels& models,
-             const std::optional<double>& limit) {
-  const graph::Graph& graph = inputs.graph;
-  const cost::NetworkModel network(inputs.cluster);
-  const plan::PlanContext context = models.context(graph, network);
-  const int devices = inputs.cluster.size();
-  const int64_t global_batch = inputs.global_batch;
-  planner::ChosenPlan chosen = choose_plan(inputs, options.strategy, context, planner_options(options, inputs, limit));
+// One plan and everything timed about it: the strategy's choice, its clocks under
+// --objective energy, its clock frontier under --pareto, and the two baselines.
+struct PlannedOne {
+  planner::ChosenPlan chosen;
   std::optional<ClockReport> clocks;
-  if (options.objective == "energy") clocks = choose_for_energy(chosen, context, options.max_slowdown);
-  const plan::Plan& plan = chosen.plan;
-  std::optional<double> limit_used;
-  std::optional<Seconds> planner_prediction;
-  if (chosen.burst) {
-    limit_used = limit_of(chosen.burst->amplification_limit);
-    planner_prediction = chosen.burst->predicted;
-  }
-  timing::EvaluateOptions evaluate_options;
-  evaluate_options.program = inputs.program;
-  const timing::PlanEvaluation data_parallel =
-      timing::evaluate_plan(plan::plan_data_parallel(graph, devices, global_batch), context, evaluate_options);
-  const timing::PlanEvaluation one_device =
-      timing::evaluate_plan(plan::plan_single_device(graph, devices, global_batch), context, evaluate_options);
-  evaluate_options.timelines = !options.svg.empty();
-  evaluate_options.program = chosen.program;  // the 3-D search's recompute and ZeRO stage
   std::optional<std::vector<planner::FrontierPoint>> frontier;
-  if (options.pareto) {
-    frontier = planner::clock_frontier(plan, context, clock_search_options(evaluate_options.program, options.max_slowdown));
-  }
-  const plan::Plan& timed = clocks ? clocks->choice.plan : plan;
-  const timing::PlanEvaluation evaluation = timing::evaluate_plan(timed, context, evaluate_options);
+  PlanEvaluations evaluations;
+  std::optional<MixedSummary> mixed;
 
+  const plan::Plan& timed() const { return clocks ? clocks->choice.plan : chosen.plan; }
+};
+
+PlanEvaluations evaluate_with_baselines(const plan::Plan& plan, const plan::PlanContext& context, const Inputs& inputs,
+                                        const program::ProgramOptions& program, bool timelines) {
+  timing::EvaluateOptions baseline_options;
+  baseline_options.program = inputs.program;
+  const graph::Graph& graph = inputs.graph;
+  const int devices = inputs.cluster.size();
+  PlanEvaluations evaluations;
+  evaluations.data_parallel = timing::evaluate_plan(plan::plan_data_parallel(graph, devices, inputs.global_batch),
+                                                    context, baseline_options);
+  evaluations.one_device = timing::evaluate_plan(plan::plan_single_device(graph, devices, inputs.global_batch),
+                                                 context, baseline_options);
+  timing::EvaluateOptions plan_options;
+  plan_options.timelines = timelines;
+  plan_options.program = program;  // the 3-D search's recompute and ZeRO stage
+  evaluations.evaluation = timing::evaluate_plan(plan, context, plan_options);
+  return evaluations;
+}
+
+PlannedOne plan_one(const PlanOptions& options, const Inputs& inputs, const plan::PlanContext& context,
+                    const planner::BurstOptions& burst) {
+  PlannedOne planned{choose_plan(inputs, options.strategy, context, burst), {}, {}, {}, {}};
+  if (options.objective == "energy") planned.clocks = choose_for_energy(planned.chosen, context, options.max_slowdown);
+  const program::ProgramOptions& program = planned.chosen.program;
+  if (options.pareto) {
+    planned.frontier = planner::clock_frontier(planned.chosen.plan, context, clock_search_options(program, options.max_slowdown));
+  }
+  planned.evaluations = evaluate_with_baselines(planned.timed(), context, inputs, program, !options.svg.empty());
+  if (inputs.cluster.mixed()) {
+    planner::BurstOptions mixed_options = burst;
+    mixed_options.program = program;
+    const auto& chosen = planned.chosen;
+    planned.mixed = summarise_mixed(context, chosen.plan, planned.evaluations.evaluation.iteration_time, mixed_options,
+                                    chosen.burst ? chosen.burst->mixed_baselines : std::nullopt);
+  }
+  return planned;
+}
+
+// -o FILE and --svg FILE.
+void write_plan_files(const PlanOptions& options, const Inputs& inputs, const PlannedOne& planned) {
   if (!options.output.empty()) {
-    plan::Plan saved = timed;
+    plan::Plan saved = planned.timed();
     if (inputs.cluster.mixed()) {  // the file says which kind each rank was planned as
       saved.rank_kinds.clear();
       for (int rank = 0; rank < inputs.cluster.size(); ++rank) saved.rank_kinds.push_back(inputs.cluster.kind_of(rank));
     }
     plan::save_plan_file(saved, options.output);
   }
-  if (!options.svg.empty()) {
-    write_text_file_atomically(options.svg, frontier ? render_frontier_svg(fmt::format("{} on {}: time-energy frontier",
-                                                                                       graph.name(), inputs.cluster.name()),
-                                                                           *frontier)
-                                                     : render_plan_svg(plan, evaluation, graph));
+  if (options.svg.empty()) return;
+  const std::string title = fmt::format("{} on {}: time-energy frontier", inputs.graph.name(), inputs.cluster.name());
+  write_text_file_atomically(options.svg, planned.frontier ? render_frontier_svg(title, *planned.frontier)
+                                                           : render_plan_svg(planned.chosen.plan,
+                                                                             planned.evaluations.evaluation, inputs.graph));
+}
+
+PlanReport report_of(const PlannedOne& planned, const Inputs& inputs, const PlanOptions& options,
+                     const planner::BurstOptions& burst, const std::optional<double>& limit) {
+  const planner::ChosenPlan& chosen = planned.chosen;
+  PlanReport report(inputs.graph, inputs.cluster, planned.timed(), planned.evaluations);
+  report.plan_file = options.plan_file;
+  if (chosen.burst) {
+    report.amplification_limit = limit;
+    report.amplification_limit_used = limit_of(chosen.burst->amplification_limit);
+    report.planner_prediction = chosen.burst->predicted;
+    report.amplification_exempt_below = burst.amplification_exempt_below;
   }
-  const bool burst_planned = chosen.burst.has_value();
-  std::optional<MixedSummary> mixed;
-  if (inputs.cluster.mixed()) {
-    planner::BurstOptions burst = planner_options(options, inputs, limit);
-    burst.program = chosen.program;
-    mixed = summarise_mixed(context, plan, evaluation.iteration_time, burst,
-                            chosen.burst ? chosen.burst->mixed_baselines : std::nullopt);
-  }
-  const PlanReport report{graph,
-                          inputs.cluster,
-                          timed,
-                          burst_planned ? limit : std::nullopt,
-                          options.plan_file,
-                          evaluation,
-                          data_parallel,
-                          one_device,
-                          limit_used,
-                          planner_prediction,
-                          burst_planned ? std::optional<Seconds>(planner_options(options, inputs, limit).amplification_exempt_below)
-                                        : std::nullopt,
-                          &chosen.memory,
-                          memory_summary(chosen, inputs),
-                          chosen.memory_note,
-                          inputs.capacity.capacity,
-                          &chosen.tried,
-                          cost::at_precision(inputs.device.spec, inputs.program.precision).peak_flops,
-                          chosen.program.recompute,
-                          mixed ? &*mixed : nullptr,
-                          clocks ? &*clocks : nullptr,
-                          frontier ? &*frontier : nullptr};
+  report.memory = &chosen.memory;
+  report.memory_line = memory_summary(chosen, inputs);
+  report.memory_note = chosen.memory_note;
+  report.memory_capacity = inputs.capacity.capacity;
+  report.tried = &chosen.tried;
+  report.peak_flops = cost::at_precision(inputs.device.spec, inputs.program.precision).peak_flops;
+  report.recompute = chosen.program.recompute;
+  report.mixed = planned.mixed ? &*planned.mixed : nullptr;
+  report.clocks = planned.clocks ? &*planned.clocks : nullptr;
+  report.frontier = planned.frontier ? &*planned.frontier : nullptr;
+  return report;
+}
+
+// One plan: made here (by the strategy) or loaded, evaluated against both baselines.
+void run_one(const PlanOptions& options, const Inputs& inputs, const CostModels& models,
+             const std::optional<double>& limit) {
+  const cost::NetworkModel network(inputs.cluster);
+  const plan::PlanContext context = models.context(inputs.graph, network);
+  const planner::BurstOptions burst = planner_options(options, inputs, limit);
+  const PlannedOne planned = plan_one(options, inputs, context, burst);
+  write_plan_files(options, inputs, planned);
+  const PlanReport report = report_of(planned, inputs, options, burst, limit);
   if (options.json) {
     std::cout << plan_report_json(report).dump(2) << '\n';
     return;
@@ -266,19 +288,9 @@ void run_plan(const PlanOptions& options, bool strategy_given) {
   }
 }
 
-}  // namespace
-
-void add_plan_commands(CLI::App& app) {
-  auto options = std::make_shared<PlanOptions>();
-  options->command = "burst plan";
-  CLI::App* command = app.add_subcommand(
-      "plan",
-      "Plan a global batch on a cluster (burst or data parallel), or evaluate a plan file, "
-      "and predict one iteration");
-  command->add_option("--model", options->model, "Zoo model (NAME[:key=value,...]) or model file")
-      ->required();
-  // Options whose value is text; an empty value is refused rather than read as "not given".
-  const std::vector<CLI::Option*> texts = {
+// Options whose value is text; an empty value is refused rather than read as "not given".
+std::vector<CLI::Option*> add_plan_text_options(CLI::App* command, PlanOptions* options) {
+  return {
       command->add_option("--devices", options->devices,
                           "Devices of the built-in cluster (with --cluster: must match the file, if given)"),
       command->add_option("--global-batch", options->global_batch,
@@ -300,11 +312,10 @@ void add_plan_commands(CLI::App& app) {
           "--svg", options->svg,
           "Write an SVG picture: devices per layer and a per-rank timeline (with --sweep: the "
           "scaling curve)")};
-  add_profile_option(*command, options->profiles);
-  add_program_options(*command, options->program);
-  add_memory_options(*command, *options);
-  add_shape_options(*command, *options);
-  CLI::Option* strategy = add_strategy_option(*command, options->strategy);
+}
+
+// --json, the objective and the burst planner's switches.
+void add_plan_flags(CLI::App* command, PlanOptions* options) {
   command->add_flag("--json", options->json, "Print JSON instead of tables");
   command->add_option("--objective", options->objective,
                       "time (the fastest plan, every clock at its maximum) or energy (per-rank SM clocks for the "
@@ -323,6 +334,26 @@ void add_plan_commands(CLI::App& app) {
   command->add_flag(
       "--sweep", options->sweep,
       "Strong scaling: both strategies at device counts 1..16, then powers of two up to --devices");
+}
+
+}  // namespace
+
+void add_plan_commands(CLI::App& app) {
+  auto options = std::make_shared<PlanOptions>();
+  options->command = "burst plan";
+  CLI::App* command = app.add_subcommand(
+      "plan",
+      "Plan a global batch on a cluster (burst or data parallel), or evaluate a plan file, "
+      "and predict one iteration");
+  command->add_option("--model", options->model, "Zoo model (NAME[:key=value,...]) or model file")
+      ->required();
+  const std::vector<CLI::Option*> texts = add_plan_text_options(command, options.get());
+  add_profile_option(*command, options->profiles);
+  add_program_options(*command, options->program);
+  add_memory_options(*command, *options);
+  add_shape_options(*command, *options);
+  CLI::Option* strategy = add_strategy_option(*command, options->strategy);
+  add_plan_flags(command, options.get());
   command->callback([options, texts, strategy] {
     for (const CLI::Option* option : texts) {
       if (option->count() > 0 && option->as<std::string>().empty()) {

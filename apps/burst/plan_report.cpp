@@ -269,13 +269,12 @@ void print_plan_report(const PlanReport& report, std::ostream& out) {
   if (report.frontier != nullptr) print_frontier(*report.frontier, out);
 }
 
-json plan_report_json(const PlanReport& report) {
-  const timing::PlanEvaluation& evaluation = report.evaluation;
-  const auto [largest, largest_limited] = max_amplifications(report);
-  json layers = json::array();
-  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(report.graph.size()); ++id) {
-    const timing::LayerTiming& layer = evaluation.layers[static_cast<size_t>(id)];
-    layers.push_back({{"id", id},
+namespace {
+
+// One layer of the report's "layers": its placement, times and timeline.
+json layer_json(const PlanReport& report, graph::LayerId id) {
+  const timing::LayerTiming& layer = report.evaluation.layers[static_cast<size_t>(id)];
+  return {{"id", id},
                       {"name", report.graph.layer(id).name},
                       {"op", graph::op_name(report.graph.layer(id).op())},
                       {"devices", layer.devices},
@@ -292,7 +291,27 @@ json plan_report_json(const PlanReport& report) {
                       {"forward_end_ms", layer.forward_end_s * 1e3},
                       {"backward_start_ms", layer.backward_start_s * 1e3},
                       {"backward_end_ms", layer.backward_end_s * 1e3},
-                      {"sync_end_ms", layer.sync_end_s * 1e3}});
+                      {"sync_end_ms", layer.sync_end_s * 1e3}};
+}
+
+// The step's energy fields and the objective, added to `document`.
+void add_energy_json(const PlanReport& report, json& document) {
+  const timing::StepEnergy& energy = report.evaluation.energy;
+  document["energy_j"] = energy.known ? json(energy.total_j) : json(nullptr);
+  document["energy_j_per_sample"] =
+      energy.known ? json(energy.total_j / static_cast<double>(report.plan.global_batch)) : json(nullptr);
+  document["energy"] = energy_json(energy, report.plan.global_batch);
+  document["objective"] = report.clocks != nullptr ? clock_report_json(*report.clocks) : json({{"objective", "time"}});
+}
+
+}  // namespace
+
+json plan_report_json(const PlanReport& report) {
+  const timing::PlanEvaluation& evaluation = report.evaluation;
+  const auto [largest, largest_limited] = max_amplifications(report);
+  json layers = json::array();
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(report.graph.size()); ++id) {
+    layers.push_back(layer_json(report, id));
   }
   const Seconds iteration = evaluation.iteration_time;
   json document = {{"model", report.graph.name()},
@@ -328,12 +347,7 @@ json plan_report_json(const PlanReport& report) {
           {"strategies_tried", tried_json(report)},
           {"layers", std::move(layers)}};
   if (report.mixed != nullptr) document["mixed"] = mixed_summary_json(*report.mixed, iteration);
-  const timing::StepEnergy& energy = evaluation.energy;
-  document["energy_j"] = energy.known ? json(energy.total_j) : json(nullptr);
-  document["energy_j_per_sample"] =
-      energy.known ? json(energy.total_j / static_cast<double>(report.plan.global_batch)) : json(nullptr);
-  document["energy"] = energy_json(energy, report.plan.global_batch);
-  document["objective"] = report.clocks != nullptr ? clock_report_json(*report.clocks) : json({{"objective", "time"}});
+  add_energy_json(report, document);
   if (report.frontier != nullptr) document["frontier"] = frontier_json(*report.frontier);
   return document;
 }

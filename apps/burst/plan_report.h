@@ -20,17 +20,35 @@
 namespace burst::cli {
 
 // One plan, evaluated, with the two baselines on the same model, cluster and cost model.
+// What `burst plan` timed: the plan itself and the two baselines it is compared with.
+struct PlanEvaluations {
+  timing::PlanEvaluation evaluation;
+  timing::PlanEvaluation data_parallel;  // plan_data_parallel on all devices
+  timing::PlanEvaluation one_device;     // plan_single_device
+};
+
+// Everything `burst plan` prints about one plan. The subject and its evaluations are set at
+// construction; every other field is set by name (and left at its default when absent).
 struct PlanReport {
+  PlanReport(const graph::Graph& graph_, const cluster::Cluster& cluster_, const plan::Plan& plan_,
+             const PlanEvaluations& evaluations)
+      : graph(graph_),
+        cluster(cluster_),
+        plan(plan_),
+        evaluation(evaluations.evaluation),
+        data_parallel(evaluations.data_parallel),
+        one_device(evaluations.one_device) {}
+
   const graph::Graph& graph;
   const cluster::Cluster& cluster;
   const plan::Plan& plan;
   // The burst planner's amplification limit; nullopt when there is none (inf, data
   // parallelism, a plan loaded from a file).
-  std::optional<double> amplification_limit;
+  std::optional<double> amplification_limit = std::nullopt;
   std::string plan_file;  // --plan FILE it was loaded from; empty when planned here
   const timing::PlanEvaluation& evaluation;
-  const timing::PlanEvaluation& data_parallel;  // plan_data_parallel on all devices
-  const timing::PlanEvaluation& one_device;     // plan_single_device
+  const timing::PlanEvaluation& data_parallel;
+  const timing::PlanEvaluation& one_device;
   // What the burst planner reported with its plan (empty for other plans): the limit it
   // planned under (it raises the asked one rather than be slower than data parallelism;
   // nullopt: none) and its own prediction (an estimate where branches run concurrently).

@@ -108,17 +108,21 @@ void print_sim_report(const SimReport& report, std::ostream& out) {
   if (report.mixed != nullptr) print_mixed_summary(*report.mixed, report.foreground.iteration_time, out);
 }
 
-json sim_report_json(const SimReport& report) {
-  const sim::SimResult& result = headline(report);
-  json background = nullptr;
-  if (report.background && report.multiplexed) {
-    background = {{"model", report.background->model},
-                  {"per_device_batch", report.background->per_device_batch},
-                  {"policy", policy_name(report.background->policy)},
-                  {"step_alone_ms", result.background_step_alone.ms()},
-                  {"alone_samples_per_s", result.background_alone_samples_per_s},
-                  {"idle_time_efficiency", report.multiplexed->idle_time_efficiency}};
-  }
+namespace {
+
+// The background job's figures (null when the simulation ran none).
+json background_json(const SimReport& report, const sim::SimResult& result) {
+  if (!report.background || !report.multiplexed) return nullptr;
+  return {{"model", report.background->model},
+          {"per_device_batch", report.background->per_device_batch},
+          {"policy", policy_name(report.background->policy)},
+          {"step_alone_ms", result.background_step_alone.ms()},
+          {"alone_samples_per_s", result.background_alone_samples_per_s},
+          {"idle_time_efficiency", report.multiplexed->idle_time_efficiency}};
+}
+
+// Each rank's time per iteration by use (and its idle intervals with --intervals).
+json per_device_json(const SimReport& report, const sim::SimResult& result) {
   json per_device = json::array();
   const double steps = result.measured_iterations;
   for (size_t rank = 0; rank < result.usage.size(); ++rank) {
@@ -137,6 +141,31 @@ json sim_report_json(const SimReport& report) {
     }
     per_device.push_back(std::move(device));
   }
+  return per_device;
+}
+
+// The energy fields, the background's energy figures among them, added to `document`.
+void add_sim_energy_json(const SimReport& report, const sim::SimResult& result, json& document) {
+  document["energy"] = energy_json(result.energy, report.plan.global_batch);
+  document["energy_j"] = result.energy.known ? json(result.energy.total_j) : json(nullptr);
+  document["energy_j_per_sample"] = result.energy.known ? document["energy"]["energy_j_per_sample"] : json(nullptr);
+  document["power_cap_w"] = report.program.power_cap_w > 0 ? json(report.program.power_cap_w) : json(nullptr);
+  if (!report.multiplexed || !result.energy.known) return;
+  const sim::MultiplexResult& multiplexed = *report.multiplexed;
+  json& energy = document["energy"];
+  energy["alone_energy_j"] = multiplexed.alone.energy.total_j;
+  energy["foreground_samples_per_j"] = result.foreground_samples_per_joule;
+  energy["background_samples_per_j"] = result.background_samples_per_joule;
+  energy["cluster_samples_per_j_alone"] = multiplexed.samples_per_joule_alone;
+  energy["cluster_samples_per_j_with_background"] = multiplexed.samples_per_joule_with;
+  energy["background_j_per_sample"] = multiplexed.background_joules_per_sample;
+  energy["background_alone_j_per_sample"] = multiplexed.background_alone_joules_per_sample;
+}
+
+}  // namespace
+
+json sim_report_json(const SimReport& report) {
+  const sim::SimResult& result = headline(report);
   json document = {{"model", report.model},
           {"device", report.cluster.device()},
           {"cluster", report.cluster.name()},
@@ -155,23 +184,10 @@ json sim_report_json(const SimReport& report) {
           {"useful_fraction", result.useful_fraction},
           {"busy_fraction", result.busy_fraction},
           {"foreground_slowdown", report.multiplexed ? report.multiplexed->foreground_slowdown : 1.0},
-          {"background", std::move(background)},
-          {"per_device", std::move(per_device)}};
+          {"background", background_json(report, result)},
+          {"per_device", per_device_json(report, result)}};
   if (report.mixed != nullptr) document["mixed"] = mixed_summary_json(*report.mixed, report.foreground.iteration_time);
-  document["energy"] = energy_json(result.energy, report.plan.global_batch);
-  document["energy_j"] = result.energy.known ? json(result.energy.total_j) : json(nullptr);
-  document["energy_j_per_sample"] = result.energy.known ? document["energy"]["energy_j_per_sample"] : json(nullptr);
-  document["power_cap_w"] = report.program.power_cap_w > 0 ? json(report.program.power_cap_w) : json(nullptr);
-  if (report.multiplexed && result.energy.known) {
-    const sim::MultiplexResult& multiplexed = *report.multiplexed;
-    document["energy"]["alone_energy_j"] = multiplexed.alone.energy.total_j;
-    document["energy"]["foreground_samples_per_j"] = result.foreground_samples_per_joule;
-    document["energy"]["background_samples_per_j"] = result.background_samples_per_joule;
-    document["energy"]["cluster_samples_per_j_alone"] = multiplexed.samples_per_joule_alone;
-    document["energy"]["cluster_samples_per_j_with_background"] = multiplexed.samples_per_joule_with;
-    document["energy"]["background_j_per_sample"] = multiplexed.background_joules_per_sample;
-    document["energy"]["background_alone_j_per_sample"] = multiplexed.background_alone_joules_per_sample;
-  }
+  add_sim_energy_json(report, result, document);
   return document;
 }
 
