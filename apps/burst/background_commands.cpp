@@ -12,15 +12,15 @@
 
 namespace burst::cli {
 
-void run_background_command(const runtime::BackgroundJobConfig& config) {
-  using Command = int (*)(const runtime::BackgroundJobConfig*, std::string*);
+void run_background_command(const job::BackgroundJobConfig& config) {
+  using Command = int (*)(const job::BackgroundJobConfig*, std::string*);
   const auto command = reinterpret_cast<Command>(plugin_symbol("burst_background_job"));
   std::string message;
   const int code = command(&config, &message);
   if (code != 0) throw_for_exit_code(code, message);
 }
 
-std::vector<std::string> background_command_line(const runtime::BackgroundJobConfig& job) {
+std::vector<std::string> background_command_line(const job::BackgroundJobConfig& job) {
   std::vector<std::string> words = {launch::current_executable(), "background", "--model", job.model,
                                     "--batch", std::to_string(job.batch), "--steps", std::to_string(job.steps),
                                     "--seed", std::to_string(job.seed), "--lr", fmt::format("{}", job.learning_rate),
@@ -34,7 +34,7 @@ std::vector<std::string> background_command_line(const runtime::BackgroundJobCon
 }
 
 void add_background_commands(CLI::App& app) {
-  auto config = std::make_shared<runtime::BackgroundJobConfig>();
+  auto config = std::make_shared<job::BackgroundJobConfig>();
   CLI::App* command = app.add_subcommand(
       "background", "Train a model alone on synthetic data, as a background job does (its throughput alone)");
   command->add_option("--model", config->model, "Zoo model (NAME[:key=value,...]) or model file")->required();

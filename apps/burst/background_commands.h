@@ -4,7 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "burst/runtime/background.h"
+#include "burst/job/train_config.h"
 
 namespace burst::cli {
 
@@ -15,9 +15,9 @@ void add_background_commands(CLI::App& app);
 
 // The command line that runs `job` in a process of its own: this program's
 // `burst background` with the options above (what burst train's workers start).
-std::vector<std::string> background_command_line(const runtime::BackgroundJobConfig& job);
+std::vector<std::string> background_command_line(const job::BackgroundJobConfig& job);
 
 // Runs a background job in the plugin (UserError for bad input).
-void run_background_command(const runtime::BackgroundJobConfig& config);
+void run_background_command(const job::BackgroundJobConfig& config);
 
 }  // namespace burst::cli

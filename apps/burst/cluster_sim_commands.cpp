@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "burst/cluster/cluster.h"
-#include "burst/sim/multi_tenant.h"
+#include "burst/cluster_sim/multi_tenant.h"
 #include "burst/util/error.h"
 #include "cluster_sim_report.h"
 #include "command_inputs.h"
@@ -47,7 +47,7 @@ void write_file(const std::string& path, const std::string& text) {
 }
 
 void write_outputs(const ClusterSimOptions& options, const ClusterSimSetting& setting,
-                   const std::vector<sim::MultiTenantResult>& results) {
+                   const std::vector<cluster_sim::MultiTenantResult>& results) {
   if (!options.svg.empty()) write_file(options.svg, cluster_sim_svg(setting, results));
   if (!options.events.empty()) write_file(options.events, cluster_sim_events_csv(results));
   if (options.json) {
@@ -59,8 +59,8 @@ void write_outputs(const ClusterSimOptions& options, const ClusterSimSetting& se
 
 // The cluster's nodes: a cluster file's (its groups' kinds), or the built-in one: --devices N
 // of --device, or --devices KIND:N,KIND:N,..., packed --gpus-per-node per node.
-sim::ClusterNodes cluster_nodes(const ClusterSimOptions& options) {
-  sim::ClusterNodes nodes;
+cluster_sim::ClusterNodes cluster_nodes(const ClusterSimOptions& options) {
+  cluster_sim::ClusterNodes nodes;
   if (!options.cluster_file.empty()) {
     const cluster::Cluster cluster = cluster::load_cluster_file(options.cluster_file);
     nodes.kind_names = cluster.kinds();
@@ -91,26 +91,26 @@ sim::ClusterNodes cluster_nodes(const ClusterSimOptions& options) {
   return nodes;
 }
 
-std::string kinds_text(const sim::ClusterNodes& nodes) {
+std::string kinds_text(const cluster_sim::ClusterNodes& nodes) {
   std::string text;
   for (const std::string& kind : nodes.kind_names) text += (text.empty() ? "" : "+") + kind;
   return text;
 }
 
-std::vector<sim::ClusterPolicy> parse_policies(const std::string& text) {
-  std::vector<sim::ClusterPolicy> policies;
+std::vector<cluster_sim::ClusterPolicy> parse_policies(const std::string& text) {
+  std::vector<cluster_sim::ClusterPolicy> policies;
   size_t start = 0;
   while (start <= text.size()) {
     const size_t comma = text.find(',', start);
-    policies.push_back(sim::parse_cluster_policy(text.substr(start, comma == std::string::npos ? comma : comma - start)));
+    policies.push_back(cluster_sim::parse_cluster_policy(text.substr(start, comma == std::string::npos ? comma : comma - start)));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
   return policies;
 }
 
-sim::MultiTenantOptions tenant_options(const ClusterSimOptions& options) {
-  sim::MultiTenantOptions tenant;
+cluster_sim::MultiTenantOptions tenant_options(const ClusterSimOptions& options) {
+  cluster_sim::MultiTenantOptions tenant;
   tenant.interval_s = parse_finite(options.interval, "--interval", 1e-3, "a time > 0 in seconds");
   tenant.restart_s = parse_finite(options.restart, "--restart", 0, "a time >= 0 in seconds");
   tenant.foreground_slowdown = parse_finite(options.slowdown, "--slowdown", 1, "a factor >= 1");
@@ -120,30 +120,30 @@ sim::MultiTenantOptions tenant_options(const ClusterSimOptions& options) {
 }
 
 void run_cluster_sim(const ClusterSimOptions& options) {
-  const std::vector<sim::ClusterPolicy> policies = parse_policies(options.policies);
-  sim::MultiTenantOptions tenant = tenant_options(options);
-  const sim::ClusterNodes nodes = cluster_nodes(options);
+  const std::vector<cluster_sim::ClusterPolicy> policies = parse_policies(options.policies);
+  cluster_sim::MultiTenantOptions tenant = tenant_options(options);
+  const cluster_sim::ClusterNodes nodes = cluster_nodes(options);
   const std::string job_model = options.job_model.empty() ? (options.applications.empty() ? "burst" : "measured")
                                                           : options.job_model;
   if (job_model != "measured" && job_model != "burst") {
     throw UserError(fmt::format("--job-model must be measured or burst, got '{}'", options.job_model));
   }
-  sim::TraceWindow window;
+  cluster_sim::TraceWindow window;
   window.from_day = parse_finite(options.from_day, "--from-day", 0, "a number of days >= 0");
   window.days = parse_finite(options.days, "--days", 0, "a number of days >= 0 (0: to the end)");
-  const sim::JobTrace trace = sim::read_job_trace(options.trace, window);
-  const std::optional<sim::ApplicationTables> read_tables =
+  const cluster_sim::JobTrace trace = cluster_sim::read_job_trace(options.trace, window);
+  const std::optional<cluster_sim::ApplicationTables> read_tables =
       options.applications.empty() ? std::nullopt
-                                   : std::optional<sim::ApplicationTables>(sim::read_application_tables(options.applications));
-  const sim::ApplicationTables& tables = read_tables ? *read_tables : sim::builtin_application_tables();
+                                   : std::optional<cluster_sim::ApplicationTables>(cluster_sim::read_application_tables(options.applications));
+  const cluster_sim::ApplicationTables& tables = read_tables ? *read_tables : cluster_sim::builtin_application_tables();
 
-  sim::MeasuredTimer measured;
+  cluster_sim::MeasuredTimer measured;
   PlannedTimer planned(nodes.kind_names);
-  sim::IterationTimer& timer = job_model == "measured" ? static_cast<sim::IterationTimer&>(measured) : planned;
+  cluster_sim::IterationTimer& timer = job_model == "measured" ? static_cast<cluster_sim::IterationTimer&>(measured) : planned;
   const int most_per_node = *std::max_element(nodes.gpus.begin(), nodes.gpus.end());
-  const sim::JobModel model(tables, timer, most_per_node);
+  const cluster_sim::JobModel model(tables, timer, most_per_node);
   if (job_model == "burst") {
-    for (const sim::TraceJob& job : trace.jobs) {  // before any planning: every application has a model
+    for (const cluster_sim::TraceJob& job : trace.jobs) {  // before any planning: every application has a model
       model.check(trace, job);
       try {
         burst_model_of(job.application);
@@ -152,16 +152,16 @@ void run_cluster_sim(const ClusterSimOptions& options) {
       }
     }
   }
-  std::vector<sim::MultiTenantResult> results;
-  for (const sim::ClusterPolicy policy : policies) {
+  std::vector<cluster_sim::MultiTenantResult> results;
+  for (const cluster_sim::ClusterPolicy policy : policies) {
     tenant.policy = policy;
     const auto started = std::chrono::steady_clock::now();
     tenant.progress = [&, started](double simulated_s, size_t done, size_t total) {
       if (std::chrono::steady_clock::now() - started < std::chrono::seconds(2)) return;  // quick runs stay quiet
-      std::cerr << fmt::format("cluster-sim {}: {}/{} jobs done, simulated {:.1f} h\n", sim::cluster_policy_name(policy),
+      std::cerr << fmt::format("cluster-sim {}: {}/{} jobs done, simulated {:.1f} h\n", cluster_sim::cluster_policy_name(policy),
                                done, total, simulated_s / 3600);
     };
-    results.push_back(sim::simulate_multi_tenant(trace, model, nodes, tenant));
+    results.push_back(cluster_sim::simulate_multi_tenant(trace, model, nodes, tenant));
   }
   const ClusterSimSetting setting{options.trace, trace.format, trace.jobs.size(), nodes.total(),
                                   static_cast<int>(nodes.gpus.size()), most_per_node,

@@ -19,7 +19,7 @@ std::string seconds_text(double s) {
   return fmt::format("{:.0f} s", s);
 }
 
-nlohmann::json result_json(const sim::MultiTenantResult& result, bool with_jobs) {
+nlohmann::json result_json(const cluster_sim::MultiTenantResult& result, bool with_jobs) {
   nlohmann::json out = {{"policy", result.policy},
                         {"avg_jct_s", result.avg_jct_s},
                         {"p99_jct_s", result.p99_jct_s},
@@ -32,7 +32,7 @@ nlohmann::json result_json(const sim::MultiTenantResult& result, bool with_jobs)
   out["energy_j"] = result.energy_j >= 0 ? nlohmann::json(result.energy_j) : nlohmann::json(nullptr);
   if (with_jobs) {
     nlohmann::json jobs = nlohmann::json::array();
-    for (const sim::JobOutcome& job : result.jobs) {
+    for (const cluster_sim::JobOutcome& job : result.jobs) {
       jobs.push_back({{"name", job.name}, {"application", job.application}, {"gpus_asked", job.gpus_asked},
                       {"gpus_most", job.gpus_most}, {"submit_s", job.submit_s}, {"start_s", job.start_s},
                       {"finish_s", job.finish_s}, {"jct_s", job.jct_s()}, {"restarts", job.restarts},
@@ -45,7 +45,7 @@ nlohmann::json result_json(const sim::MultiTenantResult& result, bool with_jobs)
 
 }  // namespace
 
-std::string cluster_sim_text(const ClusterSimSetting& setting, const std::vector<sim::MultiTenantResult>& results) {
+std::string cluster_sim_text(const ClusterSimSetting& setting, const std::vector<cluster_sim::MultiTenantResult>& results) {
   std::string text = fmt::format(
       "trace: {} ({} format, {} jobs) on {} GPUs ({} nodes x {} {})\n"
       "job model: {}; scheduling round {:g} s, restart {:g} s\n",
@@ -54,7 +54,7 @@ std::string cluster_sim_text(const ClusterSimSetting& setting, const std::vector
   TextTable table({{"policy", Align::Left}, {"avg JCT", Align::Right}, {"p99 JCT", Align::Right},
                    {"makespan", Align::Right}, {"utilisation", Align::Right}, {"samples/s", Align::Right},
                    {"jobs/h", Align::Right}, {"energy", Align::Right}});
-  for (const sim::MultiTenantResult& result : results) {
+  for (const cluster_sim::MultiTenantResult& result : results) {
     table.add_row({result.policy, fmt::format("{:.0f} s", result.avg_jct_s), seconds_text(result.p99_jct_s),
                    seconds_text(result.makespan_s), fmt::format("{:.1f}%", 100 * result.utilisation),
                    fmt::format("{:.0f}", result.throughput), fmt::format("{:.1f}", result.jobs_per_hour),
@@ -63,7 +63,7 @@ std::string cluster_sim_text(const ClusterSimSetting& setting, const std::vector
   std::ostringstream rendered;
   table.print(rendered);
   text += rendered.str();
-  for (const sim::MultiTenantResult& result : results) {
+  for (const cluster_sim::MultiTenantResult& result : results) {
     if (result.skipped_oversized > 0) {
       text += fmt::format("{}: {} jobs asking for more than {} GPUs left out\n", result.policy,
                           result.skipped_oversized, result.gpus);
@@ -72,18 +72,18 @@ std::string cluster_sim_text(const ClusterSimSetting& setting, const std::vector
   return text;
 }
 
-std::string cluster_sim_events_csv(const std::vector<sim::MultiTenantResult>& results) {
+std::string cluster_sim_events_csv(const std::vector<cluster_sim::MultiTenantResult>& results) {
   std::string csv = "policy,time_s,job,event,gpus\n";
-  for (const sim::MultiTenantResult& result : results) {
-    for (const sim::ClusterEvent& event : result.events) {
+  for (const cluster_sim::MultiTenantResult& result : results) {
+    for (const cluster_sim::ClusterEvent& event : result.events) {
       csv += fmt::format("{},{:.3f},{},{},{}\n", result.policy, event.time_s, result.jobs[event.job].name,
-                         sim::cluster_event_name(event.kind), event.gpus);
+                         cluster_sim::cluster_event_name(event.kind), event.gpus);
     }
   }
   return csv;
 }
 
-nlohmann::json cluster_sim_json(const ClusterSimSetting& setting, const std::vector<sim::MultiTenantResult>& results,
+nlohmann::json cluster_sim_json(const ClusterSimSetting& setting, const std::vector<cluster_sim::MultiTenantResult>& results,
                                 bool with_jobs) {
   nlohmann::json out = {{"trace", setting.trace},         {"format", setting.format},
                         {"jobs", setting.jobs},           {"gpus", setting.gpus},
@@ -91,7 +91,7 @@ nlohmann::json cluster_sim_json(const ClusterSimSetting& setting, const std::vec
                         {"device", setting.device},       {"job_model", setting.job_model},
                         {"interval_s", setting.interval_s}, {"restart_s", setting.restart_s}};
   nlohmann::json policies = nlohmann::json::array();
-  for (const sim::MultiTenantResult& result : results) policies.push_back(result_json(result, with_jobs));
+  for (const cluster_sim::MultiTenantResult& result : results) policies.push_back(result_json(result, with_jobs));
   // One policy: its figures at the top level too.
   if (results.size() == 1) {
     for (const auto& [key, value] : policies[0].items()) {

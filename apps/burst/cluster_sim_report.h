@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "burst/sim/multi_tenant.h"
+#include "burst/cluster_sim/multi_tenant.h"
 
 namespace burst::cli {
 
@@ -23,11 +23,11 @@ struct ClusterSimSetting {
   double restart_s = 0;
 };
 
-std::string cluster_sim_text(const ClusterSimSetting& setting, const std::vector<sim::MultiTenantResult>& results);
-nlohmann::json cluster_sim_json(const ClusterSimSetting& setting, const std::vector<sim::MultiTenantResult>& results,
+std::string cluster_sim_text(const ClusterSimSetting& setting, const std::vector<cluster_sim::MultiTenantResult>& results);
+nlohmann::json cluster_sim_json(const ClusterSimSetting& setting, const std::vector<cluster_sim::MultiTenantResult>& results,
                                 bool with_jobs);
-std::string cluster_sim_svg(const ClusterSimSetting& setting, const std::vector<sim::MultiTenantResult>& results);
+std::string cluster_sim_svg(const ClusterSimSetting& setting, const std::vector<cluster_sim::MultiTenantResult>& results);
 // Every policy's events as CSV: policy,time_s,job,event,gpus.
-std::string cluster_sim_events_csv(const std::vector<sim::MultiTenantResult>& results);
+std::string cluster_sim_events_csv(const std::vector<cluster_sim::MultiTenantResult>& results);
 
 }  // namespace burst::cli

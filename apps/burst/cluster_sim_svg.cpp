@@ -56,7 +56,7 @@ std::string polyline(const std::vector<std::pair<double, double>>& points, const
   return svg + "\"/>\n";
 }
 
-std::string jct_panel(const std::vector<sim::MultiTenantResult>& results) {
+std::string jct_panel(const std::vector<cluster_sim::MultiTenantResult>& results) {
   double longest = 10;
   for (const auto& result : results) {
     for (const auto& job : result.jobs) longest = std::max(longest, job.jct_s());
@@ -78,7 +78,7 @@ std::string jct_panel(const std::vector<sim::MultiTenantResult>& results) {
   return svg;
 }
 
-std::string usage_panel(const std::vector<sim::MultiTenantResult>& results, int gpus) {
+std::string usage_panel(const std::vector<cluster_sim::MultiTenantResult>& results, int gpus) {
   double end = 1;
   for (const auto& result : results) {
     if (!result.usage.empty()) end = std::max(end, result.usage.back().time_s);
@@ -99,7 +99,7 @@ std::string usage_panel(const std::vector<sim::MultiTenantResult>& results, int 
 
 }  // namespace
 
-std::string cluster_sim_svg(const ClusterSimSetting& setting, const std::vector<sim::MultiTenantResult>& results) {
+std::string cluster_sim_svg(const ClusterSimSetting& setting, const std::vector<cluster_sim::MultiTenantResult>& results) {
   const double width = 2 * kPanelWidth + 40, height = kTop + kPanelHeight + 70 + 18 * static_cast<double>(results.size());
   std::string svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" font-family=\"sans-serif\">\n"

@@ -93,7 +93,7 @@ void add_model_commands(CLI::App& app) {
   model->require_subcommand(1);
 
   CLI::App* show = model->add_subcommand("show", "Per-layer table: shapes, params, FLOPs, bytes");
-  show->add_option("model", options->model, "Zoo model (NAME[:key=value,...]) or model file")
+  show->add_option("model,--model", options->model, "Zoo model (NAME[:key=value,...]) or model file")
       ->required();
   show->add_flag("--json", options->json, "Print JSON instead of a table");
   show->callback([options] {
@@ -107,7 +107,7 @@ void add_model_commands(CLI::App& app) {
 
   CLI::App* importer = model->add_subcommand(
       "import", "Convert an ONNX model (torch.onnx.export) to a JSON model file; docs/model-import.md");
-  importer->add_option("model", options->model, "ONNX file (.onnx)")->required();
+  importer->add_option("model,--model", options->model, "ONNX file (.onnx)")->required();
   importer->add_option("-o,--output", options->output, "Model file to write")->required();
   importer->callback([options] {
     if (!graph::is_onnx_path(options->model)) {
@@ -122,7 +122,7 @@ void add_model_commands(CLI::App& app) {
   });
 
   CLI::App* exporter = model->add_subcommand("export", "Write a model as a JSON model file");
-  exporter->add_option("model", options->model, "Zoo model (NAME[:key=value,...]) or model file")
+  exporter->add_option("model,--model", options->model, "Zoo model (NAME[:key=value,...]) or model file")
       ->required();
   exporter->add_option("-o,--output", options->output, "Model file to write")->required();
   exporter->callback([options] {

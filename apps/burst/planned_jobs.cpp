@@ -53,17 +53,17 @@ double PlannedTimer::idle_power_w(int kind) const {
   return power ? power->idle_w : -1;
 }
 
-sim::IterationTime PlannedTimer::time(const sim::ApplicationTable& application, int64_t batch,
-                                      const sim::Placement& placement) {
+cluster_sim::IterationTime PlannedTimer::time(const cluster_sim::ApplicationTable& application, int64_t batch,
+                                      const cluster_sim::Placement& placement) {
   std::map<int, int> per_kind;  // kind index -> GPUs
   for (size_t i = 0; i < placement.gpus.size(); ++i) per_kind[placement.kinds[i]] += placement.gpus[i];
   const int total = placement.total();
   if (per_kind.size() == 1) return on_kind(application.name, per_kind.begin()->first, total, batch);
   // Across kinds every rank keeps the slowest kind's pace (as data parallelism does): the
   // iteration takes the slowest kind's time at the whole count; faster kinds' GPUs wait, idle.
-  sim::IterationTime mixed;
+  cluster_sim::IterationTime mixed;
   mixed.samples = batch;
-  std::vector<std::pair<int, sim::IterationTime>> each;  // (kind, its time at the whole count)
+  std::vector<std::pair<int, cluster_sim::IterationTime>> each;  // (kind, its time at the whole count)
   for (const auto& [kind, count] : per_kind) {
     each.emplace_back(kind, on_kind(application.name, kind, total, batch));
     mixed.seconds = std::max(mixed.seconds, each.back().second.seconds);
@@ -82,12 +82,12 @@ sim::IterationTime PlannedTimer::time(const sim::ApplicationTable& application, 
   return mixed;
 }
 
-sim::IterationTime PlannedTimer::on_kind(const std::string& application, int kind, int devices, int64_t batch) {
+cluster_sim::IterationTime PlannedTimer::on_kind(const std::string& application, int kind, int devices, int64_t batch) {
   const std::string& name = kinds_.at(static_cast<size_t>(kind));
   const auto key = std::make_tuple(application, name, devices, batch);
   const auto found = cache_.find(key);
   if (found != cache_.end()) return found->second;
-  const sim::IterationTime time = plan_and_time(application, name, devices, batch);
+  const cluster_sim::IterationTime time = plan_and_time(application, name, devices, batch);
   cache_.emplace(key, time);
   if (cache_.size() % 25 == 0) std::cerr << fmt::format("cluster-sim: planned {} job shapes\n", cache_.size());
   return time;
@@ -124,9 +124,9 @@ void PlannedTimer::with_plan(const std::string& application, const std::string& 
                               model, batch, count, kind, kMaxAccumulation));
 }
 
-sim::IterationTime PlannedTimer::plan_and_time(const std::string& application, const std::string& kind, int count,
+cluster_sim::IterationTime PlannedTimer::plan_and_time(const std::string& application, const std::string& kind, int count,
                                                int64_t batch) const {
-  sim::IterationTime time;
+  cluster_sim::IterationTime time;
   with_plan(application, kind, count, batch, [&](const planner::ChosenPlan& chosen, const plan::PlanContext& context, int steps) {
     timing::EvaluateOptions evaluate;
     evaluate.program = chosen.program;
@@ -140,8 +140,8 @@ sim::IterationTime PlannedTimer::plan_and_time(const std::string& application, c
   return time;
 }
 
-std::optional<sim::SharedDevice> PlannedTimer::share(const sim::ApplicationTable& host, int64_t host_batch,
-                                                     const sim::Placement& placement, const sim::ApplicationTable& guest,
+std::optional<cluster_sim::SharedDevice> PlannedTimer::share(const cluster_sim::ApplicationTable& host, int64_t host_batch,
+                                                     const cluster_sim::Placement& placement, const cluster_sim::ApplicationTable& guest,
                                                      int64_t guest_batch) {
   const int kind = placement.kinds.empty() ? 0 : placement.kinds.front();
   for (const int other : placement.kinds) {
@@ -150,8 +150,8 @@ std::optional<sim::SharedDevice> PlannedTimer::share(const sim::ApplicationTable
   const auto key = std::make_tuple(host.name, kind, placement.total(), host_batch, guest.name, guest_batch);
   const auto found = shares_.find(key);
   if (found != shares_.end()) return found->second;
-  const sim::IterationTime alone = on_kind(guest.name, kind, 1, guest_batch);
-  const sim::SharedDevice shared =
+  const cluster_sim::IterationTime alone = on_kind(guest.name, kind, 1, guest_batch);
+  const cluster_sim::SharedDevice shared =
       simulate_share(host.name, kinds_.at(static_cast<size_t>(kind)), placement.total(), host_batch, guest.name,
                      guest_batch, static_cast<double>(guest_batch) / alone.seconds);
   shares_.emplace(key, shared);
@@ -162,7 +162,7 @@ namespace {
 
 // Of two ways to share, the one within the slowdown we aim at (5%) with the guest faster;
 // else the one that slows the host less.
-bool better_share(const sim::SharedDevice& a, const sim::SharedDevice& b) {
+bool better_share(const cluster_sim::SharedDevice& a, const cluster_sim::SharedDevice& b) {
   constexpr double kAim = 1.05;
   const bool a_within = a.host_slowdown <= kAim, b_within = b.host_slowdown <= kAim;
   if (a_within != b_within) return a_within;
@@ -176,23 +176,23 @@ bool better_share(const sim::SharedDevice& a, const sim::SharedDevice& b) {
 // batch or 1/8, 1/64, 1/512 of it per kernel (it accumulates gradients): the best of those
 // (better_share). The guest's share is its samples per second per device there over its
 // speed alone on one GPU at its whole batch.
-sim::SharedDevice PlannedTimer::simulate_share(const std::string& host, const std::string& kind, int count,
+cluster_sim::SharedDevice PlannedTimer::simulate_share(const std::string& host, const std::string& kind, int count,
                                                int64_t host_batch, const std::string& guest, int64_t guest_batch,
                                                double guest_alone_samples_per_s) const {
   const graph::Graph guest_graph = graph::build_zoo_model(burst_model_of(guest));
-  std::optional<sim::SharedDevice> best;
+  std::optional<cluster_sim::SharedDevice> best;
   with_plan(host, kind, count, host_batch, [&](const planner::ChosenPlan& chosen, const plan::PlanContext& context, int) {
     sim::SimOptions alone;
     alone.program = chosen.program;
     for (int64_t micro = guest_batch; micro >= 1 && micro * 512 >= guest_batch; micro /= 8) {
       const sim::BackgroundJob job{&guest_graph, micro, sim::BackgroundPolicy::FitIdleGaps};
       const sim::MultiplexResult result = sim::simulate_multiplexed(chosen.plan, context, alone, job);
-      const sim::SharedDevice shared{result.foreground_slowdown,
+      const cluster_sim::SharedDevice shared{result.foreground_slowdown,
                                      result.with_background.background_samples_per_s / count / guest_alone_samples_per_s};
       if (!best || better_share(shared, *best)) best = shared;
     }
   });
-  return best.value_or(sim::SharedDevice{});
+  return best.value_or(cluster_sim::SharedDevice{});
 }
 
 }  // namespace burst::cli

@@ -11,7 +11,7 @@
 #include <tuple>
 #include <vector>
 
-#include "burst/sim/job_model.h"
+#include "burst/cluster_sim/job_model.h"
 #include "command_inputs.h"
 
 namespace burst::cli {
@@ -26,15 +26,15 @@ struct ApplicationModel {
 };
 const std::vector<ApplicationModel>& application_models();
 
-class PlannedTimer : public sim::IterationTimer {
+class PlannedTimer : public cluster_sim::IterationTimer {
  public:
   // `kinds`: the cluster's device kinds, as ClusterNodes::kinds index them.
   explicit PlannedTimer(std::vector<std::string> kinds) : kinds_(std::move(kinds)) {}
-  sim::IterationTime time(const sim::ApplicationTable& application, int64_t batch,
-                          const sim::Placement& placement) override;
+  cluster_sim::IterationTime time(const cluster_sim::ApplicationTable& application, int64_t batch,
+                          const cluster_sim::Placement& placement) override;
   // The single-job simulator's figures for a guest in the host's idle time (one kind).
-  std::optional<sim::SharedDevice> share(const sim::ApplicationTable& host, int64_t host_batch,
-                                         const sim::Placement& placement, const sim::ApplicationTable& guest,
+  std::optional<cluster_sim::SharedDevice> share(const cluster_sim::ApplicationTable& host, int64_t host_batch,
+                                         const cluster_sim::Placement& placement, const cluster_sim::ApplicationTable& guest,
                                          int64_t guest_batch) override;
   double idle_power_w(int kind) const override;
   std::string name() const override { return "burst"; }
@@ -46,17 +46,17 @@ class PlannedTimer : public sim::IterationTimer {
   using PlannedStep = std::function<void(const planner::ChosenPlan& chosen, const plan::PlanContext& context, int steps)>;
   void with_plan(const std::string& application, const std::string& kind, int devices, int64_t batch,
                  const PlannedStep& use) const;
-  sim::IterationTime on_kind(const std::string& application, int kind, int devices, int64_t batch);
-  sim::IterationTime plan_and_time(const std::string& application, const std::string& kind, int devices,
+  cluster_sim::IterationTime on_kind(const std::string& application, int kind, int devices, int64_t batch);
+  cluster_sim::IterationTime plan_and_time(const std::string& application, const std::string& kind, int devices,
                                    int64_t batch) const;
-  sim::SharedDevice simulate_share(const std::string& host, const std::string& kind, int devices, int64_t host_batch,
+  cluster_sim::SharedDevice simulate_share(const std::string& host, const std::string& kind, int devices, int64_t host_batch,
                                    const std::string& guest, int64_t guest_batch,
                                    double guest_alone_samples_per_s) const;
 
   std::vector<std::string> kinds_;
-  std::map<std::tuple<std::string, std::string, int, int64_t>, sim::IterationTime> cache_;
+  std::map<std::tuple<std::string, std::string, int, int64_t>, cluster_sim::IterationTime> cache_;
   // (host, kind index, devices, host batch, guest, guest batch) -> what sharing does
-  std::map<std::tuple<std::string, int, int, int64_t, std::string, int64_t>, sim::SharedDevice> shares_;
+  std::map<std::tuple<std::string, int, int, int64_t, std::string, int64_t>, cluster_sim::SharedDevice> shares_;
 };
 
 }  // namespace burst::cli

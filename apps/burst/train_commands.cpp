@@ -27,25 +27,25 @@
 #include "burst/launch/network_address.h"
 #include "burst/launch/spawn.h"
 #include "burst/launch/worker_status.h"
-#include "burst/planner/burst_planner.h"
+#include "burst/planner/auto_planner.h"
 #include "burst/timing/evaluate.h"
 #include "burst/plan/plan.h"
 #include "burst/program/step_memory.h"
-#include "burst/runtime/background.h"
-#include "burst/runtime/resume.h"
-#include "burst/runtime/training_data.h"
+#include "burst/job/resume.h"
+#include "burst/job/training_data.h"
 #include "burst/util/error.h"
+#include "enum_option.h"
 #include "background_commands.h"
 #include "command_inputs.h"
 #include "profile_commands.h"
 #include "torch_plugin.h"
-#include "train_job.h"
+#include "burst/job/job_file.h"
 
 namespace burst::cli {
 namespace {
 
 struct TrainArgs {
-  runtime::TrainConfig config;
+  job::TrainConfig config;
   ProgramOptionsText program;  // --batchnorm, --bucket-mb: into config.program
   std::string plan_file;       // --plan FILE
   int64_t global_batch = 0;    // --global-batch: for the plan made here (a plan file has its own)
@@ -64,7 +64,7 @@ struct TrainArgs {
 // --background MODEL[:batch] into the config's background fields.
 void apply_background_option(TrainArgs& args) {
   if (args.background.empty()) return;
-  const ModelAndBatch background = parse_background_option(args.background, runtime::BackgroundJobConfig{}.batch);
+  const ModelAndBatch background = parse_background_option(args.background, job::BackgroundJobConfig{}.batch);
   args.config.background_model = background.model;
   args.config.background_batch = background.batch;
   args.config.background_command = background_command_line;
@@ -72,7 +72,7 @@ void apply_background_option(TrainArgs& args) {
 // Refuses, before any worker starts, what cannot work and needs no model: bad numbers and
 // combinations.
 void check_options(const TrainArgs& args) {
-  const runtime::TrainConfig& config = args.config;
+  const job::TrainConfig& config = args.config;
   if (config.steps <= 0 && config.epochs <= 0) throw UserError("give --steps S or --epochs E (at least 1)");
   // The planner and the simulator model these; the runtime does not run them yet.
   if (config.program.zero_stage > 2) {
@@ -84,15 +84,15 @@ void check_options(const TrainArgs& args) {
     throw UserError("burst train recomputes none or full, not --recompute selective (burst plan and burst sim model it)");
   }
   const cost::Precision precision = config.program.precision;
-  const bool on_cpu = config.device == "cpu";
+  const bool on_cpu = config.device == job::ComputeDevice::Cpu;
   if (precision == cost::Precision::Fp8 || (on_cpu && precision != cost::Precision::Fp32 && precision != cost::Precision::Bf16)) {
     throw UserError(fmt::format("burst train computes in fp32 or bf16{}, not {}", on_cpu ? " on the CPU" : ", tf32 or fp16",
                                 cost::precision_name(precision)));
   }
   if (config.steps > 0 && config.epochs > 0) throw UserError("give --steps or --epochs, not both");
-  runtime::LearningRateSchedule schedule = config.schedule;
+  job::LearningRateSchedule schedule = config.schedule;
   schedule.total_steps = config.steps;  // with --epochs, the run checks it once it knows its steps
-  runtime::check_learning_rate_schedule(schedule, config.learning_rate);
+  job::check_learning_rate_schedule(schedule, config.learning_rate);
   if (!std::isfinite(config.momentum) || config.momentum < 0 || config.momentum >= 1) {
     throw UserError(fmt::format("--momentum must be in [0, 1), got {}", config.momentum));
   }
@@ -201,7 +201,7 @@ cluster::Cluster worker_cluster(const TrainArgs& args, int world_size) {
 }
 
 // --strategy burst: the burst plan for `world_size` workers on this machine, fitting their
-// share of its memory (program::fit_in_memory: else data parallelism, else refused), with its
+// share of its memory (the planner's Strategy::Burst: else data parallelism, else refused), with its
 // prediction against data parallelism on stderr.
 plan::Plan make_burst_plan(const TrainArgs& args, const graph::Graph& graph, int world_size,
                            const std::string& directory) {
@@ -209,16 +209,13 @@ plan::Plan make_burst_plan(const TrainArgs& args, const graph::Graph& graph, int
   const auto cost_model = burst_cost_model(args, graph, global_batch, directory);
   const cost::NetworkModel network(worker_cluster(args, world_size));
   const plan::PlanContext context{graph, *cost_model, network};
-  planner::BurstOptions options;
+  planner::AutoPlanOptions options;
   options.amplification = args.amplification;
   options.program = args.config.program;  // plan the step the workers will run
-  const planner::BurstPlanResult burst = planner::plan_burst_with_prediction(context, global_batch, options);
-  const cost::Optimizer optimizer = args.config.optimizer != "sgd"   ? cost::Optimizer::Adam
-                                    : args.config.momentum > 0     ? cost::Optimizer::Momentum
-                                                                   : cost::Optimizer::Sgd;
-  const program::MemoryCapacity share{"cpu", Bytes(cost::machine_memory().value() / world_size)};
-  const program::FittedPlan result = program::fit_in_memory(burst.plan, "burst", graph, optimizer, share, options.program);
-  if (!result.note.empty()) std::cerr << "burst train: " << result.note << '\n';
+  options.optimizer = job::memory_optimizer(args.config);
+  options.capacity = program::MemoryCapacity{"cpu", Bytes(cost::machine_memory().value() / world_size)};
+  const planner::ChosenPlan result = planner::choose_plan(context, global_batch, planner::Strategy::Burst, options);
+  if (!result.memory_note.empty()) std::cerr << "burst train: " << result.memory_note << '\n';
   timing::EvaluateOptions evaluation;
   evaluation.program = options.program;
   const double dp =
@@ -236,12 +233,12 @@ plan::Plan make_burst_plan(const TrainArgs& args, const graph::Graph& graph, int
 // The job every worker runs, resolved once for `world_size` workers: the model checked
 // against the data, the plan (--plan FILE, the burst plan made here, or data parallelism),
 // and with --resume the checkpoint to resume from, checked against this training.
-runtime::TrainJob resolve_job(const TrainArgs& args, int world_size, const std::string& scratch) {
+job::TrainJob resolve_job(const TrainArgs& args, int world_size, const std::string& scratch) {
   const graph::Graph graph = graph::load_model(args.config.model);
   // The data opened and checked against the model as the workers will, before they start.
-  runtime::detail::load_dataset(args.config, graph);
-  runtime::detail::load_validation_dataset(args.config, graph);
-  runtime::TrainJob job;
+  job::load_training_data(args.config, graph);
+  job::load_validation_data(args.config, graph);
+  job::TrainJob job;
   job.config = args.config;
   if (args.strategy == "burst") {
     job.plan = make_burst_plan(args, graph, world_size, scratch);
@@ -253,15 +250,16 @@ runtime::TrainJob resolve_job(const TrainArgs& args, int world_size, const std::
     job.plan = plan::plan_data_parallel(graph, world_size, checked_global_batch(args));
     job.plan_source = "dp";
   }
-  const auto resumed = runtime::checkpoint_to_resume(job.config, graph, job.plan.global_batch, job.config.steps);
+  const auto resumed = job::checkpoint_to_resume(job.config, graph, job.plan.global_batch, job.config.steps);
   if (resumed) job.resume_from = *resumed;
   return job;
 }
 
 // Refuses, before any worker starts, a --device this build or machine cannot give
 // `local_ranks` ranks (the plugin asks libtorch how many GPUs there are).
-void check_device_here(const std::string& device, int local_ranks) {
-  if (device == "cpu") return;
+void check_device_here(job::ComputeDevice compute_device, int local_ranks) {
+  if (compute_device == job::ComputeDevice::Cpu) return;
+  const std::string device = job::kComputeDeviceNames.name(compute_device);
   using Check = int (*)(const std::string*, int, std::string*);
   const auto check = reinterpret_cast<Check>(plugin_symbol("burst_check_device"));
   std::string message;
@@ -270,8 +268,8 @@ void check_device_here(const std::string& device, int local_ranks) {
 }
 
 // Runs one worker in the plugin.
-void run_worker(const runtime::TrainJob& job, const runtime::WorkerPlace& place) {
-  using Worker = int (*)(const runtime::TrainJob*, const runtime::WorkerPlace*, std::string*);
+void run_worker(const job::TrainJob& job, const job::WorkerPlace& place) {
+  using Worker = int (*)(const job::TrainJob*, const job::WorkerPlace*, std::string*);
   const auto worker = reinterpret_cast<Worker>(plugin_symbol("burst_train_worker"));
   std::string message;
   const int code = worker(&job, &place, &message);
@@ -317,11 +315,11 @@ std::optional<int> refused_input(const launch::SpawnResult& result) {
 }
 
 // After a failed attempt: the job resumes from the latest checkpoint, if there is one.
-bool resume_from_latest(runtime::TrainJob& job) {
+bool resume_from_latest(job::TrainJob& job) {
   if (job.config.checkpoint_dir.empty() || !checkpoint::latest_checkpoint(job.config.checkpoint_dir)) return false;
   job.config.resume = true;
   const graph::Graph graph = graph::load_model(job.config.model);
-  job.resume_from = *runtime::checkpoint_to_resume(job.config, graph, job.plan.global_batch, job.config.steps);
+  job.resume_from = *job::checkpoint_to_resume(job.config, graph, job.plan.global_batch, job.config.steps);
   return true;
 }
 
@@ -331,7 +329,7 @@ bool resume_from_latest(runtime::TrainJob& job) {
 void launch_workers(const TrainArgs& args) {
   check_device_here(args.config.device, args.nproc);
   TemporaryDirectory scratch;
-  runtime::TrainJob job = resolve_job(args, args.nproc, scratch.path());
+  job::TrainJob job = resolve_job(args, args.nproc, scratch.path());
   for (int attempt = 0;; ++attempt) {
     const std::string job_file = fmt::format("{}/job-{}.json", scratch.path(), attempt);
     write_job_file(job, job_file);
@@ -361,8 +359,8 @@ void launch_workers(const TrainArgs& args) {
 
 // This process's place: from torchrun's, Slurm's or Open MPI's variables, or the only rank
 // (it meets only itself: an in-process store, no port).
-runtime::WorkerPlace place_from_environment() {
-  runtime::WorkerPlace place;
+job::WorkerPlace place_from_environment() {
+  job::WorkerPlace place;
   const auto environment = launch::process_environment();
   if (const auto interfaces = environment(launch::kGlooSocketInterfaceVariable)) {
     place.socket_interfaces = launch::socket_interfaces(*interfaces);  // a missing one: exit 2, before any rank connects
@@ -385,9 +383,9 @@ runtime::WorkerPlace place_from_environment() {
 // checked everything once, before any worker started) an error goes to the launcher's
 // one-line report, not to a line of each worker's own.
 void run_job_file(const TrainArgs& args) {
-  runtime::TrainJob job = read_job_file(args.job_file);
+  job::TrainJob job = job::read_job_file(args.job_file);
   if (!job.config.background_model.empty()) job.config.background_command = background_command_line;
-  const runtime::WorkerPlace place = place_from_environment();
+  const job::WorkerPlace place = place_from_environment();
   std::optional<launch::WorkerStatus> status = launch::WorkerStatus::from_environment(place.rank);
   if (!status) {
     run_worker(job, place);
@@ -409,7 +407,7 @@ void run_job_file(const TrainArgs& args) {
 // Without burst's launcher (one process, or torchrun, Slurm, mpirun): every rank resolves
 // the same job from the same command line (docs/runtime.md, "Job files") and runs it.
 void run_in_place(const TrainArgs& args) {
-  const runtime::WorkerPlace place = place_from_environment();
+  const job::WorkerPlace place = place_from_environment();
   check_device_here(args.config.device, place.local_rank + 1);
   if (args.strategy == "burst" && place.world_size > 1 && args.cost_device.empty() && args.profile.empty()) {
     // Measured times differ between processes, and so would the plans. A given cost model
@@ -418,7 +416,7 @@ void run_in_place(const TrainArgs& args) {
                     "so that every rank makes the same plan (or use --nproc, or burst plan -o FILE and --plan)");
   }
   TemporaryDirectory scratch;
-  const runtime::TrainJob job = resolve_job(args, place.world_size, scratch.path());
+  const job::TrainJob job = resolve_job(args, place.world_size, scratch.path());
   run_worker(job, place);
 }
 
@@ -473,14 +471,11 @@ void add_plan_and_launch_options(CLI::App& command, TrainArgs& args) {
       ->type_name("FILE");
 }
 
-// The learning-rate schedule (burst/runtime/lr_schedule.h; docs/runtime.md).
-void add_schedule_options(CLI::App& command, runtime::LearningRateSchedule& schedule) {
-  command
-      .add_option_function<std::string>(
-          "--lr-schedule", [&schedule](const std::string& word) { schedule.kind = runtime::parse_learning_rate_kind(word); },
-          "constant (default), cosine or linear (to --min-lr at the last step), or step (x --lr-gamma every "
-          "--lr-step-size steps)")
-      ->check(CLI::IsMember({"constant", "cosine", "linear", "step"}));
+// The learning-rate schedule (burst/job/lr_schedule.h; docs/runtime.md).
+void add_schedule_options(CLI::App& command, job::LearningRateSchedule& schedule) {
+  add_enum_option(command, "--lr-schedule", schedule.kind, job::kLearningRateKindNames,
+                  "constant (default), cosine or linear (to --min-lr at the last step), or step (x --lr-gamma every "
+                  "--lr-step-size steps)");
   command.add_option("--warmup-steps", schedule.warmup_steps, "Steps of linear warmup to --lr before the schedule")
       ->capture_default_str();
   command.add_option("--min-lr", schedule.min_learning_rate, "Where cosine and linear end")->capture_default_str();
@@ -490,7 +485,7 @@ void add_schedule_options(CLI::App& command, runtime::LearningRateSchedule& sche
 
 // The training itself: data, optimizer, numerics, the step's options.
 void add_training_options(CLI::App& command, TrainArgs& args) {
-  runtime::TrainConfig& c = args.config;
+  job::TrainConfig& c = args.config;
   command.add_option("--steps", c.steps, "Training steps");
   command.add_option("--epochs", c.epochs, "Training epochs (steps = epochs x samples / global batch)");
   command.add_option("--dataset", c.dataset,
@@ -516,14 +511,11 @@ void add_training_options(CLI::App& command, TrainArgs& args) {
                      "sees every sample)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))
       ->capture_default_str();
-  command.add_option("--optimizer", c.optimizer, "sgd, adam, or adamw (decoupled weight decay)")
-      ->check(CLI::IsMember({"sgd", "adam", "adamw"}))
-      ->capture_default_str();
+  add_enum_option(command, "--optimizer", c.optimizer, job::kOptimizerNames, "sgd, adam, or adamw (decoupled weight decay)");
   command.add_option("--lr", c.learning_rate, "Learning rate (the schedule's peak)")->capture_default_str();
   add_schedule_options(command, c.schedule);
-  command.add_option("--device", c.device, "Where each rank computes: cpu, or cuda (rank r on cuda:LOCAL_RANK)")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
+  add_enum_option(command, "--device", c.device, job::kComputeDeviceNames,
+                  "Where each rank computes: cpu, or cuda (rank r on cuda:LOCAL_RANK)");
   command.add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str();
   command.add_option("--weight-decay", c.weight_decay, "Weight decay")->capture_default_str();
   command.add_option("--seed", c.seed, "Seed of the initial weights and the data order")->capture_default_str();
@@ -533,16 +525,14 @@ void add_training_options(CLI::App& command, TrainArgs& args) {
       ->check(CLI::IsMember({"file", "seed"}));
   command.add_option("--threads", c.threads, "Intra-op threads per worker")->capture_default_str();
   add_program_options(command, args.program);
-  command.add_option("--dtype", c.dtype,
-                     "float32, or float64: parameters, activations, gradients and collectives in double "
-                     "(the float32 initial weights, widened), for debugging numerics")
-      ->check(CLI::IsMember({"float32", "float64"}))
-      ->capture_default_str();
+  add_enum_option(command, "--dtype", c.dtype, job::kDTypeNames,
+                  "float32, or float64: parameters, activations, gradients and collectives in double "
+                  "(the float32 initial weights, widened), for debugging numerics");
 }
 
 // What the run writes and what runs beside it.
 void add_output_options(CLI::App& command, TrainArgs& args) {
-  runtime::TrainConfig& c = args.config;
+  job::TrainConfig& c = args.config;
   command.add_option("--save-params", c.save_params, "Rank 0 writes every parameter here (torch.load reads it)");
   command.add_option("--trace", c.trace_file, "Write a Chrome trace (Perfetto) of steps 1-20 of all ranks")->type_name("FILE");
   command.add_option("--log-every", c.log_every, "Steps between log lines")->capture_default_str();

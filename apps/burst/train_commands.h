@@ -1,6 +1,6 @@
 #pragma once
 // `burst train`, built only when libtorch is available (BURST_HAVE_TORCH). Options are
-// parsed and the job (runtime::TrainJob: the plan and the run's configuration) is resolved
+// parsed and the job (job::TrainJob: the plan and the run's configuration) is resolved
 // here, libtorch-free; each worker's training runs in the libtorch plugin (torch_plugin.h).
 //
 // How a process learns its place, like torchrun:
@@ -15,7 +15,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "burst/runtime/train.h"
+#include "burst/job/train_config.h"
 
 namespace burst::cli {
 
@@ -25,5 +25,5 @@ void add_train_commands(CLI::App& app);
 
 // Exported by the plugin: runs one worker. Returns 0 on success, else the error's exit
 // code (burst::exit_code_of); on failure `*message` holds the reason.
-extern "C" int burst_train_worker(const burst::runtime::TrainJob* job,
-                                  const burst::runtime::WorkerPlace* place, std::string* message);
+extern "C" int burst_train_worker(const burst::job::TrainJob* job,
+                                  const burst::job::WorkerPlace* place, std::string* message);

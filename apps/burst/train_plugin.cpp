@@ -9,7 +9,7 @@
 #include "train_commands.h"
 
 extern "C" __attribute__((visibility("default"))) int burst_train_worker(
-    const burst::runtime::TrainJob* job, const burst::runtime::WorkerPlace* place, std::string* message) {
+    const burst::job::TrainJob* job, const burst::job::WorkerPlace* place, std::string* message) {
   try {
     burst::runtime::run_training_worker(*job, *place);
     return 0;
@@ -31,7 +31,7 @@ extern "C" __attribute__((visibility("default"))) int burst_check_device(const s
 }
 
 extern "C" __attribute__((visibility("default"))) int burst_background_job(
-    const burst::runtime::BackgroundJobConfig* config, std::string* message) {
+    const burst::job::BackgroundJobConfig* config, std::string* message) {
   try {
     burst::runtime::run_background_job(*config);
     return 0;

@@ -36,13 +36,17 @@ ALLOWED = {
     "planner": ["timing", "program", "plan", "cost", "graph", "cluster", "util"],
     # Not planner: the simulator times plans, it does not make them.
     "sim": ["timing", "program", "plan", "cost", "graph", "cluster", "util"],
+    # The multi-tenant cluster simulator: traces and measured tables only, no plans.
+    "cluster_sim": ["util"],
     "checkpoint": ["graph", "util"],
     "data": ["util"],
     "launch": ["util"],
+    # What one training run is (configuration, job file, data, resume): libtorch-free.
+    "job": ["plan", "program", "graph", "data", "checkpoint", "cost", "util"],
     "layers": ["cost", "graph", "util"],
     "profiler": ["layers", "cost", "graph", "util"],
     # Not planner, timing or sim: the runtime runs plans, it neither makes nor times them.
-    "runtime": ["plan", "program", "layers", "data", "launch", "checkpoint", "cluster", "cost",
+    "runtime": ["job", "plan", "program", "layers", "data", "launch", "checkpoint", "cluster", "cost",
                 "graph", "util"],
 }
 
@@ -179,6 +183,28 @@ def cycle_violations(first_edge):
     return violations
 
 
+LIBRARY_TARGET_RE = re.compile(r"^\s*add_library\(\s*(burst_[A-Za-z0-9_]+)\b(?![^)]*\b(?:INTERFACE|MODULE)\b)", re.M)
+TABLE_ROW_RE = re.compile(r"^\|\s*`(burst_[A-Za-z0-9_]+)`\s*\|\s*`lib/([A-Za-z0-9_]+)`\s*\|", re.M)
+
+
+def library_table_violations(root):
+    """docs/architecture.md's library table lists every library target under lib/ with its
+    folder, and nothing else (skipped when the tree has no docs/architecture.md)."""
+    doc = root / "docs" / "architecture.md"
+    if not doc.is_file():
+        return []
+    built = {}
+    for cmake in sorted((root / "lib").glob("*/CMakeLists.txt")):
+        for target in LIBRARY_TARGET_RE.findall(cmake.read_text(encoding="utf-8")):
+            built[target] = cmake.parent.name
+    listed = {target: folder for target, folder in TABLE_ROW_RE.findall(doc.read_text(encoding="utf-8"))}
+    violations = [f"docs/architecture.md: the library table lacks {target} (lib/{folder})"
+                  for target, folder in sorted(built.items()) if target not in listed]
+    violations += [f"docs/architecture.md: the library table lists {target} (lib/{folder}), which lib/ does not build"
+                   for target, folder in sorted(listed.items()) if built.get(target) != folder]
+    return violations
+
+
 def check(root):
     """Returns (violations, summary) for the tree at root."""
     lib = root / "lib"
@@ -193,6 +219,7 @@ def check(root):
         violations += found
         includes_checked += checked
     violations += cycle_violations(first_edge)
+    violations += library_table_violations(root)
     summary = (f"layering: {len(libraries)} libraries, {includes_checked} includes checked, "
                f"no upward include")
     return violations, summary

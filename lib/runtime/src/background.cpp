@@ -89,7 +89,7 @@ class BackgroundTrainer {
     options.device = device;
     options.high_priority = false;  // on a GPU: below the foreground's stream
     options.seed = seed;
-    options.optimizer = OptimizerOptions{"sgd", learning_rate, 0.0, 0.0, {}};
+    options.optimizer = OptimizerOptions{job::Optimizer::Sgd, learning_rate, 0.0, 0.0, {}};
     return options;
   }
 

@@ -29,17 +29,17 @@ class BackgroundChild {
  public:
   BackgroundChild(const TrainConfig& config, int rank, int local_rank) : directory_(make_directory()) {
     BURST_ASSERT(config.background_command != nullptr, "a background job needs its command (TrainConfig)");
-    BackgroundJobConfig job;
-    job.model = config.background_model;
-    job.batch = config.background_batch;
-    job.steps = 0;  // until killed
-    job.idle = true;
-    job.progress_file = directory_ + "/progress";
-    job.seed = config.seed + 1000 + static_cast<uint64_t>(rank);
-    job.device = config.device == "cuda" ? fmt::format("cuda:{}", local_rank) : config.device;
-    create_background_progress_file(job.progress_file);
-    child_.emplace(config.background_command(job));
-    if (auto view = BackgroundProgressView::open(job.progress_file)) view_.emplace(std::move(*view));
+    BackgroundJobConfig background;
+    background.model = config.background_model;
+    background.batch = config.background_batch;
+    background.steps = 0;  // until killed
+    background.idle = true;
+    background.progress_file = directory_ + "/progress";
+    background.seed = config.seed + 1000 + static_cast<uint64_t>(rank);
+    background.device = config.device == job::ComputeDevice::Cuda ? fmt::format("cuda:{}", local_rank) : "cpu";
+    create_background_progress_file(background.progress_file);
+    child_.emplace(config.background_command(background));
+    if (auto view = BackgroundProgressView::open(background.progress_file)) view_.emplace(std::move(*view));
     wait_for_first_step();
   }
   ~BackgroundChild() {

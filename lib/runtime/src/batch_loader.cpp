@@ -1,7 +1,7 @@
 #include "batch_loader.h"
 
 #include "burst/util/error.h"
-#include "train_data.h"
+#include "worker_io.h"
 
 namespace burst::runtime::detail {
 namespace {

@@ -8,7 +8,7 @@
 #include "burst/data/dataset.h"
 #include "burst/graph/graph.h"
 #include "burst/runtime/communicator.h"
-#include "train_data.h"
+#include "worker_io.h"
 
 namespace burst::runtime::detail {
 

@@ -25,15 +25,14 @@ namespace {
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& parameters,
                                                         const OptimizerOptions& options) {
   if (parameters.empty()) return nullptr;
-  if (options.kind == "adam") {
+  if (options.kind == job::Optimizer::Adam) {
     return std::make_unique<torch::optim::Adam>(
         parameters, torch::optim::AdamOptions(options.learning_rate).weight_decay(options.weight_decay));
   }
-  if (options.kind == "adamw") {
+  if (options.kind == job::Optimizer::AdamW) {
     return std::make_unique<torch::optim::AdamW>(
         parameters, torch::optim::AdamWOptions(options.learning_rate).weight_decay(options.weight_decay));
   }
-  if (options.kind != "sgd") throw UserError(fmt::format("optimizer must be sgd, adam or adamw, got '{}'", options.kind));
   return std::make_unique<torch::optim::SGD>(
       parameters,
       torch::optim::SGDOptions(options.learning_rate).momentum(options.momentum).weight_decay(options.weight_decay));
@@ -206,7 +205,7 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
   s.buckets = std::make_unique<detail::GradientBuckets>(
       s.reporting, s.rank, [&s](graph::LayerId id) { return s.modules[static_cast<size_t>(id)]->parameters(); },
       [&s](graph::LayerId id) { return gradient_contributions(s, id); }, communicator, options.program.zero_stage);
-  check_learning_rate_schedule(options.optimizer.schedule, options.optimizer.learning_rate);
+  job::check_learning_rate_schedule(options.optimizer.schedule, options.optimizer.learning_rate);
   s.optimizer = make_optimizer(s.buckets->optimizer_parameters(parameters), options.optimizer);
   s.optimizer_options = options.optimizer;
 }
@@ -217,7 +216,7 @@ StepResult PlanExecutor::step(const BatchSource& batch, int64_t step, bool repor
   detail::ExecutorState& s = *state_;
   const program::StepProgram& program = report_loss ? s.reporting : s.quiet;
   if (s.optimizer) {
-    const double rate = learning_rate_at(s.optimizer_options.schedule, s.optimizer_options.learning_rate, step);
+    const double rate = job::learning_rate_at(s.optimizer_options.schedule, s.optimizer_options.learning_rate, step);
     for (auto& group : s.optimizer->param_groups()) group.options().set_lr(rate);
   }
   s.trace.begin_step();

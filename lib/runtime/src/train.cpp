@@ -20,16 +20,16 @@
 #include "burst/graph/data_fit.h"
 #include "burst/launch/worker_status.h"
 #include "burst/layers/device.h"
-#include "burst/runtime/gloo_communicator.h"
+#include "burst/runtime/c10d_communicator.h"
 #include "burst/runtime/plan_executor.h"
-#include "burst/runtime/resume.h"
+#include "burst/job/resume.h"
 #include "burst/util/error.h"
 #include "burst/util/memory_reuse.h"
 #include "background_child.h"
 #include "batch_loader.h"
 #include "evaluation.h"
 #include "trace.h"
-#include "train_data.h"
+#include "worker_io.h"
 #include "train_log.h"
 
 namespace burst::runtime {
@@ -55,7 +55,7 @@ void check_output_paths(const TrainConfig& config, int rank) {
 }
 
 std::unique_ptr<Communicator> connect(const TrainConfig& config, const WorkerPlace& place) {
-  GlooOptions gloo;
+  C10dOptions gloo;
   gloo.timeout = std::chrono::milliseconds(static_cast<int64_t>(config.timeout_s * 1000));
   gloo.rank = place.rank;
   gloo.world_size = place.world_size;
@@ -64,8 +64,8 @@ std::unique_ptr<Communicator> connect(const TrainConfig& config, const WorkerPla
   gloo.host_store = place.host_store;
   gloo.rendezvous_file = place.rendezvous_file;
   gloo.socket_interfaces = place.socket_interfaces;
-  gloo.nccl = config.device == "cuda";
-  return make_gloo_communicator(gloo);
+  gloo.nccl = config.device == job::ComputeDevice::Cuda;
+  return make_c10d_communicator(gloo);
 }
 
 ExecutorOptions executor_options(const TrainConfig& config, int64_t steps, torch::Device device,
@@ -77,7 +77,7 @@ ExecutorOptions executor_options(const TrainConfig& config, int64_t steps, torch
                                        config.schedule};
   options.optimizer.schedule.total_steps = steps;
   options.program = config.program;
-  options.dtype = config.dtype == "float64" ? torch::kFloat64 : torch::kFloat32;
+  options.dtype = config.dtype == job::DType::Float64 ? torch::kFloat64 : torch::kFloat32;
   options.initial_weights = &model.weights;
   return options;
 }
@@ -88,8 +88,8 @@ class TrainingRun {
  public:
   TrainingRun(const TrainJob& job, const WorkerPlace& place)
       : job_(job), config_(job.config), place_(place), model_(detail::load_training_model(config_)),
-        graph_(model_.graph), train_(detail::load_dataset(config_, graph_)),
-        validation_(detail::load_validation_dataset(config_, graph_)), loader_(train_),
+        graph_(model_.graph), train_(job::load_training_data(config_, graph_)),
+        validation_(job::load_validation_data(config_, graph_)), loader_(train_),
         sampler_(train_.num_samples(), job.plan.global_batch, config_.seed),
         steps_(config_.steps > 0 ? config_.steps : config_.epochs * sampler_.steps_per_epoch()),
         status_(launch::WorkerStatus::from_environment(place.rank)) {
@@ -98,7 +98,7 @@ class TrainingRun {
       throw UserError(fmt::format("the plan is for {} devices but {} workers run", job_.plan.devices, place.world_size));
     }
     check_output_paths(config_, place.rank);
-    const torch::Device device = layers::rank_device(config_.device, place.local_rank);  // before any rank waits for this one
+    const torch::Device device = layers::rank_device(job::kComputeDeviceNames.name(config_.device), place.local_rank);  // before any rank waits for this one
     doing("connecting to the other workers");
     communicator_ = connect(config_, place);
     executor_.emplace(graph_, job_.plan, *communicator_, executor_options(config_, steps_, device, model_));
@@ -171,7 +171,7 @@ class TrainingRun {
                              validation_->name())
               << std::flush;
   }
-  torch::Dtype executor_dtype() const { return config_.dtype == "float64" ? torch::kFloat64 : torch::kFloat32; }
+  torch::Dtype executor_dtype() const { return config_.dtype == job::DType::Float64 ? torch::kFloat64 : torch::kFloat32; }
 
   // A NaN or infinite loss ends the run on every rank alike (each holds the same reduced
   // loss), before the step's checkpoint, so the last one written holds finite weights.
@@ -279,7 +279,7 @@ class TrainingRun {
     out.model = graph_.name();
     out.model_fingerprint = checkpoint::model_fingerprint(graph_);
     out.step = done;
-    out.state = {{"training", training_identity(config_, job_.plan.global_batch)},
+    out.state = {{"training", job::training_identity(config_, job_.plan.global_batch)},
                  {"written_by",
                   {{"plan", job_.plan.strategy},
                    {"workers", place_.world_size},

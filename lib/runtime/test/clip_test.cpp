@@ -29,7 +29,7 @@ constexpr double kClip = 0.3;
 ExecutorOptions options(double clip, int zero_stage = 0, double momentum = 0.9) {
   ExecutorOptions o;
   o.seed = 13;
-  o.optimizer = OptimizerOptions{"sgd", 0.1, momentum, 0.0, {}};
+  o.optimizer = OptimizerOptions{job::Optimizer::Sgd, 0.1, momentum, 0.0, {}};
   o.dtype = torch::kFloat64;
   o.program.clip_grad_norm = clip;
   o.program.zero_stage = zero_stage;

@@ -29,8 +29,8 @@ using testing::tiny_gpt2;
 ExecutorOptions adamw_cosine(int zero_stage) {
   ExecutorOptions options;
   options.seed = 5;
-  options.optimizer = OptimizerOptions{"adamw", 0.01, 0.0, 0.01, {}};
-  options.optimizer.schedule.kind = LearningRateKind::cosine;
+  options.optimizer = OptimizerOptions{job::Optimizer::AdamW, 0.01, 0.0, 0.01, {}};
+  options.optimizer.schedule.kind = job::LearningRateKind::cosine;
   options.optimizer.schedule.warmup_steps = 1;
   options.optimizer.schedule.total_steps = kSteps;
   options.optimizer.schedule.min_learning_rate = 0.001;
@@ -55,11 +55,11 @@ TEST(LearningRateScheduleRuntime, FirstWarmupStepRunsAtItsShareOfTheRate) {
   ExecutorOptions warm;
   warm.seed = 3;
   warm.dtype = torch::kFloat64;
-  warm.optimizer = OptimizerOptions{"sgd", 0.2, 0.0, 0.0, {}};
+  warm.optimizer = OptimizerOptions{job::Optimizer::Sgd, 0.2, 0.0, 0.0, {}};
   warm.optimizer.schedule.warmup_steps = 2;
   warm.optimizer.schedule.total_steps = kSteps;
   ExecutorOptions constant = warm;
-  constant.optimizer = OptimizerOptions{"sgd", 0.1, 0.0, 0.0, {}};
+  constant.optimizer = OptimizerOptions{job::Optimizer::Sgd, 0.1, 0.0, 0.0, {}};
   EXPECT_LT(testing::largest_relative_error(train(data_parallel(1), constant, 1), train(data_parallel(1), warm, 1)),
             1e-15);
 }
@@ -70,7 +70,7 @@ TEST(LearningRateScheduleRuntime, CosineAdamWOnTwoRanksAndUnderZeroEqualsOneRank
   EXPECT_LT(testing::largest_relative_error(one, train(data_parallel(2), adamw_cosine(1))), 1e-9);
   // The schedule is applied: a constant rate gives other parameters.
   ExecutorOptions constant = adamw_cosine(0);
-  constant.optimizer.schedule = LearningRateSchedule{};
+  constant.optimizer.schedule = job::LearningRateSchedule{};
   EXPECT_GT(testing::largest_relative_error(one, train(data_parallel(1), constant)), 1e-6);
 }
 

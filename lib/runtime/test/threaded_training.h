@@ -47,7 +47,7 @@ using Parameters = std::map<std::string, torch::Tensor>;
 inline ExecutorOptions sgd_with_momentum(uint64_t seed, double learning_rate) {
   ExecutorOptions options;
   options.seed = seed;
-  options.optimizer = OptimizerOptions{"sgd", learning_rate, 0.9, 0.0, {}};
+  options.optimizer = OptimizerOptions{job::Optimizer::Sgd, learning_rate, 0.9, 0.0, {}};
   return options;
 }
 

@@ -30,7 +30,7 @@ constexpr int64_t kBatch = 8;
 
 ExecutorOptions float64_options(const std::string& optimizer, int zero_stage) {
   ExecutorOptions options = testing::sgd_with_momentum(11, 0.05);
-  if (optimizer == "adam") options.optimizer = OptimizerOptions{"adam", 0.01, 0.0, 0.01, {}};
+  if (optimizer == "adam") options.optimizer = OptimizerOptions{job::Optimizer::Adam, 0.01, 0.0, 0.01, {}};
   if (optimizer == "sgd+decay") options.optimizer.weight_decay = 0.01;
   options.dtype = torch::kFloat64;
   options.program.zero_stage = zero_stage;

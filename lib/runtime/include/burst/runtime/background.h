@@ -10,19 +10,12 @@
 #include <optional>
 #include <string>
 
+#include "burst/job/train_config.h"
+
 namespace burst::runtime {
 
-struct BackgroundJobConfig {
-  std::string model;            // zoo spec or model file
-  int64_t batch = 32;           // samples per step (per device)
-  int64_t steps = 0;            // > 0: stop after this many; 0: until SIGTERM
-  bool idle = false;            // run at SCHED_IDLE
-  std::string progress_file;    // share progress through this mapped file (empty: none)
-  uint64_t seed = 0;
-  double learning_rate = 0.01;
-  // "cpu", or "cuda:N": the job's worker's GPU, where it runs on a low-priority stream.
-  std::string device = "cpu";
-};
+using job::BackgroundJobConfig;  // lib/job: the job file carries it
+
 
 // What a background job shares with its worker through the mapped progress file. Each
 // step's interval goes into a ring of the last kRing steps (steady clock nanoseconds, the

@@ -1,6 +1,6 @@
 #pragma once
 // The runtime's view of communication: point-to-point messages between ranks and
-// all-reduces within groups of ranks. GlooCommunicator (c10d ProcessGroupGloo over a
+// all-reduces within groups of ranks. C10dCommunicator (c10d ProcessGroupGloo over a
 // TCPStore rendezvous) serves CPU runs; an NCCL implementation can stand beside it on CUDA
 // builds. Includes libtorch.
 //
@@ -50,7 +50,7 @@ class Communicator {
   // becomes chunk m of the element-wise sum of every member's `whole`. all_gather: chunk k
   // of `whole` becomes member k's `shard`. Both tensors must stay alive until the work is
   // done. The defaults run them as one all-reduce (twice the bytes a reduce-scatter or
-  // all-gather moves, with the same result); GlooCommunicator runs c10d's own.
+  // all-gather moves, with the same result); C10dCommunicator runs c10d's own.
   virtual std::unique_ptr<PendingWork> reduce_scatter_sum(torch::Tensor& shard, torch::Tensor& whole,
                                                           const std::vector<int>& group);
   virtual std::unique_ptr<PendingWork> all_gather(torch::Tensor& whole, torch::Tensor& shard,

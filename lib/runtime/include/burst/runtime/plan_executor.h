@@ -29,7 +29,8 @@
 #include "burst/plan/plan.h"
 #include "burst/program/program_options.h"
 #include "burst/runtime/communicator.h"
-#include "burst/runtime/lr_schedule.h"
+#include "burst/job/lr_schedule.h"
+#include "burst/job/train_config.h"
 
 namespace burst::runtime {
 namespace detail {
@@ -37,13 +38,13 @@ struct ExecutorState;
 }
 
 struct OptimizerOptions {
-  // "sgd", "adam" (weight decay added to the gradient, torch.optim.Adam's) or "adamw"
-  // (decoupled weight decay, torch.optim.AdamW's: p -= lr x weight_decay x p before the step)
-  std::string kind = "sgd";
+  // sgd, adam (weight decay added to the gradient, torch.optim.Adam's) or adamw (decoupled
+  // weight decay, torch.optim.AdamW's: p -= lr x weight_decay x p before the step)
+  job::Optimizer kind = job::Optimizer::Sgd;
   double learning_rate = 0.01;  // the base rate; step s runs at learning_rate_at(schedule, it, s)
   double momentum = 0.0;      // sgd
   double weight_decay = 0.0;
-  LearningRateSchedule schedule;
+  job::LearningRateSchedule schedule;
 };
 
 // How a plan's steps run beyond the plan itself.
