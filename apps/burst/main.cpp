@@ -1,5 +1,6 @@
-// The `burst` command. Exit codes: 0 success; 2 bad input or configuration (one line on
-// stderr); 1 an unexpected internal failure.
+// The `burst` command. Exit codes (burst/util/error.h): 0 success; 2 bad input or
+// configuration, 1 a run that failed (a dead worker, a timeout, a non-finite loss), 3 an
+// unexpected internal failure, each with one line on stderr.
 #include <cstdio>
 #include <iostream>
 #include <string>

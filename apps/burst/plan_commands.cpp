@@ -107,7 +107,11 @@ bool fits_memory(const plan::Plan& plan, const Inputs& inputs) {
 
 void run_sweep(const PlanOptions& options, const Inputs& inputs, const graph::Graph& graph, const std::string& kind,
                int devices, int64_t global_batch, const cost::CostModel& cost, const planner::BurstOptions& burst) {
-  SweepReport report{graph.name(), kind, global_batch, limit_of(burst.amplification), {}};
+  SweepReport report;
+  report.model = graph.name();
+  report.device_kind = kind;
+  report.global_batch = global_batch;
+  report.amplification_limit = limit_of(burst.amplification);
   for (const int count : sweep_device_counts(devices)) {
     const cost::NetworkModel network(cluster::builtin_cluster(kind, count));
     const plan::PlanContext context{graph, cost, network, {}, plan::catalog_kind_power(network.cluster())};

@@ -205,18 +205,16 @@ void run_one(const SimOptionsText& options, const Inputs& inputs, const CostMode
   evaluate_options.program = sim_options.program;
   std::optional<MixedSummary> mixed;
   if (inputs.cluster.mixed()) mixed = MixedSummary{planner::usage_by_kind(context, plan, foreground.iteration_time), {}};
-  const SimReport report{inputs.graph.name(),
-                         inputs.cluster,
-                         plan,
-                         source,
-                         chosen.program,
-                         timing::evaluate_plan(plan, context, evaluate_options).iteration_time,
-                         foreground,
-                         background ? std::optional<BackgroundSpec>(background->spec) : std::nullopt,
-                         multiplexed ? &*multiplexed : nullptr,
-                         options.intervals,
-                         memory_summary(chosen, inputs),
-                         mixed ? &*mixed : nullptr};
+  SimReport report(inputs.cluster, plan, foreground);
+  report.model = inputs.graph.name();
+  report.plan_source = source;
+  report.program = chosen.program;
+  report.evaluator_time = timing::evaluate_plan(plan, context, evaluate_options).iteration_time;
+  if (background) report.background = background->spec;
+  report.multiplexed = multiplexed ? &*multiplexed : nullptr;
+  report.intervals = options.intervals;
+  report.memory = memory_summary(chosen, inputs);
+  report.mixed = mixed ? &*mixed : nullptr;
   if (options.json) {
     std::cout << sim_report_json(report).dump(2) << '\n';
     return;

@@ -24,7 +24,12 @@ struct BackgroundSpec {
   sim::BackgroundPolicy policy = sim::BackgroundPolicy::FitIdleGaps;
 };
 
+// Everything `burst sim` prints. What was simulated is set at construction; every other
+// field by name.
 struct SimReport {
+  SimReport(const cluster::Cluster& cluster_, const plan::Plan& plan_, const sim::SimResult& foreground_)
+      : cluster(cluster_), plan(plan_), foreground(foreground_) {}
+
   std::string model;
   const cluster::Cluster& cluster;
   const plan::Plan& plan;
@@ -32,7 +37,7 @@ struct SimReport {
   program::ProgramOptions program;  // the step simulated
   Seconds evaluator_time;                  // the planner's prediction of the same plan
   const sim::SimResult& foreground;        // the plan alone
-  std::optional<BackgroundSpec> background;
+  std::optional<BackgroundSpec> background = std::nullopt;
   const sim::MultiplexResult* multiplexed = nullptr;  // with the background job
   bool intervals = false;                  // idle intervals in the JSON
   std::string memory;                      // the peak rank's memory against the capacity
