@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what burst needs to build, test and compare against: Debian 12's packages, then
-# PyTorch and its companions from PyPI into .venv (scripts/python-requirements.txt, pinned).
+# PyTorch and its companions from PyPI into .venv (scripts/python-requirements.txt, pinned),
+# then the development tools into the same .venv (scripts/tool-requirements.txt, pinned).
 # Idempotent: prints nothing and changes nothing when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,4 +45,15 @@ if ! cmp -s "$requirements" "$stamp" 2>/dev/null; then
   /usr/bin/python3 -m venv .venv
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$requirements" >&2
   cp "$requirements" "$stamp"
+fi
+
+# The development tools (scripts/tool-requirements.txt) go into the same .venv with their own
+# stamp, so a change to that list installs them without remaking .venv; remaking .venv (above)
+# removes the stamp, and they are installed again.
+tool_requirements=scripts/tool-requirements.txt
+tool_stamp=.venv/burst-tool-requirements.txt
+if ! cmp -s "$tool_requirements" "$tool_stamp" 2>/dev/null; then
+  echo "burst setup: installing $(grep -v '^#' "$tool_requirements" | tr '\n' ' ')into .venv (PyPI)" >&2
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$tool_requirements" >&2
+  cp "$tool_requirements" "$tool_stamp"
 fi

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "burst/job/train_config.h"
 #include "burst/util/error.h"
 
 namespace burst::cli {
@@ -35,7 +36,7 @@ void add_profile_commands(CLI::App& app) {
       ->delimiter(',')
       ->capture_default_str();
   command->add_option("--device", args->device, "cpu, or cuda: GPU 0, timed with CUDA events (a CUDA build)")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->check(CLI::IsMember(job::kComputeDeviceNames.names()))
       ->capture_default_str();
   command
       ->add_option("--threads", args->threads,
