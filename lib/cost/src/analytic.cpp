@@ -479,7 +479,7 @@ FittedCandidate fit_at_overhead(const DeviceSpec& device, const SampleGroups& gr
 
 }  // namespace
 
-// Kept whole (about 60 lines): the fit's samples, candidates and search share one set of
+// Long: the fit's samples, candidates and search share one set of
 // per-sample arrays built at its start.
 DeviceSpec fit_device(DeviceSpec device, const Profile& profile) {
   std::vector<Sample> samples;

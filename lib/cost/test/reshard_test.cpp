@@ -129,7 +129,7 @@ std::vector<int> owner_of_each_sample(const std::vector<Shard>& placement, int64
   return owner;
 }
 
-// Kept whole (about 65 lines): one randomised property check, its generator and its
+// Long: one randomised property check, its generator and its
 // brute-force count side by side.
 TEST(Reshard, PropertyEveryDestinationSampleArrivesExactlyOnce) {
   std::mt19937 random(20220901);

@@ -133,7 +133,7 @@ bool is_sum_label(const std::string& token) { return token == "SUM(avg)" || toke
 
 }  // namespace
 
-// Kept whole (about 75 lines): the published files' grammar, line by line, with one state
+// Long: the published files' grammar, line by line, with one state
 // (the current model and section) that every case reads and updates.
 File parse_text(const std::string& text, const std::string& name) {
   const Parser parser(name);
@@ -320,7 +320,7 @@ json row_pair(JsonObjectReader& reader, const std::string& key) {
 }
 
 // The match key of a DeepPool row; UserError naming file:line for a malformed row.
-// Kept whole (about 80 lines): one case per DeepPool row kind, each reading its own fields.
+// Long: one case per DeepPool row kind, each reading its own fields.
 std::string row_key(const Row& row, const std::string& file) {
   const std::string where = fmt::format("{}:{}: {}", file, row.line, row.op);
   const json attrs = parse_json_text(row.attrs);
@@ -410,7 +410,7 @@ const graph::Shape& input_shape(const Graph& graph, LayerId id, size_t index = 0
 
 // The match key of a burst layer, or nullopt for layers DeepPool has no row kind for
 // (batchnorm, add, dropout, losses, grouped or dilated convs, ceil-mode pools, ...).
-// Kept whole (about 65 lines): one case per op kind, the mirror of row_key's cases.
+// Long: one case per op kind, the mirror of row_key's cases.
 std::optional<std::string> layer_key(const Graph& graph, LayerId id) {
   const graph::LayerSpec& layer = graph.layer(id);
   if (layer.op() == OpKind::Input) return std::nullopt;
@@ -496,7 +496,7 @@ std::optional<LayerId> chain_input(const Graph& graph, LayerId id) {
   return in;
 }
 
-// Kept whole (about 75 lines): walks one ResNet bottleneck backwards from its last ReLU,
+// Long: walks one ResNet bottleneck backwards from its last ReLU,
 // each step checking the shape the next relies on.
 std::optional<Bottleneck> bottleneck_ending_at(const Graph& graph, LayerId relu) {
   if (!is_op(graph, relu, OpKind::Relu) || graph.inputs(relu).size() != 1) return std::nullopt;
@@ -708,7 +708,7 @@ class Importer {
   // batches of its signature is dropped: it comes from another kind of measurement (a
   // block's share), and next to the measured neighbours it would make the layer's time
   // jump up and down with the batch (interpolating the neighbours is better).
-  // Kept at 60 lines: the selection rule above, applied to every (signature, batch) in one pass.
+  // Long: the selection rule above, applied to every (signature, batch) in one pass.
   ImportResult finish(std::vector<ModelCoverage> models) {
     ImportResult result;
     std::map<std::string, std::map<int64_t, Provenance>> chosen;

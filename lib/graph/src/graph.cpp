@@ -80,7 +80,7 @@ std::string cycle_path(const std::vector<std::vector<LayerId>>& inputs,
 
 }  // namespace
 
-// Kept whole (about 130 lines): one pass that checks names, resolves inputs, orders the
+// Long: one pass that checks names, resolves inputs, orders the
 // layers and infers their shapes, each step relying on the ones before; its errors come in
 // the order a model file is read.
 Graph Graph::build(std::string name, std::vector<LayerSpec> specs) {

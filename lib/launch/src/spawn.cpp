@@ -274,7 +274,7 @@ void wait_for_workers(WorkerGroup& group, const sigset_t& wait_signals, SpawnRes
 
 }  // namespace
 
-// Kept whole (about 60 lines): start, wait and stop share the children and the signal
+// Long: start, wait and stop share the children and the signal
 // state they were started with, in the order torchrun's agent follows.
 SpawnResult spawn_workers(const std::vector<std::string>& argv, int nproc, int master_port,
                           const SpawnOptions& options) {

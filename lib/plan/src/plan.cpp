@@ -159,7 +159,7 @@ void validate_clocks(const Plan& plan, const cluster::Cluster& cluster) {
 
 }  // namespace
 
-// Kept whole (about 65 lines): the refusals in the order a user fixes a plan file (model,
+// Long: the refusals in the order a user fixes a plan file (model,
 // devices, batch, each layer's placement), each naming the layer and the values involved.
 void validate_plan(const Plan& plan, const graph::Graph& graph, const cluster::Cluster& cluster) {
   if (plan.model != graph.name()) {

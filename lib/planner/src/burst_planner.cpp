@@ -454,7 +454,7 @@ class Planner {
   // next device to the branch that is slowest so far (optimal for minimising the slowest
   // branch when a branch's best time never grows with more devices), then lay the branches
   // out from rank 0, largest first, moving a branch that fits in a node off a node boundary.
-  // Kept whole (about 60 lines): the greedy allocation and the layout read one progress table.
+  // Long: the greedy allocation and the layout read one progress table.
   ConcurrentLayout concurrent_layout(const Segment& segment, int budget) {
     struct Progress {
       int count = 1;
@@ -619,10 +619,8 @@ std::vector<double> amplification_levels(const PlanContext& context, PlannerCost
   return levels;
 }
 
-}  // namespace detail
-
-BurstPlanResult plan_burst_with_prediction(const PlanContext& context, int64_t global_batch,
-                                           const BurstOptions& options) {
+// UserError for a batch or amplification rule the planner cannot plan under.
+void check_burst_request(int64_t global_batch, const BurstOptions& options) {
   if (global_batch < 1) throw UserError(fmt::format("global batch must be at least 1, got {}", global_batch));
   if (!(options.amplification >= 1)) {
     throw UserError(fmt::format("amplification limit must be at least 1 (or inf), got {}", options.amplification));
@@ -631,6 +629,13 @@ BurstPlanResult plan_burst_with_prediction(const PlanContext& context, int64_t g
     throw UserError(fmt::format("amplification exemption threshold must be a finite time >= 0, got {} ms",
                                 options.amplification_exempt_below.ms()));
   }
+}
+
+}  // namespace detail
+
+BurstPlanResult plan_burst_with_prediction(const PlanContext& context, int64_t global_batch,
+                                           const BurstOptions& options) {
+  detail::check_burst_request(global_batch, options);
   detail::PlannerCosts costs(context, global_batch, options);
   auto plan_under = [&](double limit) {
     BurstOptions limited = options;

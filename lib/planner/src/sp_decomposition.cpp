@@ -37,7 +37,7 @@ class Decomposer {
 
   // The segment between u and v with the given interior (ascending). `with_direct`: the
   // edges u -> v belong to this segment (false for one branch of a parallel segment).
-  // Kept whole (about 90 lines): the recursion's three cases (a chain, parallel branches,
+  // Long: the recursion's three cases (a chain, parallel branches,
   // an irreducible region) build the one segment they return and recurse into its parts.
   Segment decompose(int32_t u, int32_t v, std::vector<int32_t> interior, bool with_direct) {
     Segment segment;

@@ -232,7 +232,7 @@ Subject whole_subject(const Graph& graph, LayerId id) {
 // after the clock stops. A part with nothing to differentiate is 0 (a layer without
 // parameters has no weight gradient; an embedding's int64 ids have no input gradient); a
 // part that equals the full backward (only one kind of gradient exists) is not timed twice.
-// Kept whole (about 65 lines): the timed calls share one recorded forward graph; splitting
+// Long: the timed calls share one recorded forward graph; splitting
 // them would hand autograd state between functions.
 cost::ProfileEntry measure_entry(const Subject& subject, layers::LayerModule& layer, cost::ProfileEntry entry,
                                  const ProfileOptions& options) {
@@ -301,7 +301,7 @@ cost::ProfileEntry measure_entry(const Subject& subject, layers::LayerModule& la
 // summed over its ranks, its own autograd function), which costs more than one device's
 // fused BatchNorm. Times that path's forward and full backward at the entry's batch, with the
 // sum over a group of one (no communication: the simulator prices the all-reduces).
-// Kept whole (about 65 lines): the forward and backward timing loops share the tensors and
+// Long: the forward and backward timing loops share the tensors and
 // the autograd graph set up before them.
 void measure_split_batchnorm(const Graph& graph, LayerId id, layers::LayerModule& layer, cost::ProfileEntry& entry,
                              const ProfileOptions& options) {
@@ -523,7 +523,7 @@ std::string cpu_description(int threads, int co_located) {
                      TORCH_VERSION);
 }
 
-// Kept whole (about 70 lines): the profiling run in the order it happens (options, batches,
+// Long: the profiling run in the order it happens (options, batches,
 // signatures, progress, entries, tensor parts), so the progress lines match the work.
 cost::Profile profile_model(const Graph& graph, const std::vector<int64_t>& batch_sizes,
                             const ProfileOptions& options) {

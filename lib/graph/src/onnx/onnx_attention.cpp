@@ -358,7 +358,7 @@ void Lowering::trace_view(const onnx::NodeProto& node) {
   }
 }
 
-// Kept whole (about 65 lines): a dispatch over the ONNX ops an attention trace may hold,
+// Long: a dispatch over the ONNX ops an attention trace may hold,
 // one short case each, in the order the exporters emit them.
 void Lowering::trace_op(const onnx::NodeProto& node) {
   const TraceBuilder build(node, [this, &node](const std::string& reason) { fail(node, reason); });

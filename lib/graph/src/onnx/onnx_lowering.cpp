@@ -36,6 +36,7 @@ Lowering::Lowering(const onnx::GraphProto& graph, std::vector<const onnx::NodePr
 namespace {
 
 // The one list of ONNX ops burst reads, each with its handler.
+// Long: a table, one line per ONNX op; splitting it would make two lists to keep in step.
 const std::map<std::string, Lowering::Handler>& handlers() {
   static const std::map<std::string, Lowering::Handler> table = {
       {"Conv", &Lowering::conv},

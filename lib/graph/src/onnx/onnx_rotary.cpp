@@ -78,7 +78,7 @@ std::optional<double> Lowering::rotary_theta(const ConstantTensor& cos, const Co
   return theta;
 }
 
-// Kept whole (about 50 lines): one pattern's nodes checked in the order they connect.
+// Long: one pattern's nodes checked in the order they connect.
 bool Lowering::fuse_rotary(const onnx::NodeProto& mul, int x_input) {
   const std::string q = layer_input(mul, x_input);
   const ConstantTensor* cos = float_table(mul, 1 - x_input);

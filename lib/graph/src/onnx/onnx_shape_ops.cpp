@@ -193,7 +193,7 @@ void Lowering::integer_arithmetic(const onnx::NodeProto& node) {
   bind_integers(node.output(0), std::move(out));
 }
 
-// Kept whole (about 60 lines): the two forms of Reshape (integers to a shape, a tensor to
+// Long: the two forms of Reshape (integers to a shape, a tensor to
 // a shape) share the resolution of the target shape's 0 and -1 entries.
 void Lowering::reshape(const onnx::NodeProto& node) {
   if (is_integer(node, 0)) {  // integers to a fixed shape of as many values
