@@ -1,4 +1,5 @@
 #include "command_inputs.h"
+#include "enum_option.h"
 
 #include <algorithm>
 #include <charconv>
@@ -242,17 +243,14 @@ planner::ShapePins parse_pins(const InputOptions& options, const program::Progra
   return pins;
 }
 
-// --global-batch, checked against the plan file's when both are given; the plan file's when
-// only it is.
-int64_t global_batch_of(const InputOptions& options, const std::optional<plan::Plan>& loaded) {
-  std::optional<int64_t> global_batch;
-  if (!options.global_batch.empty()) {
-    global_batch = parse_whole(options.global_batch, "--global-batch", 1, std::numeric_limits<int64_t>::max());
-  }
-  if (!loaded) return *global_batch;
-  if (global_batch && *global_batch != loaded->global_batch) {
+// The global batch: --global-batch (`asked`), checked against the plan file's when both are
+// given; the plan file's when only it is.
+int64_t global_batch_of(const InputOptions& options, const std::optional<int64_t>& asked,
+                        const std::optional<plan::Plan>& loaded) {
+  if (!loaded) return *asked;
+  if (asked && *asked != loaded->global_batch) {
     throw UserError(fmt::format("plan file '{}' is for global batch {}, not --global-batch {}", options.plan_file,
-                                loaded->global_batch, *global_batch));
+                                loaded->global_batch, *asked));
   }
   return loaded->global_batch;
 }
@@ -293,11 +291,14 @@ Inputs read_inputs(const InputOptions& options) {
   if (options.global_batch.empty() && options.plan_file.empty()) {
     throw UserError(fmt::format("{} needs --global-batch B (the samples of one iteration)", options.command));
   }
-  if (!options.global_batch.empty()) global_batch_of(options, std::nullopt);  // a bad number before any file is read
+  std::optional<int64_t> asked;  // a bad number is refused before any file is read
+  if (!options.global_batch.empty()) {
+    asked = parse_whole(options.global_batch, "--global-batch", 1, std::numeric_limits<int64_t>::max());
+  }
   graph::Graph graph = graph::load_model(options.model);
   std::optional<plan::Plan> loaded;
   if (!options.plan_file.empty()) loaded = plan::load_plan_file(options.plan_file);
-  const int64_t global_batch = global_batch_of(options, loaded);
+  const int64_t global_batch = global_batch_of(options, asked, loaded);
   // The device kind: the cluster file's, --device's, or (--profile alone) the profile's.
   std::optional<cost::DeviceModel> device;
   std::string kind = options.device;
@@ -413,15 +414,13 @@ program::ProgramOptions parse_program_options(const ProgramOptionsText& options,
 }
 
 
-CLI::Option* add_strategy_option(CLI::App& command, std::string& strategy) {
-  return command
-      .add_option("--strategy", strategy,
+CLI::Option* add_strategy_option(CLI::App& command, planner::Strategy& strategy) {
+  return add_enum_option(command, "--strategy", strategy, planner::kStrategyNames,
                   "burst (default), dp (data parallel), pipeline (stages and micro-batches), hybrid (burst placements "
                   "inside pipeline stages), tensor (Megatron-style tensor splits of attention and MLPs, beyond the "
                   "batch), 3d (tensor x pipeline x data parallelism with micro-batch size, ZeRO and recomputation, "
                   "for transformers; pins: --tensor-parallel, --pipeline-stages, --micro-batch-size, --schedule, "
-                  "--zero, --recompute) or auto (the fastest of those that fits)")
-      ->check(CLI::IsMember(planner::kStrategyNames.names()));
+                  "--zero, --recompute) or auto (the fastest of those that fits)");
 }
 
 void add_shape_options(CLI::App& command, InputOptions& options) {
@@ -448,6 +447,14 @@ void add_memory_options(CLI::App& command, InputOptions& options) {
                      "a100; the machine's for cpu)");
 }
 
+void refuse_empty_values(const std::vector<CLI::Option*>& text_options) {
+  for (const CLI::Option* option : text_options) {
+    if (option->count() > 0 && option->as<std::string>().empty()) {
+      throw UserError(fmt::format("{} needs a value, got ''", option->get_name()));
+    }
+  }
+}
+
 planner::AutoPlanOptions plan_options(const Inputs& inputs, const planner::BurstOptions& burst) {
   planner::AutoPlanOptions options;
   static_cast<planner::BurstOptions&>(options) = burst;
@@ -456,13 +463,6 @@ planner::AutoPlanOptions plan_options(const Inputs& inputs, const planner::Burst
   options.optimizer = inputs.optimizer;
   options.pins = inputs.pins;
   return options;
-}
-
-planner::ChosenPlan choose_plan(const Inputs& inputs, const std::string& strategy, const plan::PlanContext& context,
-                                const planner::BurstOptions& burst) {
-  const planner::AutoPlanOptions options = plan_options(inputs, burst);
-  if (inputs.loaded) return planner::given_plan(*inputs.loaded, inputs.graph, options);
-  return planner::choose_plan(context, inputs.global_batch, planner::parse_strategy(strategy), options);
 }
 
 std::string memory_summary(const planner::ChosenPlan& chosen, const Inputs& inputs) {

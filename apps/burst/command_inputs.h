@@ -70,8 +70,10 @@ struct InputOptions {
 // The pins above, which `burst plan` and `burst sim` share.
 void add_shape_options(CLI::App& command, InputOptions& options);
 
-// --strategy, with the words choose_plan takes; `burst plan` and `burst sim` share it.
-CLI::Option* add_strategy_option(CLI::App& command, std::string& strategy);
+// --strategy, a word of planner::kStrategyNames; `burst plan` and `burst sim` share it.
+CLI::Option* add_strategy_option(CLI::App& command, planner::Strategy& strategy);
+// Options whose value is text: UserError for one given as '' (rather than read as "not given").
+void refuse_empty_values(const std::vector<CLI::Option*>& text_options);
 
 // --optimizer and --device-memory, which `burst plan` and `burst sim` share.
 void add_memory_options(CLI::App& command, InputOptions& options);
@@ -115,6 +117,7 @@ struct Inputs {
   // The model, the plan file and the cluster are read first; the rest is set by name.
   Inputs(graph::Graph graph_, std::optional<plan::Plan> loaded_, cluster::Cluster cluster_)
       : graph(std::move(graph_)), loaded(std::move(loaded_)), cluster(std::move(cluster_)) {}
+  const plan::Plan* given_plan() const { return loaded ? &*loaded : nullptr; }  // planner::choose_plan's `given`
 
   graph::Graph graph;
   std::optional<plan::Plan> loaded;  // --plan FILE, validated against graph and cluster
@@ -157,10 +160,6 @@ Inputs read_inputs(const InputOptions& options);
 // burst search's amplification rule and knobs from `burst`.
 planner::AutoPlanOptions plan_options(const Inputs& inputs, const planner::BurstOptions& burst);
 
-// The plan a command runs: --plan FILE as given (planner::given_plan), or the planner's for
-// `strategy` (planner::choose_plan, a word of planner::kStrategyNames).
-planner::ChosenPlan choose_plan(const Inputs& inputs, const std::string& strategy, const plan::PlanContext& context,
-                                const planner::BurstOptions& burst);
 
 // "peak memory per device" as the reports print it: the peak rank's needs against the
 // capacity, and whether they fit.

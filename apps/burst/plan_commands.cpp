@@ -31,7 +31,7 @@ namespace {
 
 // Numbers arrive as text so that a bad one can be quoted as typed.
 struct PlanOptions : InputOptions {
-  std::string strategy = "burst";
+  planner::Strategy strategy = planner::Strategy::Burst;
   std::string amplification;  // empty: the burst planner's default
   std::string exempt_ms;      // --amplification-exempt-ms; empty: the planner's default
   std::string output;         // -o: write the plan file
@@ -63,7 +63,7 @@ void check_combinations(const PlanOptions& options, bool strategy_given) {
         "--plan FILE evaluates a given plan: it takes no --strategy, --amplification, --amplification-exempt-ms or "
         "--sweep");
   }
-  if (options.strategy == "dp" &&
+  if (options.strategy == planner::Strategy::DataParallel &&
       (!options.amplification.empty() || !options.exempt_ms.empty() || options.strict_amplification)) {
     throw UserError("--amplification limits the burst planner; --strategy dp has no limit");
   }
@@ -199,7 +199,9 @@ PlanEvaluations evaluate_with_baselines(const plan::Plan& plan, const plan::Plan
 
 PlannedOne plan_one(const PlanOptions& options, const Inputs& inputs, const plan::PlanContext& context,
                     const planner::BurstOptions& burst) {
-  PlannedOne planned{choose_plan(inputs, options.strategy, context, burst), {}, {}, {}, {}};
+  PlannedOne planned;
+  planned.chosen =
+      planner::choose_plan(context, inputs.global_batch, options.strategy, plan_options(inputs, burst), inputs.given_plan());
   if (options.objective == "energy") planned.clocks = choose_for_energy(planned.chosen, context, options.max_slowdown);
   const program::ProgramOptions& program = planned.chosen.program;
   if (options.pareto) {
@@ -359,11 +361,7 @@ void add_plan_commands(CLI::App& app) {
   CLI::Option* strategy = add_strategy_option(*command, options->strategy);
   add_plan_flags(command, options.get());
   command->callback([options, texts, strategy] {
-    for (const CLI::Option* option : texts) {
-      if (option->count() > 0 && option->as<std::string>().empty()) {
-        throw UserError(fmt::format("{} needs a value, got ''", option->get_name()));
-      }
-    }
+    refuse_empty_values(texts);
     run_plan(*options, strategy->count() > 0);
   });
 }

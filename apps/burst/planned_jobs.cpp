@@ -112,7 +112,7 @@ void PlannedTimer::with_plan(const std::string& application, const std::string& 
       const plan::PlanContext context = models.context(inputs.graph, network);
       planner::BurstOptions burst = burst_options(limit_of(planner::BurstOptions{}.amplification), false);
       burst.program = inputs.program;
-      const planner::ChosenPlan chosen = choose_plan(inputs, "burst", context, burst);
+      const planner::ChosenPlan chosen = planner::choose_plan(context, inputs.global_batch, planner::Strategy::Burst, plan_options(inputs, burst));
       use(chosen, context, steps);
       return;
     } catch (const UserError& error) {

@@ -30,7 +30,7 @@ namespace {
 constexpr int64_t kDefaultBackgroundBatch = 32;
 
 struct SimOptionsText : InputOptions {
-  std::string strategy = "burst";
+  planner::Strategy strategy = planner::Strategy::Burst;
   std::string amplification;
   std::string background;  // M2[:per-device-batch]
   std::string background_policy = "fit";
@@ -50,7 +50,7 @@ void check_combinations(const SimOptionsText& options, bool strategy_given) {
   if (loaded && (strategy_given || !options.amplification.empty() || options.sweep)) {
     throw UserError("--plan FILE simulates a given plan: it takes no --strategy, --amplification or --sweep");
   }
-  if (options.strategy == "dp" && !options.amplification.empty()) {
+  if (options.strategy == planner::Strategy::DataParallel && !options.amplification.empty()) {
     throw UserError("--amplification limits the burst planner; --strategy dp has no limit");
   }
   if (!options.cluster_file.empty() && !options.device.empty()) {
@@ -180,7 +180,8 @@ void run_one(const SimOptionsText& options, const Inputs& inputs, const CostMode
   planner::BurstOptions burst = burst_options(limit, false);
   burst.program = program;  // plan the step simulated
   burst.memory_of_kind = memory_of_kind(inputs);
-  const planner::ChosenPlan chosen = choose_plan(inputs, options.strategy, context, burst);
+  const planner::ChosenPlan chosen = planner::choose_plan(context, inputs.global_batch, options.strategy, plan_options(inputs, burst),
+                                                                inputs.given_plan());
   const plan::Plan& plan = chosen.plan;
   const std::string source = plan_source(options, inputs, chosen);
   const int trace_ranks = static_cast<int>(parse_whole(options.trace_ranks, "--trace-ranks", 1, cluster::kMaxDevices));
@@ -304,11 +305,7 @@ void add_sim_commands(CLI::App& app) {
   command->add_flag("--sweep", options->sweep,
                     "Strong scaling: data parallel and burst (and each with the background job) at 1, 2, 4, ... --devices");
   command->callback([options, texts, strategy] {
-    for (const CLI::Option* option : texts) {
-      if (option->count() > 0 && option->as<std::string>().empty()) {
-        throw UserError(fmt::format("{} needs a value, got ''", option->get_name()));
-      }
-    }
+    refuse_empty_values(texts);
     run_sim(*options, strategy->count() > 0);
   });
 }

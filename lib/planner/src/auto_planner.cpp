@@ -267,8 +267,22 @@ void choose_one(const Request& request, Strategy strategy, ChosenPlan& chosen) {
 
 }  // namespace
 
+namespace {
+
+// A plan given whole: evaluated as it is.
+ChosenPlan given_plan(const plan::Plan& plan, const graph::Graph& graph, const AutoPlanOptions& options) {
+  ChosenPlan chosen;
+  chosen.plan = plan;
+  chosen.program = options.program;
+  chosen.memory = program::plan_memory(plan, graph, options.optimizer, options.program);
+  return chosen;
+}
+
+}  // namespace
+
 ChosenPlan choose_plan(const plan::PlanContext& context, int64_t global_batch, Strategy strategy,
-                       const AutoPlanOptions& options) {
+                       const AutoPlanOptions& options, const plan::Plan* given) {
+  if (given != nullptr) return given_plan(*given, context.graph, options);
   BURST_ASSERT(options.capacity.has_value(), "the auto planner needs each device's memory");
   const std::string refusal = pins_refusal(strategy, options.pins);
   if (!refusal.empty()) throw UserError(refusal);
@@ -285,14 +299,6 @@ ChosenPlan choose_plan(const plan::PlanContext& context, int64_t global_batch, S
   } else {
     choose_one(request, strategy, chosen);
   }
-  return chosen;
-}
-
-ChosenPlan given_plan(const plan::Plan& plan, const graph::Graph& graph, const AutoPlanOptions& options) {
-  ChosenPlan chosen;
-  chosen.plan = plan;
-  chosen.program = options.program;
-  chosen.memory = program::plan_memory(plan, graph, options.optimizer, options.program);
   return chosen;
 }
 

@@ -71,14 +71,12 @@ struct ChosenPlan {
   std::vector<Fitting> fitting;
 };
 
-// Makes the plan of `strategy` for `global_batch` samples on the context's cluster.
-// UserError for pins the strategy cannot take, from a search's own refusals, or when no
-// plan fits.
+// Makes the plan of `strategy` for `global_batch` samples on the context's cluster; with
+// `given` (a plan file's plan) that plan instead, as it is, fitting or not (the memory says
+// which). UserError for pins the strategy cannot take, from a search's own refusals, or when
+// no plan fits.
 ChosenPlan choose_plan(const plan::PlanContext& context, int64_t global_batch, Strategy strategy,
-                       const AutoPlanOptions& options);
-
-// A plan given whole (a plan file): evaluated as it is, fitting or not (the memory says which).
-ChosenPlan given_plan(const plan::Plan& plan, const graph::Graph& graph, const AutoPlanOptions& options);
+                       const AutoPlanOptions& options, const plan::Plan* given = nullptr);
 
 // The energy objective (docs/energy.md): among `chosen`'s fitting plans (or its one plan),
 // each within (1 + max_slowdown) of the fastest at full clocks, the one whose chosen clocks
