@@ -1,4 +1,5 @@
 #include "background_commands.h"
+#include "model_option.h"
 
 #include <memory>
 #include <stdexcept>
@@ -37,7 +38,7 @@ void add_background_commands(CLI::App& app) {
   auto config = std::make_shared<job::BackgroundJobConfig>();
   CLI::App* command = app.add_subcommand(
       "background", "Train a model alone on synthetic data, as a background job does (its throughput alone)");
-  command->add_option("--model", config->model, "Zoo model (NAME[:key=value,...]) or model file")->required();
+  add_model_option(*command, config->model)->required();
   command->add_option("--batch", config->batch, "Samples per step")->capture_default_str();
   command->add_option("--steps", config->steps, "Steps to run (0: until stopped)")->capture_default_str();
   command->add_flag("--idle", config->idle, "Run at the lowest CPU scheduling class (SCHED_IDLE)");

@@ -1,4 +1,5 @@
 #include "cost_commands.h"
+#include "model_option.h"
 
 #include <iostream>
 #include <memory>
@@ -283,7 +284,7 @@ void add_cost_commands(CLI::App& app) {
   auto options = std::make_shared<Options>();
 
   CLI::App* cost = app.add_subcommand("cost", "Predicted per-layer times and memory of a model on one device");
-  cost->add_option("--model", options->model, "Zoo model (NAME[:key=value,...]) or model file")->required();
+  add_model_option(*cost, options->model)->required();
   add_device_options(cost, options->device);
   cost->add_option("--batch", options->batch, "Per-device batch (default 1)");
   cost->add_flag("--json", options->json, "Print JSON instead of a table");

@@ -1,4 +1,5 @@
 #include "model_commands.h"
+#include "model_option.h"
 
 #include <iostream>
 #include <memory>
@@ -93,7 +94,7 @@ void add_model_commands(CLI::App& app) {
   model->require_subcommand(1);
 
   CLI::App* show = model->add_subcommand("show", "Per-layer table: shapes, params, FLOPs, bytes");
-  show->add_option("model,--model", options->model, "Zoo model (NAME[:key=value,...]) or model file")
+  add_model_option(*show, options->model, "model,--model")
       ->required();
   show->add_flag("--json", options->json, "Print JSON instead of a table");
   show->callback([options] {
@@ -122,7 +123,7 @@ void add_model_commands(CLI::App& app) {
   });
 
   CLI::App* exporter = model->add_subcommand("export", "Write a model as a JSON model file");
-  exporter->add_option("model,--model", options->model, "Zoo model (NAME[:key=value,...]) or model file")
+  add_model_option(*exporter, options->model, "model,--model")
       ->required();
   exporter->add_option("-o,--output", options->output, "Model file to write")->required();
   exporter->callback([options] {

@@ -1,4 +1,5 @@
 #include "plan_commands.h"
+#include "model_option.h"
 
 #include <charconv>
 #include <cmath>
@@ -351,7 +352,7 @@ void add_plan_commands(CLI::App& app) {
       "plan",
       "Plan a global batch on a cluster (burst or data parallel), or evaluate a plan file, "
       "and predict one iteration");
-  command->add_option("--model", options->model, "Zoo model (NAME[:key=value,...]) or model file")
+  add_model_option(*command, options->model)
       ->required();
   const std::vector<CLI::Option*> texts = add_plan_text_options(command, options.get());
   add_profile_option(*command, options->profiles);

@@ -1,12 +1,14 @@
 #include "plan_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "burst/util/format.h"
 #include "burst/util/table.h"
 
 namespace burst::cli {
@@ -172,6 +174,24 @@ std::string mfu_text(const PlanReport& report) {
                      100 * mfu(report), report.cluster.size(), report.peak_flops / 1e12, hardware);
 }
 
+std::optional<timing::LanguageModelRate> language_rate(const PlanReport& report) {
+  return timing::language_model_rate(report.graph, report.plan.global_batch, report.evaluation.iteration_time,
+                                     report.cluster.size(), report.peak_flops);
+}
+
+// "5,762 tokens/s per device, 289 model TFLOP/s per device (29.2% of the 989 TFLOP/s peak)".
+std::string language_rate_text(const PlanReport& report) {
+  const auto rate = language_rate(report);
+  if (!rate) return "-";
+  const std::string share =
+      report.peak_flops > 0 ? fmt::format(" ({:.1f}% of the {:.0f} TFLOP/s peak)", 100 * rate->mfu, report.peak_flops / 1e12)
+                            : std::string();
+  return fmt::format("{} tokens/s per device, {:.1f} model TFLOP/s per device{} (6 x active parameters + attention, "
+                     "docs/llm.md)",
+                     with_thousands(static_cast<int64_t>(std::llround(rate->tokens_per_s_per_device))),
+                     rate->model_tflop_s_per_device, share);
+}
+
 // The per-layer table, with the lines that say what its columns are.
 void print_layer_table(const PlanReport& report, std::ostream& out) {
   out << "Times in ms. per-dev: the largest shard; transfer: the slowest input message into the "
@@ -224,6 +244,7 @@ std::vector<std::pair<std::string, std::string>> summary_lines(const PlanReport&
        fmt::format("{:.3f} ms (this plan is {:.2f}x as fast)", report.one_device.iteration_time.ms(),
                    ratio(report.one_device.iteration_time, iteration))},
       {"model FLOPs utilisation", mfu_text(report)},
+      {"language model throughput", language_rate_text(report)},
       {"device-seconds per iteration",
        fmt::format("{:.6f} s of compute (one device at the whole batch: {:.6f} s)",
                    evaluation.device_seconds.s(), evaluation.one_device_compute.s())},
@@ -346,6 +367,10 @@ json plan_report_json(const PlanReport& report) {
           {"pipeline", pipeline_json(report.plan)},
           {"strategies_tried", tried_json(report)},
           {"layers", std::move(layers)}};
+  if (const auto rate = language_rate(report)) {
+    document["tokens_per_s_per_device"] = rate->tokens_per_s_per_device;
+    document["model_tflop_s_per_device"] = rate->model_tflop_s_per_device;
+  }
   if (report.mixed != nullptr) document["mixed"] = mixed_summary_json(*report.mixed, iteration);
   add_energy_json(report, document);
   if (report.frontier != nullptr) document["frontier"] = frontier_json(*report.frontier);

@@ -1,4 +1,5 @@
 #include "profile_commands.h"
+#include "model_option.h"
 #include "torch_plugin.h"
 
 #include <dlfcn.h>
@@ -30,7 +31,7 @@ void add_profile_commands(CLI::App& app) {
 
   CLI::App* command = app.add_subcommand(
       "profile", "Measure every layer of a model on this CPU (or GPU 0) and write a profile file");
-  command->add_option("--model", args->model, "Zoo model (NAME[:key=value,...]) or model file")
+  add_model_option(*command, args->model)
       ->required();
   command->add_option("--batch-sizes", args->batch_sizes, "Per-device batch sizes to measure")
       ->delimiter(',')

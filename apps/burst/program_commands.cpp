@@ -1,4 +1,5 @@
 #include "program_commands.h"
+#include "model_option.h"
 
 #include <iostream>
 #include <memory>
@@ -106,7 +107,7 @@ void add_program_commands(CLI::App& app) {
   auto args = std::make_shared<ProgramArgs>();
   CLI::App* command = app.add_subcommand(
       "program", "Print the step program of a plan: what every rank does in one training step, in order");
-  command->add_option("--model", args->model, "Zoo spec or model file")->required();
+  add_model_option(*command, args->model)->required();
   command->add_option("--plan", args->plan_file, "A plan file (burst plan -o FILE)");
   command->add_option("--devices", args->devices, "Without --plan: data parallelism on this many devices");
   command->add_option("--global-batch", args->global_batch, "Without --plan: the global batch");

@@ -1,4 +1,5 @@
 #include "sim_commands.h"
+#include "model_option.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -265,7 +266,7 @@ void add_sim_commands(CLI::App& app) {
       "sim",
       "Simulate training steps of a plan on a cluster, event by event, optionally with a background job "
       "filling idle device time; --sweep for strong scaling");
-  command->add_option("--model", options->model, "Zoo model (NAME[:key=value,...]) or model file")->required();
+  add_model_option(*command, options->model)->required();
   const std::vector<CLI::Option*> texts = {
       command->add_option("--devices", options->devices, "Devices of the built-in cluster (with --sweep: the most)"),
       command->add_option("--global-batch", options->global_batch, "Samples per iteration, split over the devices"),

@@ -1,4 +1,5 @@
 #include "train_commands.h"
+#include "model_option.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -553,7 +554,7 @@ void add_output_options(CLI::App& command, TrainArgs& args) {
 void add_train_commands(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
   CLI::App* command = app.add_subcommand("train", "Train a model with a plan across worker processes");
-  command->add_option("--model", args->config.model, "Zoo model (NAME[:key=value,...]) or model file (required)");
+  add_model_option(*command, args->config.model, "--model", std::string(kModelHelp) + " (required)");
   add_plan_and_launch_options(*command, *args);
   add_training_options(*command, *args);
   add_output_options(*command, *args);

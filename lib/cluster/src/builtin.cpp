@@ -22,8 +22,10 @@ struct BuiltinKind {
 };
 
 // NVLink per GPU per direction: V100 6 links x 25 GB/s; A100 12 x 25 GB/s; H100/H200
-// 18 x 25 GB/s (NVSwitch in A100/H100/H200 nodes). Inter-node: DGX-1/DGX A100 HDR
-// InfiniBand 200 Gb/s, DGX H100/H200 NDR 400 Gb/s, one NIC per GPU. Latencies are the
+// 18 x 25 GB/s (NVSwitch in A100/H100/H200 nodes); B200 and GB200 NVLink 5, 18 x 50 GB/s, the
+// GB200 NVL72's one NVLink domain spanning 72 GPUs (a "node" here is an NVLink domain, so
+// gb200 groups 72 devices per node). Inter-node: DGX-1/DGX A100 HDR
+// InfiniBand 200 Gb/s, DGX H100/H200/B200 and GB200 NDR 400 Gb/s, one NIC per GPU. Latencies are the
 // few microseconds NCCL pays per message (a step's launch and synchronisation, not the
 // wire). "cpu": processes on one machine over shared memory or loopback (Gloo); the
 // inter-node link is never used by a one-node cluster and is 10 Gb/s Ethernet.
@@ -33,6 +35,8 @@ constexpr BuiltinKind kKinds[] = {
     {"a100-80gb", 8, 300, 5, 200, 10},
     {"h100-sxm", 8, 450, 5, 400, 10},
     {"h200", 8, 450, 5, 400, 10},
+    {"b200", 8, 900, 5, 400, 10},
+    {"gb200", 72, 900, 5, 400, 10},
     {"cpu", 0, 5, 20, 10, 50},
 };
 

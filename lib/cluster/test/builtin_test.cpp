@@ -78,7 +78,7 @@ TEST(BuiltinCluster, BadArgumentsAreUserErrors) {
   } catch (const UserError& error) {
     EXPECT_EQ(std::string(error.what()),
               "unknown device kind 'tpu' (built-in kinds: v100, a100, a100-80gb, h100-sxm, h200, "
-              "cpu; for other machines write a cluster file, see docs/cluster-format.md)");
+              "b200, gb200, cpu; for other machines write a cluster file, see docs/cluster-format.md)");
   }
   try {
     builtin_cluster("a100", 0);

@@ -267,12 +267,16 @@ const EfficiencyCurve& DeviceSpec::curve(const std::string& op) const {
   return curves[static_cast<int>(op_class(op))];
 }
 
-std::vector<std::string> catalog_kinds() { return {"v100", "a100", "a100-80gb", "h100-sxm", "h200", "cpu"}; }
+std::vector<std::string> catalog_kinds() {
+  return {"v100", "a100", "a100-80gb", "h100-sxm", "h200", "b200", "gb200", "cpu"};
+}
 
 std::optional<std::string> catalog_kind_of_gpu(const std::string& name) {
   std::string upper;
   for (const char c : name) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   const auto has = [&upper](const char* part) { return upper.find(part) != std::string::npos; };
+  if (has("GB200")) return "gb200";
+  if (has("B200")) return "b200";
   if (has("H200")) return "h200";
   // The catalog's H100 is the SXM part; PCIe and NVL H100s have less bandwidth.
   if (has("H100") && (has("SXM") || has("HBM3")) && !has("PCIE") && !has("NVL")) return "h100-sxm";
@@ -283,7 +287,9 @@ std::optional<std::string> catalog_kind_of_gpu(const std::string& name) {
 
 // NVIDIA's datasheets, dense (no structured sparsity): V100 SXM2 (FP32 15.7, FP16 tensor
 // cores 125), A100 SXM4 (FP32 19.5, TF32 156, BF16/FP16 312), H100 SXM5 and H200 SXM (FP32
-// 67, TF32 494.7, BF16/FP16 989.4, FP8 1978.9).
+// 67, TF32 494.7, BF16/FP16 989.4, FP8 1978.9); HGX B200 and GB200 NVL72 (their 8- and 72-GPU
+// figures per GPU, halved from the sparse ones: B200 FP32 75, TF32 1125, BF16 2250, FP8 4500,
+// 180 GB; GB200 FP32 80, TF32 1250, BF16 2500, FP8 5000, 186 GB; HBM3e 8 TB/s both).
 // The last figure is the best bf16 GEMM rate measured with cuBLAS (TFLOP/s): the "maximum
 // achievable matmul FLOPS" table of S. Bekman's ML Engineering book (mamf-finder.py, CUDA
 // 12.1): A100 SXM 267.9 (85.9% of 312), H100 SXM 792.1 (80.1% of 989). None is taken for
@@ -298,6 +304,10 @@ const GpuSheet kGpuSheets[] = {
      989.4, 1978.9, 3350, 80, 792.1},
     {"h200", "NVIDIA H200-SXM-141GB (TF32 495, BF16 989, FP8 1979 TFLOP/s dense; 4800 GB/s)", 67, 494.7, 989.4,
      989.4, 1978.9, 4800, 141},
+    {"b200", "NVIDIA B200 in HGX B200 (TF32 1125, BF16 2250, FP8 4500 TFLOP/s dense; 8000 GB/s)", 75, 1125, 2250,
+     2250, 4500, 8000, 180},
+    {"gb200", "NVIDIA GB200 NVL72's Blackwell GPU (TF32 1250, BF16 2500, FP8 5000 TFLOP/s dense; 8000 GB/s)", 80,
+     1250, 2500, 2500, 5000, 8000, 186},
 };
 
 DeviceSpec catalog_device(const std::string& kind) {
@@ -377,6 +387,7 @@ LayerTime AnalyticCostModel::attention_core_memory(const graph::Graph& graph, gr
                                                    int64_t parts) const {
   if (graph.layer(id).op() != graph::OpKind::SelfAttention) return LayerTime{};
   const auto& attrs = std::get<graph::SelfAttentionAttrs>(graph.layer(id).attrs);
+  if (attrs.flash) return LayerTime{};  // a fused kernel keeps the scores on chip
   const double tokens = static_cast<double>(graph.info(id).output_shape.at(0));
   const double elements = static_cast<double>(attrs.heads / parts) * tokens * tokens * static_cast<double>(batch);
   const double value = value_bytes(device_.precision);

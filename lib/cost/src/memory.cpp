@@ -38,14 +38,20 @@ Recompute parse_recompute(const std::string& name) { return kRecomputeNames.pars
 
 namespace {
 
-// [T, D] of a self_attention layer's output and its heads.
+// A self_attention layer's tokens and per-head sizes (op.h's defaults filled in).
 struct AttentionShape {
-  double tokens, width, heads;
+  double tokens, heads, kv_heads, head_dim, v_head_dim;
+  bool flash;
 };
 AttentionShape attention_shape(const graph::Graph& graph, graph::LayerId id) {
   const auto& shape = graph.info(id).output_shape;
-  return {static_cast<double>(shape.at(0)), static_cast<double>(shape.at(1)),
-          static_cast<double>(std::get<graph::SelfAttentionAttrs>(graph.layer(id).attrs).heads)};
+  const auto& a = std::get<graph::SelfAttentionAttrs>(graph.layer(id).attrs);
+  const double width = static_cast<double>(shape.at(1));
+  const double heads = static_cast<double>(a.heads);
+  const double head_dim = a.head_dim > 0 ? static_cast<double>(a.head_dim) : width / heads;
+  return {static_cast<double>(shape.at(0)), heads,
+          a.kv_heads > 0 && a.kv_lora_rank == 0 ? static_cast<double>(a.kv_heads) : heads, head_dim,
+          a.v_head_dim > 0 ? static_cast<double>(a.v_head_dim) : head_dim, a.flash};
 }
 
 }  // namespace
@@ -53,21 +59,25 @@ AttentionShape attention_shape(const graph::Graph& graph, graph::LayerId id) {
 Bytes attention_core_per_sample(const graph::Graph& graph, graph::LayerId id) {
   if (graph.layer(id).op() != graph::OpKind::SelfAttention) return Bytes(0);
   const AttentionShape a = attention_shape(graph, id);
-  return Bytes(a.heads * a.tokens * a.tokens * kFloatBytes);
+  // A fused kernel keeps each row's log-sum-exp (H x T), a dense one the H x T x T weights.
+  return Bytes(a.heads * a.tokens * (a.flash ? 1.0 : a.tokens) * kFloatBytes);
 }
 
 double attention_core_forward_share(const graph::Graph& graph, graph::LayerId id) {
   const double flops = static_cast<double>(graph.info(id).forward_flops);
   if (graph.layer(id).op() != graph::OpKind::SelfAttention || !(flops > 0)) return 0;
   const AttentionShape a = attention_shape(graph, id);
-  return std::min(1.0, 4 * a.tokens * a.tokens * a.width / flops);
+  const double core = 2 * a.tokens * a.tokens * a.heads * (a.head_dim + a.v_head_dim) * (a.flash ? 0.5 : 1.0);
+  return std::min(1.0, core / flops);
 }
 
 Bytes saved_inside_per_sample(const graph::Graph& graph, graph::LayerId id, Recompute recompute) {
   if (graph.layer(id).op() != graph::OpKind::SelfAttention) return Bytes(0);
-  // q, k and v, and the heads merged before the output projection: 4 x T x D values.
+  // q, k and v, and the heads merged before the output projection: T x (H hd + 2 KV hd + H vd)
+  // values (4 T D for multi-head attention).
   const AttentionShape a = attention_shape(graph, id);
-  const Bytes projections(4 * a.tokens * a.width * kFloatBytes);
+  const Bytes projections(a.tokens * (a.heads * a.head_dim + a.kv_heads * (a.head_dim + a.v_head_dim) +
+                                      a.heads * a.v_head_dim) * kFloatBytes);
   return recompute == Recompute::Selective ? projections : projections + attention_core_per_sample(graph, id);
 }
 

@@ -79,7 +79,12 @@ DividedUnits divided_units(const graph::Graph& graph, graph::LayerId layer, Spli
   switch (kind) {
     case SplitKind::Column: return {"output features", output_features(graph, layer)};
     case SplitKind::Row: return {"input features", output_features(graph, graph.inputs(layer).at(0))};
-    case SplitKind::Heads: return {"heads", std::get<graph::SelfAttentionAttrs>(graph.layer(layer).attrs).heads};
+    case SplitKind::Heads: {
+      // Grouped-query attention splits whole key/value heads (and their query heads with them).
+      const auto& a = std::get<graph::SelfAttentionAttrs>(graph.layer(layer).attrs);
+      if (a.kv_heads > 0 && a.kv_heads < a.heads && a.kv_lora_rank == 0) return {"kv heads", a.kv_heads};
+      return {"heads", a.heads};
+    }
     case SplitKind::Features: return {"features", output_features(graph, layer)};
     default: return {};
   }
@@ -96,7 +101,9 @@ int64_t part_params(const graph::Graph& graph, graph::LayerId layer, const Tenso
       return (params - bias) / k + bias;
     }
     case SplitKind::Heads: {
-      const int64_t width = output_features(graph, layer);  // D; the output projection's bias
+      // D: the output projection's bias, kept whole on every part.
+      const bool out_bias = std::get<graph::SelfAttentionAttrs>(graph.layer(layer).attrs).out_bias;
+      const int64_t width = out_bias ? output_features(graph, layer) : 0;
       return (params - width) / k + width;
     }
     default: return params;

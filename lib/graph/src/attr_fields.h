@@ -75,6 +75,7 @@ template <typename Visit> void for_each_field(ConcatAttrs& a, Visit&& v) {
 }
 template <typename Visit> void for_each_field(LayerNormAttrs& a, Visit&& v) {
   v("eps", a.eps, Presence::Optional);
+  v("rms", a.rms, Presence::OmitIfDefault);
 }
 template <typename Visit> void for_each_field(EmbeddingAttrs& a, Visit&& v) {
   v("num_embeddings", a.num_embeddings, Presence::Required);
@@ -94,6 +95,26 @@ template <typename Visit> void for_each_field(SelfAttentionAttrs& a, Visit&& v) 
   v("heads", a.heads, Presence::Required);
   v("causal", a.causal, Presence::Optional);
   v("dropout", a.dropout, Presence::Optional);
+  v("kv_heads", a.kv_heads, Presence::OmitIfDefault);
+  v("head_dim", a.head_dim, Presence::OmitIfDefault);
+  v("qkv_bias", a.qkv_bias, Presence::OmitIfDefault);
+  v("out_bias", a.out_bias, Presence::OmitIfDefault);
+  v("rotary_theta", a.rotary_theta, Presence::OmitIfDefault);
+  v("rotary_dims", a.rotary_dims, Presence::OmitIfDefault);
+  v("qk_norm", a.qk_norm, Presence::OmitIfDefault);
+  v("flash", a.flash, Presence::OmitIfDefault);
+  v("q_lora_rank", a.q_lora_rank, Presence::OmitIfDefault);
+  v("kv_lora_rank", a.kv_lora_rank, Presence::OmitIfDefault);
+  v("rope_head_dim", a.rope_head_dim, Presence::OmitIfDefault);
+  v("v_head_dim", a.v_head_dim, Presence::OmitIfDefault);
+}
+template <typename Visit> void for_each_field(MoeAttrs& a, Visit&& v) {
+  v("experts", a.experts, Presence::Required);
+  v("top_k", a.top_k, Presence::Required);
+  v("expert_ffn", a.expert_ffn, Presence::Required);
+  v("shared_ffn", a.shared_ffn, Presence::OmitIfDefault);
+  v("shared_gate", a.shared_gate, Presence::OmitIfDefault);
+  v("capacity_factor", a.capacity_factor, Presence::OmitIfDefault);
 }
 template <typename Visit> void for_each_field(SoftmaxCrossEntropyAttrs& a, Visit&& v) {
   v("weight", a.weight, Presence::Optional);

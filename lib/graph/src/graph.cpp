@@ -205,12 +205,14 @@ Graph Graph::build(std::string name, std::vector<LayerSpec> specs) {
   }
   for (const LayerInfo& info : graph.infos_) {
     const auto params = checked_add(graph.total_params_, info.params);
+    const auto active = checked_add(graph.total_active_params_, info.active_params);
     const auto flops = checked_add(graph.total_forward_flops_, info.forward_flops);
     const auto bytes = checked_add(graph.total_output_bytes_, info.output_bytes);
-    if (!params || !flops || !bytes) {
+    if (!params || !active || !flops || !bytes) {
       throw UserError(fmt::format("model '{}': totals overflow int64", graph.name_));
     }
     graph.total_params_ = *params;
+    graph.total_active_params_ = *active;
     graph.total_forward_flops_ = *flops;
     graph.total_output_bytes_ = *bytes;
   }

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "attr_fields.h"
+#include "burst/graph/hf_config.h"
 #include "burst/graph/onnx_import.h"
 #include "burst/graph/zoo.h"
 #include "burst/util/error.h"
@@ -206,6 +208,7 @@ void save_model_file(const Graph& graph, const std::string& path) {
 }
 
 Graph load_model(const std::string& zoo_spec_or_path) {
+  if (is_hf_spec(zoo_spec_or_path)) return build_hf_model(zoo_spec_or_path);
   if (is_zoo_model(zoo_spec_or_path)) return build_zoo_model(zoo_spec_or_path);
   if (is_onnx_path(zoo_spec_or_path)) return import_onnx_file(zoo_spec_or_path, /*weights=*/false).graph;
   std::ifstream probe(zoo_spec_or_path);
@@ -214,6 +217,35 @@ Graph load_model(const std::string& zoo_spec_or_path) {
     return load_model_file(zoo_spec_or_path);
   }
   return build_zoo_model(zoo_spec_or_path);  // throws "unknown model ... zoo models: ..."
+}
+
+std::string with_sequence_length(const std::string& spec, int64_t seq) {
+  if (seq < 1) throw UserError(fmt::format("--seq {}: give a positive number of tokens", seq));
+  if (is_hf_spec(spec)) {
+    const auto suffix = spec.rfind(":seq=");
+    return fmt::format("{}:seq={}", suffix == std::string::npos || suffix < 3 ? spec : spec.substr(0, suffix), seq);
+  }
+  const std::string name = spec.substr(0, spec.find(':'));
+  const auto& entries = zoo_entries();
+  const auto entry = std::find_if(entries.begin(), entries.end(), [&](const ZooEntry& e) { return e.name == name; });
+  const bool takes_seq = entry != entries.end() && std::any_of(entry->options.begin(), entry->options.end(),
+                                                              [](const ZooOption& o) { return o.key == "seq"; });
+  if (!takes_seq) {
+    throw UserError(fmt::format("--seq {}: model '{}' has no sequence length to set (the zoo's gpt2 and llama "
+                                "and hf: configs take one; a model file fixes its own)",
+                                seq, text_excerpt(spec)));
+  }
+  // Drop any seq=... the spec holds, then add the new one.
+  const auto colon = spec.find(':');
+  std::string options;
+  if (colon != std::string::npos) {
+    std::stringstream stream(spec.substr(colon + 1));
+    std::string item;
+    while (std::getline(stream, item, ',')) {
+      if (item.rfind("seq=", 0) != 0) options += item + ",";
+    }
+  }
+  return fmt::format("{}:{}seq={}", name, options, seq);
 }
 
 }  // namespace burst::graph

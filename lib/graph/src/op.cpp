@@ -23,7 +23,7 @@ constexpr std::array<const char*, kOpKindCount> kOpNames = {
     "avgpool3d",   "pow_scalar",     "add_scalar",         "sqrt",
     "reciprocal",  "rotary",         "shift",              "prelu",
     "erf",         "instance_norm",  "upsample",           "pad",
-    "expand",
+    "expand",      "moe",
 };
 
 // default_attrs(kind) builds alternative number `kind` of the variant, value-initialised.

@@ -112,6 +112,7 @@ class Inferrer {
     info.output_shape = std::move(shape);
     info.output_dtype = dtype;
     info.params = params;
+    info.active_params = params;
     info.forward_flops = flops;
     return info;
   }
@@ -368,7 +369,7 @@ class Inferrer {
   LayerInfo operator()(const LayerNormAttrs& a) const {
     const Shape& in = float_input(0, "[..., features]");
     if (!(a.eps > 0)) fail(fmt::format("eps must be positive, got {}", a.eps));
-    return finish(in, mul(2, in.back(), "parameter count"),
+    return finish(in, mul(a.rms ? 1 : 2, in.back(), "parameter count"),
                   mul(kLayerNormFlops, numel(in), "FLOPs"));
   }
 
@@ -418,27 +419,125 @@ class Inferrer {
 
   LayerInfo operator()(const SelfAttentionAttrs& a) const {
     const Shape& in = float_input(2, "[T, D]");
-    require_positive(a.heads, "heads");
+    const AttentionDims dims = attention_dims(a, in[1]);
     const int64_t tokens = in[0];
-    const int64_t width = in[1];
-    if (width % a.heads != 0) {
-      fail(fmt::format("width {} is not divisible by {} heads", width, a.heads));
-    }
-    if (!(a.dropout >= 0 && a.dropout < 1)) {
-      fail(fmt::format("dropout must be in [0, 1), got {}", a.dropout));
-    }
-    // Q/K/V and output projections: 4 D x D weights and 4 D biases.
-    const int64_t width_sq = mul(width, width, "parameter count");
-    const int64_t params = add(mul(4, width_sq, "parameter count"), mul(4, width, "parameter count"),
-                               "parameter count");
-    // Projections 8 T D^2 (+ 4 T D bias adds); scores Q K^T and weights x V: 2 T^2 D each;
-    // softmax over H x T x T scores. Causal attention is counted dense, as dense kernels run it.
+    const AttentionWeights weights = attention_weights(a, dims, in[1]);
+    // Projections: 2 T FLOPs per matrix weight, T per bias. Scores Q K^T and weights x V:
+    // 2 T^2 H head_dim and 2 T^2 H v_head_dim; softmax over H x T x T scores. Dense kernels
+    // run a causal core whole; a fused (flash) causal core computes the half it keeps.
     const int64_t tokens_sq = mul(tokens, tokens, "FLOPs");
-    int64_t flops = mul(mul(8, tokens, "FLOPs"), width_sq, "FLOPs");
-    flops = add(flops, mul(4, mul(tokens, width, "FLOPs"), "FLOPs"), "FLOPs");
-    flops = add(flops, mul(mul(4, tokens_sq, "FLOPs"), width, "FLOPs"), "FLOPs");
-    flops = add(flops, mul(mul(kSoftmaxFlops, a.heads, "FLOPs"), tokens_sq, "FLOPs"), "FLOPs");
-    return finish(in, params, flops);
+    int64_t flops = mul(mul(2, tokens, "FLOPs"), weights.matrix, "FLOPs");
+    flops = add(flops, mul(tokens, weights.vectors, "FLOPs"), "FLOPs");
+    const int64_t core_width = add(dims.head_dim, dims.v_head_dim, "FLOPs");
+    int64_t core = mul(mul(2, tokens_sq, "FLOPs"), mul(dims.heads, core_width, "FLOPs"), "FLOPs");
+    core = add(core, mul(mul(kSoftmaxFlops, dims.heads, "FLOPs"), tokens_sq, "FLOPs"), "FLOPs");
+    if (a.flash && a.causal) core /= 2;
+    flops = add(flops, core, "FLOPs");
+    return finish(in, weights.total, flops);
+  }
+
+  // The per-head sizes of an attention layer on width D, checked.
+  struct AttentionDims {
+    int64_t heads, kv_heads, head_dim, v_head_dim;
+  };
+  AttentionDims attention_dims(const SelfAttentionAttrs& a, int64_t width) const {
+    require_positive(a.heads, "heads");
+    if (!(a.dropout >= 0 && a.dropout < 1)) fail(fmt::format("dropout must be in [0, 1), got {}", a.dropout));
+    for (const auto& [value, name] : {std::pair{a.kv_heads, "kv_heads"}, {a.head_dim, "head_dim"},
+                                      {a.rotary_dims, "rotary_dims"}, {a.q_lora_rank, "q_lora_rank"},
+                                      {a.kv_lora_rank, "kv_lora_rank"}, {a.rope_head_dim, "rope_head_dim"},
+                                      {a.v_head_dim, "v_head_dim"}}) {
+      if (value < 0) fail(fmt::format("{} must not be negative, got {}", name, value));
+    }
+    if (!(a.rotary_theta >= 0)) fail(fmt::format("rotary_theta must not be negative, got {}", a.rotary_theta));
+    AttentionDims dims{a.heads, a.kv_heads == 0 ? a.heads : a.kv_heads, a.head_dim, 0};
+    if (a.heads % dims.kv_heads != 0) {
+      fail(fmt::format("{} heads are not divisible by {} kv_heads", a.heads, dims.kv_heads));
+    }
+    if (dims.head_dim == 0) {
+      if (width % a.heads != 0) fail(fmt::format("width {} is not divisible by {} heads", width, a.heads));
+      dims.head_dim = width / a.heads;
+    }
+    dims.v_head_dim = a.v_head_dim == 0 ? dims.head_dim : a.v_head_dim;
+    if (a.kv_lora_rank > 0 && !(a.rope_head_dim > 0 && a.rope_head_dim < dims.head_dim)) {
+      fail(fmt::format("latent attention needs 0 < rope_head_dim < head_dim {}, got {}", dims.head_dim,
+                       a.rope_head_dim));
+    }
+    if (a.kv_lora_rank > 0 && a.kv_heads != 0 && a.kv_heads != a.heads) {
+      fail("latent attention has one key and value head per query head: leave kv_heads unset");
+    }
+    if (a.rotary_dims > dims.head_dim || a.rotary_dims % 2 != 0) {
+      fail(fmt::format("rotary_dims {} must be even and at most head_dim {}", a.rotary_dims, dims.head_dim));
+    }
+    return dims;
+  }
+
+  // Matrix weights (2 FLOPs a token each), bias and norm vectors (one each) and their sum.
+  struct AttentionWeights {
+    int64_t matrix = 0, vectors = 0, total = 0;
+  };
+  AttentionWeights attention_weights(const SelfAttentionAttrs& a, const AttentionDims& d, int64_t width) const {
+    AttentionWeights w;
+    const auto matrix = [&](int64_t rows, int64_t cols) { w.matrix = add(w.matrix, mul(rows, cols, "parameter count"), "parameter count"); };
+    const auto vector = [&](int64_t size) { w.vectors = add(w.vectors, size, "parameter count"); };
+    const int64_t q_width = mul(d.heads, d.head_dim, "parameter count");
+    const int64_t v_width = mul(d.heads, d.v_head_dim, "parameter count");
+    if (a.kv_lora_rank > 0) {
+      if (a.q_lora_rank > 0) {
+        matrix(width, a.q_lora_rank);
+        vector(a.q_lora_rank);  // q_a_layernorm
+        matrix(a.q_lora_rank, q_width);
+      } else {
+        matrix(width, q_width);
+      }
+      matrix(width, add(a.kv_lora_rank, a.rope_head_dim, "parameter count"));
+      vector(a.kv_lora_rank);  // kv_a_layernorm
+      const int64_t nope = d.head_dim - a.rope_head_dim;
+      matrix(a.kv_lora_rank, mul(d.heads, add(nope, d.v_head_dim, "parameter count"), "parameter count"));
+    } else {
+      const int64_t kv_width = mul(d.kv_heads, d.head_dim, "parameter count");
+      matrix(width, q_width);
+      matrix(width, kv_width);
+      matrix(width, mul(d.kv_heads, d.v_head_dim, "parameter count"));
+      if (a.qkv_bias) vector(add(q_width, add(kv_width, mul(d.kv_heads, d.v_head_dim, "parameter count"), "parameter count"), "parameter count"));
+      if (a.qk_norm) vector(mul(2, d.head_dim, "parameter count"));
+    }
+    matrix(v_width, width);
+    if (a.out_bias) vector(width);
+    w.total = add(w.matrix, w.vectors, "parameter count");
+    return w;
+  }
+
+  LayerInfo operator()(const MoeAttrs& a) const {
+    const Shape& in = float_input(2, "[T, D]");
+    require_positive(a.experts, "experts");
+    require_positive(a.top_k, "top_k");
+    require_positive(a.expert_ffn, "expert_ffn");
+    if (a.top_k > a.experts) fail(fmt::format("top_k {} exceeds the {} experts", a.top_k, a.experts));
+    if (a.shared_ffn < 0) fail(fmt::format("shared_ffn must not be negative, got {}", a.shared_ffn));
+    if (a.shared_gate && a.shared_ffn == 0) fail("shared_gate needs a shared expert (shared_ffn > 0)");
+    if (!(a.capacity_factor == 0 || a.capacity_factor >= 1)) {
+      fail(fmt::format("capacity_factor must be 0 (dropless) or at least 1, got {}", a.capacity_factor));
+    }
+    const int64_t width = in[1], tokens = in[0];
+    // A SwiGLU MLP of width F: gate and up D x F, down F x D.
+    const int64_t expert = mul(3, mul(width, a.expert_ffn, "parameter count"), "parameter count");
+    const int64_t shared = add(mul(3, mul(width, a.shared_ffn, "parameter count"), "parameter count"),
+                               a.shared_gate ? width : 0, "parameter count");
+    const int64_t router = mul(width, a.experts, "parameter count");
+    const int64_t params = add(add(router, mul(a.experts, expert, "parameter count"), "parameter count"), shared,
+                               "parameter count");
+    const int64_t active = add(add(router, mul(a.top_k, expert, "parameter count"), "parameter count"), shared,
+                               "parameter count");
+    // 2 T FLOPs per active weight; SiLU and the gate's product on each expert's hidden values;
+    // the routing softmax and the weighted sum of top_k outputs.
+    int64_t flops = mul(mul(2, tokens, "FLOPs"), active, "FLOPs");
+    const int64_t hidden = add(mul(a.top_k, a.expert_ffn, "FLOPs"), a.shared_ffn, "FLOPs");
+    flops = add(flops, mul(mul(kSiluFlops + 1, tokens, "FLOPs"), hidden, "FLOPs"), "FLOPs");
+    flops = add(flops, mul(tokens, add(mul(kSoftmaxFlops, a.experts, "FLOPs"), mul(2, mul(a.top_k, width, "FLOPs"), "FLOPs"), "FLOPs"), "FLOPs"), "FLOPs");
+    LayerInfo info = finish(in, params, flops);
+    info.active_params = active;
+    return info;
   }
 
   LayerInfo operator()(const HardtanhAttrs& a) const {

@@ -297,6 +297,7 @@ class Factory {
   }
 
   std::unique_ptr<LayerModule> operator()(const graph::LayerNormAttrs& a) const {
+    if (a.rms) refuse_planned_only("RMSNorm (layernorm with rms)");
     // Normalises the last dim: [B, ..., D] -> same.
     return unary(torch::nn::LayerNorm(torch::nn::LayerNormOptions({in().back()}).eps(a.eps)));
   }
@@ -346,6 +347,14 @@ class Factory {
     return function(1, [options](const auto& x) { return torch::nn::functional::interpolate(x[0], options); });
   }
 
+  std::unique_ptr<LayerModule> operator()(const graph::MoeAttrs&) const { refuse_planned_only("moe"); }
+
+  // Layers burst plans but does not run yet (docs/llm.md, "What runs").
+  [[noreturn]] void refuse_planned_only(const std::string& what) const {
+    throw UserError(fmt::format("layer '{}': burst plans {} layers but does not train them yet (docs/llm.md)",
+                                graph_.layer(id_).name, what));
+  }
+
   std::unique_ptr<LayerModule> operator()(const graph::ExpandAttrs& a) const {
     std::vector<int64_t> sizes{-1};  // the batch kept
     sizes.insert(sizes.end(), a.shape.begin(), a.shape.end());
@@ -388,6 +397,11 @@ class Factory {
   }
 
   std::unique_ptr<LayerModule> operator()(const graph::SelfAttentionAttrs& a) const {
+    const graph::SelfAttentionAttrs plain{a.heads, a.causal, a.dropout};
+    if (!(a.kv_heads == plain.kv_heads && a.head_dim == plain.head_dim && a.qkv_bias && a.out_bias &&
+          a.rotary_theta == 0 && !a.qk_norm && a.kv_lora_rank == 0 && a.q_lora_rank == 0 && a.v_head_dim == 0)) {
+      refuse_planned_only("self_attention with grouped-query, rotary, qk-norm, latent or bias-free projections");
+    }
     return std::make_unique<AttentionLayer>(SelfAttention(in()[1], a.heads, a.causal, a.dropout), id_);  // [B, T, D]
   }
 

@@ -2,6 +2,7 @@
 // whole forward pass on small variants, and small forwards checked by hand.
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -45,7 +46,12 @@ const std::map<std::string, std::string> kSmallOptions = {
     {"resnet", "depth=18,image_size=32"},
     {"vit_b_16", "layers=1"},
     {"gpt2", "layers=1,seq=16,vocab=100"},
+    {"llama", "layers=1,width=64,heads=4,kv_heads=2,ffn=128,vocab=100,seq=16"},
 };
+
+// The zoo models whose layers burst plans but does not train yet (docs/llm.md, "What runs"):
+// their RMSNorm and grouped-query attention layers are refused, naming the layer.
+const std::set<std::string> kPlannedOnly = {"llama"};
 
 std::string small_spec(const std::string& name) {
   const auto found = kSmallOptions.find(name);
@@ -70,7 +76,15 @@ TEST(LayersTest, ParameterCountsMatchTheGraphForEveryZooModel) {
       const std::string key = graph::layer_signature(graph, id) + (tied ? " tied" : "");
       auto found = params_by_key.find(key);
       if (found == params_by_key.end()) {
-        const auto layer = make_layer_module(graph, id);
+        std::unique_ptr<LayerModule> layer;
+        try {
+          layer = make_layer_module(graph, id);
+        } catch (const UserError& error) {
+          EXPECT_EQ(kPlannedOnly.count(entry.name), 1u) << error.what();
+          EXPECT_NE(std::string(error.what()).find("does not train them yet"), std::string::npos) << error.what();
+          total += graph.info(id).params;
+          continue;
+        }
         found = params_by_key.emplace(key, numel_of(layer->parameters())).first;
       }
       EXPECT_EQ(found->second, graph.info(id).params) << "layer " << graph.layer(id).name;

@@ -47,9 +47,9 @@ void check_shape(const graph::Graph& graph, int devices, int64_t global_batch, c
   if (shape.tensor > 1) {
     const graph::LayerId undivided = first_undivided(graph, shape.tensor);
     if (undivided >= 0) {
-      throw UserError(fmt::format("--tensor-parallel {} does not divide the {} heads of '{}'", shape.tensor,
-                                  cost::divided_units(graph, undivided, SplitKind::Heads).count,
-                                  graph.layer(undivided).name));
+      const cost::DividedUnits heads = cost::divided_units(graph, undivided, SplitKind::Heads);
+      throw UserError(fmt::format("--tensor-parallel {} does not divide the {} {} of '{}'", shape.tensor,
+                                  heads.count, heads.what, graph.layer(undivided).name));
     }
   }
   const int stages = static_cast<int>(valid_stage_starts(graph).size()) + 1;

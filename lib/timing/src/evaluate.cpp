@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "burst/cost/memory.h"
+#include "burst/graph/language_model.h"
 #include "burst/program/step_program.h"
 #include "burst/timing/step_tasks.h"
 #include "burst/timing/task_timer.h"
@@ -232,6 +233,19 @@ double model_flops_utilisation(const graph::Graph& graph, int64_t global_batch, 
                                double peak_flops) {
   const double forward = forward_and_recomputed_flops(graph, cost::Recompute::None).first;
   return utilisation(3 * forward, global_batch, iteration, devices, peak_flops);
+}
+
+std::optional<LanguageModelRate> language_model_rate(const graph::Graph& graph, int64_t global_batch,
+                                                     Seconds iteration, int devices, double peak_flops) {
+  const std::optional<int64_t> tokens = graph::sequence_length(graph);
+  if (!tokens || !(iteration.s() > 0) || devices < 1) return std::nullopt;
+  LanguageModelRate rate;
+  rate.tokens_per_s_per_device =
+      static_cast<double>(*tokens) * static_cast<double>(global_batch) / iteration.s() / devices;
+  const double flop_s = rate.tokens_per_s_per_device * graph::model_flops_per_token(graph);
+  rate.model_tflop_s_per_device = flop_s / 1e12;
+  rate.mfu = peak_flops > 0 ? flop_s / peak_flops : 0;
+  return rate;
 }
 
 double hardware_flops_utilisation(const graph::Graph& graph, int64_t global_batch, Seconds iteration, int devices,

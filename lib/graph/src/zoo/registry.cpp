@@ -13,7 +13,7 @@ namespace {
 std::vector<ZooEntry> collect_entries() {
   std::vector<ZooEntry> all;
   for (auto&& part : {zoo::vgg_entries(), zoo::resnet_entries(), zoo::inception_entries(),
-                      zoo::vit_entries(), zoo::gpt2_entries(), zoo::fmnist_cnn_entries()}) {
+                      zoo::vit_entries(), zoo::gpt2_entries(), zoo::llama_entries(), zoo::fmnist_cnn_entries()}) {
     all.insert(all.end(), part.begin(), part.end());
   }
   return all;
@@ -85,7 +85,7 @@ Graph build_zoo_model(const std::string& spec) {
 }
 
 int64_t option_int(const ZooOptions& options, const std::string& model, const std::string& key,
-                   int64_t max_value) {
+                   int64_t max_value, int64_t min_value) {
   const std::string& text = options.at(key);
   size_t used = 0;
   long long value = 0;
@@ -94,13 +94,28 @@ int64_t option_int(const ZooOptions& options, const std::string& model, const st
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != text.size() || text.empty() || value <= 0) {
-    throw UserError(fmt::format("model '{}': option {}={} is not a positive integer", model, key,
-                                text));
+  if (used != text.size() || text.empty() || value < min_value) {
+    throw UserError(fmt::format("model '{}': option {}={} is not {}", model, key, text,
+                                min_value == 0 ? "a whole number (0 or more)" : "a positive integer"));
   }
   if (value > max_value) {
     throw UserError(fmt::format("model '{}': option {}={} exceeds the limit {}", model, key, text,
                                 max_value));
+  }
+  return value;
+}
+
+double option_number(const ZooOptions& options, const std::string& model, const std::string& key) {
+  const std::string& text = options.at(key);
+  size_t used = 0;
+  double value = -1;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || !(value >= 0) || !(value < 1e12)) {
+    throw UserError(fmt::format("model '{}': option {}={} is not a number of 0 or more", model, key, text));
   }
   return value;
 }

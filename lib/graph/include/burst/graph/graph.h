@@ -42,6 +42,9 @@ class Graph {
 
   // Totals over all layers (per sample for FLOPs and bytes).
   int64_t total_params() const { return total_params_; }
+  // The parameters one token's forward reads: total_params less the experts a mixture of
+  // experts does not route it to.
+  int64_t total_active_params() const { return total_active_params_; }
   int64_t total_forward_flops() const { return total_forward_flops_; }
   int64_t total_output_bytes() const { return total_output_bytes_; }
 
@@ -57,6 +60,7 @@ class Graph {
   std::vector<std::vector<LayerId>> tied_heads_;  // by embedding
   std::unordered_map<std::string, LayerId> index_;
   int64_t total_params_ = 0;
+  int64_t total_active_params_ = 0;
   int64_t total_forward_flops_ = 0;
   int64_t total_output_bytes_ = 0;
 };

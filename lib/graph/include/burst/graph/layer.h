@@ -26,6 +26,9 @@ struct LayerInfo {
   Shape output_shape;
   DType output_dtype = DType::Float32;
   int64_t params = 0;
+  // Parameters one token's forward reads: params, except in a moe layer (the router, top_k
+  // experts and the shared ones) -- the "active parameters" of a mixture of experts.
+  int64_t active_params = 0;
   int64_t forward_flops = 0;
   int64_t output_bytes = 0;
 };

@@ -37,8 +37,12 @@ void save_model_file(const Graph& graph, const std::string& path);
 
 namespace burst::graph {
 
-// What every `--model M` accepts: a zoo spec ("resnet50", "gpt2:layers=24") or a path to a
-// model file. Unknown names list the zoo.
+// What every `--model M` accepts: a zoo spec ("resnet50", "gpt2:layers=24"), a Hugging Face
+// config ("hf:PATH", hf_config.h) or a path to a model file. Unknown names list the zoo.
 Graph load_model(const std::string& zoo_spec_or_path);
+
+// `spec` with its sequence length set to `seq` tokens (the command line's --seq): the zoo's
+// seq option, or an hf: spec's ":seq=N". UserError for a model without one.
+std::string with_sequence_length(const std::string& spec, int64_t seq);
 
 }  // namespace burst::graph

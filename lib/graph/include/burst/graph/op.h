@@ -89,9 +89,11 @@ struct ConcatAttrs {
   int64_t axis = 0;
 };
 
-// torch.nn.LayerNorm over the last dimension, with weight and bias.
+// torch.nn.LayerNorm over the last dimension, with weight and bias; with `rms`, RMSNorm
+// (Llama's: x * rsqrt(mean(x^2) + eps) * weight, a weight and no bias or mean).
 struct LayerNormAttrs {
   double eps = 1e-5;
+  bool rms = false;
 };
 
 // torch.nn.Embedding: int64 ids [T] -> [T, dim].
@@ -122,12 +124,57 @@ struct TakeTokenAttrs {
   int64_t index = 0;
 };
 
-// Multi-head self-attention (torch.nn.MultiheadAttention with bias): [T, D] -> [T, D].
-// Parameters: packed Q/K/V projection 3D x D + 3D, output projection D x D + D.
+// Multi-head self-attention: [T, D] -> [T, D]. The defaults are torch.nn.MultiheadAttention
+// with bias: a packed Q/K/V projection 3D x D + 3D and an output projection D x D + D, heads
+// of D / heads features. The other fields describe today's decoders (docs/llm.md):
+//  - kv_heads: grouped-query attention, heads / kv_heads query heads share each key and value
+//    head (0: as many as heads). K and V are D x kv_heads x head_dim each.
+//  - head_dim: features per head when not D / heads (Qwen3's 128 at D = 2048, 32 heads).
+//  - qkv_bias, out_bias: whether the Q/K/V and the output projections have biases (Llama:
+//    neither; Qwen2: Q/K/V only).
+//  - rotary_theta > 0: rotary positions on queries and keys (rotary_dims of each head's
+//    features, 0: all of them; GPT-NeoX rotates a quarter).
+//  - qk_norm: an RMSNorm of head_dim on every query and key head (Qwen3).
+//  - flash: the core runs as a fused kernel (FlashAttention, torch's SDPA): no T x T scores are
+//    kept or moved through memory, and a causal core computes only the half it keeps.
+//  - kv_lora_rank > 0: DeepSeek's multi-head latent attention. Q is D -> q_lora_rank -> heads x
+//    head_dim (or D -> heads x head_dim with q_lora_rank 0), each low rank followed by an
+//    RMSNorm; keys and values come from one D -> kv_lora_rank + rope_head_dim projection,
+//    the latent normed and raised to heads x (head_dim - rope_head_dim + v_head_dim); the
+//    rope_head_dim rotated features of K are shared by all heads.
+//  - v_head_dim: features per value head when not head_dim (MLA's 128 beside 192).
 struct SelfAttentionAttrs {
   int64_t heads = 0;
   bool causal = false;
   double dropout = 0.0;
+  int64_t kv_heads = 0;
+  int64_t head_dim = 0;
+  bool qkv_bias = true;
+  bool out_bias = true;
+  double rotary_theta = 0.0;
+  int64_t rotary_dims = 0;
+  bool qk_norm = false;
+  bool flash = false;
+  int64_t q_lora_rank = 0;
+  int64_t kv_lora_rank = 0;
+  int64_t rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+};
+
+// A mixture-of-experts feed-forward block on [T, D] -> [T, D] (Mixtral, Qwen-MoE, DeepSeek):
+// a router D x experts (softmax, or DeepSeek's sigmoid, scores) sends each token to its top_k
+// experts, each a SwiGLU MLP D -> expert_ffn -> D (gate, up and down projections, no bias);
+// the outputs are summed weighted by the router's scores. shared_ffn > 0 adds an always-on
+// SwiGLU MLP of that width (DeepSeek's shared experts together; Qwen2-MoE's shared expert,
+// scaled by a sigmoid gate D x 1 when shared_gate). capacity_factor > 0 caps each expert at
+// capacity_factor x T x top_k / experts tokens (the rest dropped); 0 is dropless.
+struct MoeAttrs {
+  int64_t experts = 0;
+  int64_t top_k = 0;
+  int64_t expert_ffn = 0;
+  int64_t shared_ffn = 0;
+  bool shared_gate = false;
+  double capacity_factor = 0.0;
 };
 
 // Softmax cross-entropy against integer labels: logits [classes] or [T, classes] -> a
@@ -341,7 +388,7 @@ using Attrs =
                  SoftplusAttrs, ScaleAttrs, ConvTranspose2dAttrs, MulScalarAttrs, CausalMaskAttrs, Conv3dAttrs,
                  MaxPool3dAttrs, AvgPool3dAttrs, PowScalarAttrs, AddScalarAttrs, SqrtAttrs, ReciprocalAttrs,
                  RotaryAttrs, ShiftAttrs, PReluAttrs, ErfAttrs, InstanceNormAttrs, UpsampleAttrs, PadAttrs,
-                 ExpandAttrs>;
+                 ExpandAttrs, MoeAttrs>;
 
 // Same order as Attrs' alternatives: OpKind(attrs.index()) is a layer's op.
 enum class OpKind {
@@ -402,6 +449,7 @@ enum class OpKind {
   Upsample,
   Pad,
   Expand,
+  Moe,
 };
 inline constexpr int kOpKindCount = static_cast<int>(std::variant_size_v<Attrs>);
 

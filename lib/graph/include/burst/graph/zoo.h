@@ -46,9 +46,10 @@ inline constexpr int64_t kMaxZooOptionValue = int64_t{1} << 20;
 inline constexpr int64_t kMaxZooBlocks = 1024;
 
 // Option parsing helpers for zoo builders; errors name the model and the key.
-// option_int accepts integers in [1, max_value].
+// option_int accepts integers in [min_value, max_value]; option_number finite numbers >= 0.
 int64_t option_int(const ZooOptions& options, const std::string& model, const std::string& key,
-                   int64_t max_value = kMaxZooOptionValue);
+                   int64_t max_value = kMaxZooOptionValue, int64_t min_value = 1);
+double option_number(const ZooOptions& options, const std::string& model, const std::string& key);
 bool option_bool(const ZooOptions& options, const std::string& model, const std::string& key);
 
 }  // namespace burst::graph

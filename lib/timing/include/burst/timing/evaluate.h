@@ -22,6 +22,7 @@
 //  - each rank then updates the parameters of its layers (the optimizer step, cost model's
 //    update() per layer; 0 where it has no data) once its buckets are all-reduced;
 //  - the iteration ends when every rank's compute, message and all-reduce is done.
+#include <optional>
 #include <vector>
 
 #include "burst/graph/graph.h"
@@ -124,5 +125,17 @@ double model_flops_utilisation(const graph::Graph& graph, int64_t global_batch, 
 // cost::attention_core_forward_share), per second, over `devices` x `peak_flops`.
 double hardware_flops_utilisation(const graph::Graph& graph, int64_t global_batch, Seconds iteration, int devices,
                                   double peak_flops, cost::Recompute recompute);
+
+// A language model's throughput as torchtitan logs it: tokens per second per device, model
+// TFLOP/s per device by graph::model_flops_per_token, and that over the device's peak (its
+// MFU; 0 without a peak). nullopt for a graph that is not a language model or a time that
+// is not positive.
+struct LanguageModelRate {
+  double tokens_per_s_per_device = 0;
+  double model_tflop_s_per_device = 0;
+  double mfu = 0;
+};
+std::optional<LanguageModelRate> language_model_rate(const graph::Graph& graph, int64_t global_batch,
+                                                     Seconds iteration, int devices, double peak_flops);
 
 }  // namespace burst::timing
