@@ -264,6 +264,12 @@ void resolve_devices(const InputOptions& options, std::optional<cost::DeviceMode
   } else {
     inputs.device = device ? std::move(*device) : cost::resolve_device(inputs.cluster.device(), profile_path(options));
     inputs.capacity = program::MemoryCapacity{inputs.cluster.device(), inputs.device.spec.memory};
+    // A cluster file's memory_gib stands for the catalog's capacity (the smallest group's).
+    const Bytes catalog = inputs.device.spec.memory;
+    inputs.capacity.capacity = inputs.cluster.groups().front().memory.value_or(catalog);
+    for (const cluster::DeviceGroup& group : inputs.cluster.groups()) {
+      inputs.capacity.capacity = std::min(inputs.capacity.capacity, group.memory.value_or(catalog));
+    }
   }
   if (!options.device_memory.empty()) {
     inputs.capacity = program::MemoryCapacity{
@@ -276,6 +282,7 @@ void resolve_devices(const InputOptions& options, std::optional<cost::DeviceMode
 // each other kind at cost::kind_precision of it.
 void resolve_program(const InputOptions& options, Inputs& inputs) {
   inputs.program = parse_program_options(options.program, cost::default_precision(inputs.device.spec));
+  if (inputs.program.power_cap_w == 0) inputs.program.power_cap_w = cluster::stated_power_cap(inputs.cluster).value_or(0);
   check_power_cap(inputs.cluster, inputs.program.power_cap_w);
   cost::at_precision(inputs.device.spec, inputs.program.precision);  // refuses a precision the device lacks
   for (const cost::DeviceModel& kind_device : inputs.kind_devices) {

@@ -94,7 +94,7 @@ Cluster::Cluster(ClusterSpec spec) : name_(std::move(spec.name)) {
   const std::string where = fmt::format("cluster '{}'", text_excerpt(name_));
   check_name(where, name_);
   DeviceGroup group{std::move(spec.device), spec.nodes,      spec.devices_per_node, spec.devices,
-                    spec.intra_node,        spec.inter_node, std::nullopt};
+                    spec.intra_node,        spec.inter_node, std::nullopt, std::nullopt};
   group.devices = check_group(where, group);
   groups_.push_back(std::move(group));
   index_groups();
@@ -209,6 +209,18 @@ bool Cluster::operator==(const Cluster& other) const {
     }
   }
   return true;
+}
+
+std::optional<double> stated_power_cap(const Cluster& cluster) {
+  const std::optional<double> first = cluster.groups().front().power_cap_w;
+  for (const DeviceGroup& group : cluster.groups()) {
+    if (group.power_cap_w != first) {
+      throw UserError(fmt::format("cluster '{}': its groups state different power caps ({} and {} W); burst runs a "
+                                  "step under one cap for all devices",
+                                  cluster.name(), first.value_or(0), group.power_cap_w.value_or(0)));
+    }
+  }
+  return first;
 }
 
 }  // namespace burst::cluster

@@ -75,6 +75,7 @@ json group_json(const DeviceGroup& group) {
   document["intra_node"] = link_json(group.intra_node, false);
   document["inter_node"] = link_json(group.inter_node, true);
   if (group.memory) document["memory_gib"] = tidy(group.memory->value() / kGib);
+  if (group.power_cap_w) document["power_cap_w"] = *group.power_cap_w;
   return document;
 }
 
@@ -94,6 +95,11 @@ DeviceGroup read_group(JsonObjectReader& reader, const std::string& prefix) {
     if (!(gib > 0) || gib > 1e6) reader.fail("memory_gib", fmt::format("must be positive and at most 1e6, got {}", json_excerpt(*memory)));
     group.memory = Bytes(gib * kGib);
   }
+  if (const json* cap = reader.find("power_cap_w")) {
+    const double watts = reader.as_number("power_cap_w", *cap);
+    if (!(watts > 0) || watts > 1e5) reader.fail("power_cap_w", fmt::format("must be positive watts, got {}", json_excerpt(*cap)));
+    group.power_cap_w = watts;
+  }
   return group;
 }
 
@@ -109,6 +115,7 @@ Cluster cluster_from_groups(JsonObjectReader& reader) {
     JsonObjectReader group_reader(groups[g], "cluster file: " + prefix.substr(0, prefix.size() - 1));
     for (const char* key : kGroupKeys) group_reader.find(key);
     group_reader.find("memory_gib");
+    group_reader.find("power_cap_w");
     group_reader.reject_unknown_keys();
     spec.groups.push_back(read_group(group_reader, prefix));
   }
@@ -128,7 +135,7 @@ Cluster cluster_from_one_kind(JsonObjectReader& reader) {
 }  // namespace
 
 nlohmann::json cluster_to_json(const Cluster& cluster) {
-  const bool one_kind = !cluster.mixed() && !cluster.groups().front().memory;
+  const bool one_kind = !cluster.mixed() && !cluster.groups().front().memory && !cluster.groups().front().power_cap_w;
   json document{{"format", kClusterFormat}, {"version", one_kind ? 1 : 2}, {"name", cluster.name()}};
   if (one_kind) {
     document.update(group_json(cluster.groups().front()));

@@ -18,7 +18,7 @@ const Link kInfiniband{Bandwidth::gigabits_per_s(200), Seconds::from_us(10)};
 const Link kEthernet{Bandwidth::gigabits_per_s(100), Seconds::from_us(20)};
 
 DeviceGroup group(const char* kind, int nodes, int per_node, const Link& intra, std::optional<int> devices = {}) {
-  return DeviceGroup{kind, nodes, per_node, devices, intra, kInfiniband, std::nullopt};
+  return DeviceGroup{kind, nodes, per_node, devices, intra, kInfiniband, std::nullopt, std::nullopt};
 }
 
 // 12 A100s (nodes of 8: 8 + 4), then 8 V100s in nodes of 4.

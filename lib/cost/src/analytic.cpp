@@ -229,6 +229,7 @@ LayerWork layer_work(const std::string& op, int64_t batch, int64_t flops_per_sam
   work.bytes = static_cast<double>(input_bytes_per_sample + output_bytes_per_sample) * b +
                static_cast<double>(params) * kFloatBytes;
   work.rows = b * outputs / columns;
+  work.params = static_cast<double>(params);
   return work;
 }
 
@@ -248,7 +249,9 @@ const char* scale_name(EfficiencyCurve::Scale scale) {
 
 OpClass op_class(const std::string& op_name) {
   if (op_name == "conv2d" || op_name == "conv3d" || op_name == "conv_transpose2d") return OpClass::Conv;
-  if (op_name == "linear" || op_name == "self_attention" || op_name == "matmul") return OpClass::Matmul;
+  if (op_name == "linear" || op_name == "self_attention" || op_name == "matmul" || op_name == "moe") {
+    return OpClass::Matmul;
+  }
   return OpClass::Memory;
 }
 
@@ -329,15 +332,19 @@ DeviceSpec catalog_device(const std::string& kind) {
 
 EfficiencyCurve DeviceSpec::curve_at_precision(const std::string& op) const {
   EfficiencyCurve chosen = curve(op);
-  const bool sixteen_bit = precision == Precision::Bf16 || precision == Precision::Fp16;
+  // fp8 steps keep 16-bit operands for all but their fp8 GEMMs, which are taken at the same
+  // share of their (fp8) peak: the source of gemm_efficiency_16bit measures no fp8 GEMM.
+  const bool sixteen_bit = precision == Precision::Bf16 || precision == Precision::Fp16 || precision == Precision::Fp8;
   if (sixteen_bit && op_class(op) == OpClass::Matmul && gemm_efficiency_16bit > 0) {
     chosen.eff_max = gemm_efficiency_16bit;
   }
   return chosen;
 }
 
+bool fp8_gemm(const std::string& op) { return op == "linear" || op == "moe"; }
+
 double DeviceSpec::peak_for(const std::string& op) const {
-  if (precision == Precision::Fp8 && op_class(op) != OpClass::Matmul) return peaks.at(Precision::Bf16);
+  if (precision == Precision::Fp8 && !fp8_gemm(op)) return peaks.at(Precision::Bf16);
   return peak_flops;
 }
 
@@ -372,7 +379,23 @@ LayerTime AnalyticCostModel::time(const LayerWork& work) const {
   LayerWork moved = work;
   moved.bytes *= value_bytes(device_.precision) / kFloatBytes;
   const Seconds forward = forward_time(device_, curve, moved);
-  return LayerTime{forward, forward * curve.backward_ratio};
+  return LayerTime{forward, forward * curve.backward_ratio} + fp8_casts(work);
+}
+
+LayerTime AnalyticCostModel::fp8_casts(const LayerWork& work) const {
+  if (device_.precision != Precision::Fp8 || !fp8_gemm(work.op)) return LayerTime{};
+  // Tensor-wise dynamic scaling of a GEMM's bf16 operands: each is read for its absolute
+  // maximum, read again and written as fp8 (2 + 2 + 1 bytes an element). Forward casts the
+  // input and the weights; backward the output's gradient, and writes and reads transposed
+  // fp8 copies of all three (1 + 1 bytes), since FP8 tensor cores take one layout only.
+  // LayerWork counts activations in and out together: half of them are taken as the input.
+  const double weights = std::min(std::max(0.0, work.bytes / kFloatBytes), work.params);
+  const double activations = std::max(0.0, work.bytes / kFloatBytes - weights);
+  const double forward_bytes = 5 * (activations / 2 + weights);
+  const double backward_bytes = 5 * (activations / 2) + 2 * (activations + weights);
+  const double rate = device_.memory_bandwidth.bytes_per_second() * device_.curves[static_cast<int>(OpClass::Memory)].eff_max;
+  if (!(rate > 0)) return LayerTime{};
+  return LayerTime{Seconds(forward_bytes / rate), Seconds(backward_bytes / rate)};
 }
 
 std::optional<Seconds> AnalyticCostModel::update(const graph::Graph& graph, graph::LayerId id) const {

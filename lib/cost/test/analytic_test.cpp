@@ -118,6 +118,35 @@ TEST(Analytic, PeaksPerPrecisionAndRefusals) {
   const DeviceSpec fp8 = at_precision(catalog_device("h100-sxm"), Precision::Fp8);
   EXPECT_DOUBLE_EQ(fp8.peak_for("linear"), 1978.9e12);
   EXPECT_DOUBLE_EQ(fp8.peak_for("layernorm"), 989.4e12);
+  // Attention runs in bf16 under fp8; the experts' GEMMs of a mixture of experts in fp8.
+  EXPECT_DOUBLE_EQ(fp8.peak_for("self_attention"), 989.4e12);
+  EXPECT_DOUBLE_EQ(fp8.peak_for("moe"), 1978.9e12);
+}
+
+// An fp8 linear by hand on the round device given an fp8 peak twice its bf16 one: the GEMM
+// at the fp8 peak, plus its casts at the memory bandwidth (memory curve 1.0): forward 5 bytes
+// per element of the input (half the activations) and the weights, backward 5 per element of
+// the output's gradient (the other half) and 2 per element of all three for the transposes.
+TEST(Analytic, Fp8LinearTimeByHand) {
+  DeviceSpec device = round_device();
+  device.peaks.at(Precision::Bf16) = 100e9;
+  device.peaks.at(Precision::Fp8) = 200e9;
+  const AnalyticCostModel fp8(at_precision(device, Precision::Fp8));
+  const AnalyticCostModel bf16(at_precision(device, Precision::Bf16));
+  // 1 GFLOP a sample, batch 4; 1000 input and 1000 output bytes a sample (fp32 counting:
+  // 250 + 250 elements), 1000 parameters.
+  const LayerWork work = layer_work("linear", 4, 1'000'000'000, 1000, 1000, 1000);
+  const double activations = 4 * 500.0, weights = 1000;
+  const double forward_casts = 5 * (activations / 2 + weights) / 10e9;
+  const double backward_casts = (5 * activations / 2 + 2 * (activations + weights)) / 10e9;
+  // GEMM: 4e9 FLOPs at 200 GFLOP/s = 20 ms, matmul curve 1 x 4 / (4 + 1) = 0.8 -> 25 ms + 1 us.
+  const LayerTime t = fp8.time(work);
+  EXPECT_NEAR(t.forward.s(), 0.025 + 1e-6 + forward_casts, 1e-12);
+  EXPECT_NEAR(t.backward.s(), 2 * (0.025 + 1e-6) + backward_casts, 1e-12);
+  EXPECT_NEAR(bf16.time(work).forward.s(), 0.050 + 1e-6, 1e-12);
+  // A layernorm under fp8 is a bf16 op: no casts.
+  const LayerWork norm = layer_work("layernorm", 4, 5000, 1000, 1000, 2);
+  EXPECT_DOUBLE_EQ(fp8.time(norm).forward.s(), bf16.time(norm).forward.s());
 }
 
 TEST(Analytic, PrecisionMovesComputeByPeakAndMemoryByBytes) {

@@ -23,8 +23,8 @@ cluster::Cluster two_kinds(double bytes_per_second) {
   const cluster::Link link{Bandwidth(bytes_per_second), Seconds(0)};
   return cluster::Cluster(cluster::MixedClusterSpec{
       "fast+slow",
-      {cluster::DeviceGroup{"fast", 1, 1, 1, link, link, std::nullopt},
-       cluster::DeviceGroup{"slow", 1, 1, 1, link, link, std::nullopt}},
+      {cluster::DeviceGroup{"fast", 1, 1, 1, link, link, std::nullopt, std::nullopt},
+       cluster::DeviceGroup{"slow", 1, 1, 1, link, link, std::nullopt, std::nullopt}},
       link});
 }
 

@@ -66,6 +66,9 @@ struct DeviceGroup {
   Link intra_node;
   Link inter_node;
   std::optional<Bytes> memory;  // per device
+  // A power limit per device, watts (nvidia-smi -pl; torchtitan's H100s ran at 500 W): the
+  // step's --power-cap when the command gives none.
+  std::optional<double> power_cap_w;
 };
 
 // A cluster of several groups (cluster files of version 2, `--devices a100:8,v100:8`).
@@ -213,5 +216,10 @@ Cluster builtin_cluster(const std::string& device_kind, int64_t devices);
 // `default_kind`. Throws UserError for a malformed entry (naming it), an unknown kind or a
 // count outside [1, kMaxDevices].
 Cluster builtin_mixed_cluster(const std::string& devices_list, const std::string& default_kind);
+
+// The power cap the cluster file states (every group's power_cap_w, which must agree; the
+// step takes one cap for all devices), or nullopt when no group states one. UserError when
+// groups state different caps or only some state one.
+std::optional<double> stated_power_cap(const Cluster& cluster);
 
 }  // namespace burst::cluster

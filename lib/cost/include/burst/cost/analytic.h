@@ -36,12 +36,16 @@ OpClass op_class(const std::string& op_name);
 const char* op_class_name(OpClass op_class);
 
 // What one call of a layer does, at its per-device batch.
+// Whether `op`'s matrix products run on FP8 units under Precision::Fp8 ("linear", "moe").
+bool fp8_gemm(const std::string& op);
+
 struct LayerWork {
   std::string op;     // op name ("conv2d")
   int64_t batch = 0;  // per-device batch
   double flops = 0;   // forward FLOPs of the call
   double bytes = 0;   // activations in and out plus fp32 weights
   double rows = 0;    // GEMM rows (see above)
+  double params = 0;  // weight elements among `bytes`' values
 };
 // From per-sample figures, as graphs and profile entries give them.
 LayerWork layer_work(const std::string& op, int64_t batch, int64_t flops_per_sample,
@@ -77,11 +81,13 @@ struct DeviceSpec {
 
   // The curve for an op: its own when fitted, else its class's.
   const EfficiencyCurve& curve(const std::string& op) const;
-  // The curve an op runs on at this precision: curve(op), but a matmul-class op under bf16
-  // or fp16 tops out at gemm_efficiency_16bit where the device has that figure.
+  // The curve an op runs on at this precision: curve(op), but a matmul-class op under bf16,
+  // fp16 or fp8 tops out at gemm_efficiency_16bit (of the peak it runs against) where the
+  // device has that figure.
   EfficiencyCurve curve_at_precision(const std::string& op) const;
-  // The peak an op runs against: peak_flops, but under fp8 only linear and attention GEMMs
-  // use FP8 units (Transformer Engine) and the rest runs at the bf16 peak.
+  // The peak an op runs against: peak_flops, but under fp8 only the linear layers' GEMMs
+  // (and a mixture of experts' expert GEMMs) use FP8 units, as torchao's float8 training and
+  // Transformer Engine run them; attention and the rest run at the bf16 peak.
   double peak_for(const std::string& op) const;
 };
 
@@ -162,6 +168,9 @@ class AnalyticCostModel : public CostModel {
   // forward and backward, for `batch` samples with its heads divided into `parts`; zero for
   // other ops. The roofline of time() counts the core's FLOPs but not this traffic.
   LayerTime attention_core_memory(const graph::Graph& graph, graph::LayerId id, int64_t batch, int64_t parts) const;
+  // What an fp8 GEMM (fp8_gemm) adds to time() under Precision::Fp8: its operands' scaling
+  // and casts, memory-bound (docs/cost-model.md, "FP8"); zero otherwise.
+  LayerTime fp8_casts(const LayerWork& work) const;
   const DeviceSpec& spec() const { return device_; }
 
  private:
