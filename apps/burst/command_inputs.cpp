@@ -240,6 +240,7 @@ planner::ShapePins parse_pins(const InputOptions& options, const program::Progra
   if (!options.schedule.empty()) pins.schedule = plan::schedule_from_name(options.schedule);
   if (!options.program.recompute.empty() && options.program.recompute != "auto") pins.recompute = program.recompute;
   if (!options.program.zero.empty() && options.program.zero != "auto") pins.zero_stage = program.zero_stage;
+  if (program.fsdp_shard > 0) pins.zero_stage = 3;  // --fsdp-shard shards as ZeRO 3 does
   return pins;
 }
 
@@ -397,6 +398,10 @@ void add_program_options(CLI::App& command, ProgramOptionsText& options) {
                      "norm taken over every parameter across ranks, parts and shards; 0: no clipping. The step gains "
                      "one world all-reduce")
       ->capture_default_str();
+  command.add_option("--fsdp-shard", options.fsdp_shard,
+                     "HSDP: shard weights, gradients and optimizer state within groups of N data-parallel ranks "
+                     "and replicate across them (FSDP2's hybrid sharding; implies --zero 3); 0: shard over all")
+      ->capture_default_str();
   command.add_option("--power-cap", options.power_cap,
                      "Every device's power limit in watts (as nvidia-smi -pl): compute runs at the highest clock "
                      "whose power is within it; between the device's idle power and its board maximum; 0: none")
@@ -414,9 +419,12 @@ program::ProgramOptions parse_program_options(const ProgramOptionsText& options,
   program.recompute = searched_recompute ? cost::Recompute::None : cost::parse_recompute(options.recompute);
   const bool searched_zero = options.zero.empty() || options.zero == "auto";
   program.zero_stage = searched_zero ? 0 : static_cast<int>(parse_whole(options.zero, "--zero", 0, program::kMaxZeroStage));
+  program.fsdp_shard = static_cast<int>(parse_whole(options.fsdp_shard, "--fsdp-shard", 0, 1 << 20));
+  if (program.fsdp_shard > 0 && searched_zero) program.zero_stage = 3;  // HSDP is ZeRO 3's
   program.clip_grad_norm =
       parse_finite(options.clip_grad_norm, "--clip-grad-norm", 0, "a finite number > 0 (or 0: no clipping)");
   program.power_cap_w = parse_finite(options.power_cap, "--power-cap", 0, "a number of watts > 0 (or 0: none)");
+  program::check_program_options(program);
   return program;
 }
 

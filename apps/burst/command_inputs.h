@@ -37,6 +37,7 @@ struct ProgramOptionsText {
   std::string zero;       // likewise: 0, or searched
   std::string clip_grad_norm = "0";  // 0: no clipping
   std::string power_cap = "0";       // watts per device; 0: none
+  std::string fsdp_shard = "0";      // HSDP's shard group; 0: the whole data-parallel group
   static std::string default_bucket_mib();  // ProgramOptions' default, in MiB
 };
 void add_program_options(CLI::App& command, ProgramOptionsText& options);

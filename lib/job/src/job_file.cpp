@@ -21,7 +21,7 @@ BURST_ENUM_JSON(Recompute, kRecomputeNames)
 }  // namespace burst::cost
 namespace burst::program {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ProgramOptions, bucket_bytes, first_bucket_bytes, sync_batchnorm, precision,
-                                   recompute, zero_stage, clip_grad_norm, power_cap_w)
+                                   recompute, zero_stage, fsdp_shard, clip_grad_norm, power_cap_w)
 }  // namespace burst::program
 
 namespace burst::job {

@@ -54,6 +54,7 @@ TrainJob sample_job() {
   c.program.zero_stage = 2;
   c.program.clip_grad_norm = 1.5;
   c.program.power_cap_w = 250;
+  c.program.fsdp_shard = 2;
   c.dtype = DType::Float64;
   c.device = ComputeDevice::Cuda;
   job.plan = plan::plan_data_parallel(graph, 3, 48);

@@ -155,7 +155,10 @@ class ProgramBuilder {
       const bool syncs = std::any_of(segment.layers.begin(), segment.layers.end(), [&](graph::LayerId id) {
         return (has_gradients(id) && tied_group_[static_cast<size_t>(id)].empty()) || syncs_batchnorm(id);
       });
-      if (syncs) all.insert(all.end(), part_ranks.back().begin(), part_ranks.back().end());
+      if (syncs) {
+        all.insert(all.end(), part_ranks.back().begin(), part_ranks.back().end());
+        add_hybrid_groups(part_ranks.back(), segment, all);
+      }
       tensor_ranks.emplace_back();
       if (std::any_of(segment.layers.begin(), segment.layers.end(), [&](graph::LayerId id) { return reduces_tensor(id); })) {
         for (size_t first = 0; first < segment.shards.size(); first += parts) {
@@ -194,6 +197,62 @@ class ProgramBuilder {
       if (!tied.empty()) layer_groups_[static_cast<size_t>(id)] = {group_index(tied)};
     }
     world_group_ = group_index(world);
+    index_hybrid_groups(group_index);
+  }
+
+  // hybrid_ from hybrid_ranks_, by the groups' indices.
+  template <typename GroupIndex>
+  void index_hybrid_groups(const GroupIndex& group_index) {
+    for (const auto& [ranks, members] : hybrid_ranks_) {
+      auto& by_rank = hybrid_[group_index(ranks)];
+      for (const auto& [rank, shard_and_replica] : members) {
+        by_rank[rank] = {group_index(shard_and_replica.first), group_index(shard_and_replica.second)};
+      }
+    }
+  }
+
+  // HSDP (ProgramOptions::fsdp_shard): each gradient group of d > shard ranks cut into shard
+  // groups of `shard` consecutive ranks (in its sorted order) and replica groups (the ranks
+  // at one position of every shard group), added to `all`; hybrid_ranks_ remembers each
+  // rank's two.
+  void add_hybrid_groups(const std::vector<std::vector<int>>& groups, const Segment& segment,
+                         std::vector<std::vector<int>>& all) {
+    const auto shard = static_cast<size_t>(options_.fsdp_shard);
+    if (shard == 0) return;
+    for (const std::vector<int>& ranks : groups) {
+      if (ranks.size() <= shard || hybrid_ranks_.count(ranks) > 0) continue;
+      if (ranks.size() % shard != 0) {
+        throw UserError(fmt::format("--fsdp-shard {} does not divide the {} ranks that share the gradients of '{}'",
+                                    shard, ranks.size(), graph_.layer(first_with_gradients(segment)).name));
+      }
+      auto& members = hybrid_ranks_[ranks];
+      for (size_t i = 0; i < ranks.size(); ++i) {
+        std::vector<int> shard_group(ranks.begin() + static_cast<std::ptrdiff_t>(i / shard * shard),
+                                     ranks.begin() + static_cast<std::ptrdiff_t>(i / shard * shard + shard));
+        std::vector<int> replica_group;
+        for (size_t j = i % shard; j < ranks.size(); j += shard) replica_group.push_back(ranks[j]);
+        all.push_back(shard_group);
+        all.push_back(replica_group);
+        members[ranks[i]] = {std::move(shard_group), std::move(replica_group)};
+      }
+    }
+  }
+
+  graph::LayerId first_with_gradients(const Segment& segment) const {
+    for (const graph::LayerId id : segment.layers) {
+      if (has_gradients(id)) return id;
+    }
+    return segment.layers.front();
+  }
+
+  // The group a rank shards its part of a gradient group over: the group, or under HSDP its
+  // shard group (and, in `replica`, the replica group its shard is all-reduced over).
+  int32_t sharding_group(int32_t group, int rank, int32_t* replica = nullptr) const {
+    const auto found = hybrid_.find(group);
+    if (found == hybrid_.end()) return group;
+    const auto& [shard, replicas] = found->second.at(rank);
+    if (replica != nullptr) *replica = replicas;
+    return shard;
   }
 
   // Whether layer `id` all-reduces over its tensor group: its output (row, heads), or its
@@ -463,8 +522,10 @@ class ProgramBuilder {
     op.micro = micro;
     op.bytes = at_precision(cost::part_params(graph_, id, placement(id).split) * 4);
     for (size_t i = 0; i < seg.shards.size(); ++i) {
-      op.group = layer_groups_[static_cast<size_t>(id)][i % parts];
-      if (op.group >= 0) emit(seg.shards[i].rank, op);
+      const int32_t group = layer_groups_[static_cast<size_t>(id)][i % parts];
+      if (group < 0) continue;
+      op.group = sharding_group(group, seg.shards[i].rank);
+      emit(seg.shards[i].rank, op);
     }
   }
 
@@ -592,9 +653,10 @@ class ProgramBuilder {
     op.kind = options_.zero_stage >= 1 ? OpKind::ReduceScatter : OpKind::AllReduce;
     op.layer = closing;
     op.bucket = bucket;
-    op.group = program_.buckets[static_cast<size_t>(bucket)].group;
+    const int32_t group = program_.buckets[static_cast<size_t>(bucket)].group;
     const int stage = plan_.stage_of(closing);
-    for (const int rank : program_.groups[static_cast<size_t>(op.group)]) {
+    for (const int rank : program_.groups[static_cast<size_t>(group)]) {
+      op.group = sharding_group(group, rank, &op.replica_group);
       if (rank_stage_[static_cast<size_t>(rank)] == stage) {
         emit(rank, op);
       } else {
@@ -656,6 +718,10 @@ class ProgramBuilder {
   bool split_plan_ = false;                          // some layer has a tensor split
   std::vector<std::vector<int>> tied_group_;  // find_tied_groups
   int32_t world_group_ = -1;                  // all ranks (clipping's norm), or -1
+  // HSDP: by gradient group's ranks, by rank: its shard group's and replica group's ranks
+  // (make_groups), then by gradient group index, by rank: their indices.
+  std::map<std::vector<int>, std::map<int, std::pair<std::vector<int>, std::vector<int>>>> hybrid_ranks_;
+  std::map<int32_t, std::map<int, std::pair<int32_t, int32_t>>> hybrid_;
   // Piece indices by [micro-batch][consumer][input position], ascending samples.
   using PieceLists = std::vector<std::vector<std::vector<int32_t>>>;
   std::vector<PieceLists> activation_pieces_;

@@ -20,6 +20,11 @@ void check_program_options(const ProgramOptions& options) {
   if (options.zero_stage < 0 || options.zero_stage > kMaxZeroStage) {
     throw UserError(fmt::format("the ZeRO stage must be 0, 1, 2 or 3, got {}", options.zero_stage));
   }
+  if (options.fsdp_shard < 0) throw UserError(fmt::format("--fsdp-shard must be positive, got {}", options.fsdp_shard));
+  if (options.fsdp_shard > 0 && options.zero_stage != 3) {
+    throw UserError(fmt::format("--fsdp-shard {} shards weights within groups as ZeRO 3 does: give --zero 3 (got ZeRO {})",
+                                options.fsdp_shard, options.zero_stage));
+  }
   if (!(options.clip_grad_norm >= 0) || !std::isfinite(options.clip_grad_norm)) {
     throw UserError(fmt::format("--clip-grad-norm must be a finite number > 0 (or 0: no clipping), got {}",
                                 options.clip_grad_norm));

@@ -69,9 +69,11 @@ class MemoryCounter {
 
   ShardMemory shard_memory(graph::LayerId id, const plan::LayerPlacement& placement, int64_t samples, int64_t held) const {
     const int replicas = static_cast<int>(placement.sample_groups());
+    // HSDP shards over its shard groups (ProgramOptions::fsdp_shard), not the whole group.
+    const int sharded = options_.fsdp_shard > 0 ? std::min(replicas, options_.fsdp_shard) : replicas;
     ShardMemory shard;
     shard.use = cost::shard_state(cost::layer_memory(graph_, id, samples * held, memory_, placement.split),
-                                  options_.zero_stage, replicas);
+                                  options_.zero_stage, sharded);
     if (options_.recompute == cost::Recompute::Full) {
       // One micro-batch of it is rebuilt while its unit runs backward; only a unit's kept
       // inputs stay for every micro-batch in flight.

@@ -462,14 +462,23 @@ class Lowering {
     layer_task_.emplace(key, index);
     return index;
   }
-  // A bucket's all-reduce, or its reduce-scatter under ZeRO.
+  // A bucket's all-reduce, or its reduce-scatter under ZeRO; under HSDP the reduce-scatter
+  // over the rank's shard group, then the all-reduce of its shard (bytes / shard ranks) over
+  // the replica group, one after the other (every shard group's run alike: one task).
   int32_t bucket_reduction(const program::Op& op) {
     int32_t& index = bucket_task_[static_cast<size_t>(op.bucket)];
     if (index < 0) {
       const program::Bucket& bucket = program_.buckets[static_cast<size_t>(op.bucket)];
       const TaskWork work = op.kind == OpKind::ReduceScatter ? TaskWork::ReduceScatter : TaskWork::Allreduce;
-      index = collective(bucket.group, static_cast<double>(bucket.bytes), work, bucket.closed_by);
-      step_.tasks[static_cast<size_t>(index)].item = op.bucket;
+      const int32_t group = op.replica_group >= 0 ? op.group : bucket.group;
+      index = collective(group, static_cast<double>(bucket.bytes), work, bucket.closed_by);
+      Task& task = step_.tasks[static_cast<size_t>(index)];
+      task.item = op.bucket;
+      if (op.replica_group >= 0) {
+        const std::vector<int>& shard = step_.groups[static_cast<size_t>(op.group)];
+        const Bytes shard_bytes(static_cast<double>(bucket.bytes) / static_cast<double>(shard.size()));
+        task.duration_s += context_.network.allreduce(step_.groups[static_cast<size_t>(op.replica_group)], shard_bytes).s();
+      }
     }
     return index;
   }

@@ -12,7 +12,7 @@ namespace burst::job {
 
 inline constexpr const char* kJobFormat = "burst-train-job";
 // 2: TrainConfig::device; 3: precision, recompute, ZeRO; 4: the power cap.
-inline constexpr int kJobVersion = 4;
+inline constexpr int kJobVersion = 5;
 
 nlohmann::json job_to_json(const TrainJob& job);
 // UserError naming the file and what is wrong (format, version, a missing or mistyped

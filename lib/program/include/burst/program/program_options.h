@@ -33,6 +33,13 @@ struct ProgramOptions {
   // reduce-scatter them, update the rank's shard and all-gather the weights (2 also frees
   // the gradients outside the shard); 3 also gathers the weights before forward and backward.
   int zero_stage = 0;
+  // HSDP (FSDP2's hybrid sharding): under ZeRO 3, each data-parallel group of d ranks is cut
+  // into d / fsdp_shard groups of fsdp_shard consecutive ranks; weights, gradients and
+  // optimizer state are sharded within a group and replicated across them. Gathers run
+  // within the shard group; a bucket's reduction is a reduce-scatter within it followed by
+  // an all-reduce of the shard over the ranks that hold the same shard in the other groups.
+  // 0: shard over the whole data-parallel group (FSDP's full sharding).
+  int fsdp_shard = 0;
   // Gradient clipping by the global norm (torch.nn.utils.clip_grad_norm_): > 0, before the
   // update every gradient is scaled by min(1, clip / (norm + 1e-6)), where norm is the L2
   // norm over every parameter of the model, however its layers are placed, split and

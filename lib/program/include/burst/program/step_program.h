@@ -50,7 +50,9 @@
 // ZeRO (ProgramOptions::zero_stage): stages 1 and 2 start REDUCE_SCATTER where ALLREDUCE
 // would start, and end the step with an ALL_GATHER of each bucket after UPDATE; stage 3
 // all-reduces as 1 and 2 do, and gathers each layer's weights (ALL_GATHER with the layer)
-// before its F and its B instead of after UPDATE.
+// before its F and its B instead of after UPDATE. Under HSDP (ProgramOptions::fsdp_shard)
+// the gathers and reduce-scatters run over each rank's shard group, and a REDUCE_SCATTER
+// names the replica group its shard is then all-reduced over (Op::replica_group).
 // Buckets: walking layers in backward order, each layer with a sync group adds its fp32
 // gradients to its group's open bucket; a bucket closes when it reaches
 // ProgramOptions::bucket_bytes (a group's first bucket: first_bucket_bytes) or with the
@@ -143,6 +145,9 @@ struct Op {
   // TP_ALLREDUCE: the sums (the group's samples x features); ALL_GATHER: the whole weights
   // gathered; both at the step's precision.
   int64_t bytes = 0;
+  // REDUCE_SCATTER under HSDP (ProgramOptions::fsdp_shard): `group` is the rank's shard
+  // group, and its shard is then all-reduced over this replica group; -1 otherwise.
+  int32_t replica_group = -1;
 };
 
 // How much of a step's program to build (what the step does is ProgramOptions').
