@@ -22,6 +22,25 @@ using timing::PlanEvaluation;
 
 using cost::SplitKind;
 
+namespace {
+
+// Whether every input of `join` but `from` is a linear `splittable` accepts and only `join`
+// reads; those are added to `columns`. True for a layer of one input.
+template <typename Splittable>
+bool joins_column_linears(const graph::Graph& graph, graph::LayerId join, graph::LayerId from,
+                          const Splittable& splittable, std::vector<graph::LayerId>& columns) {
+  std::vector<graph::LayerId> partners;
+  for (const graph::LayerId input : graph.inputs(join)) {
+    if (input == from) continue;
+    if (!splittable(input) || graph.consumers(input).size() != 1) return false;
+    partners.push_back(input);
+  }
+  columns.insert(columns.end(), partners.begin(), partners.end());
+  return true;
+}
+
+}  // namespace
+
 std::vector<SplitKind> megatron_splits(const graph::Graph& graph, int32_t parts) {
   const auto layers = static_cast<graph::LayerId>(graph.size());
   std::vector<SplitKind> kinds(graph.size(), SplitKind::Replicate);
@@ -36,24 +55,29 @@ std::vector<SplitKind> megatron_splits(const graph::Graph& graph, int32_t parts)
       kind(id) = SplitKind::Heads;
     }
   }
-  // Column -> element-wise layers -> row: each layer of the chain read by the next alone.
+  // Column -> element-wise layers -> row: each layer of the chain read by the next alone. An
+  // element-wise join on the way (SwiGLU's silu(gate(x)) * up(x)) takes its other inputs
+  // from linears read by it alone, which become column splits too.
   const auto splittable_linear = [&](graph::LayerId id) {
-    return graph.layer(id).op() == graph::OpKind::Linear && kind(id) == SplitKind::Replicate;
+    return graph.layer(id).op() == graph::OpKind::Linear && kind(id) == SplitKind::Replicate &&
+           cost::divided_units(graph, id, SplitKind::Column).count % parts == 0;
   };
   for (graph::LayerId first = 0; first < layers; ++first) {
-    if (!splittable_linear(first) || cost::divided_units(graph, first, SplitKind::Column).count % parts != 0) continue;
-    std::vector<graph::LayerId> chain;
+    if (!splittable_linear(first)) continue;
+    std::vector<graph::LayerId> chain, columns{first};
     graph::LayerId at = first;
     while (graph.consumers(at).size() == 1) {
       const graph::LayerId next = graph.consumers(at).front();
-      if (graph.inputs(next).size() != 1 || kind(next) != SplitKind::Replicate) break;
-      if (splittable_linear(next)) {
-        kind(first) = SplitKind::Column;
+      if (kind(next) != SplitKind::Replicate) break;
+      if (graph.inputs(next).size() == 1 && splittable_linear(next)) {
+        for (const graph::LayerId id : columns) kind(id) = SplitKind::Column;
         for (const graph::LayerId id : chain) kind(id) = SplitKind::Features;
         kind(next) = SplitKind::Row;
         break;
       }
-      if (!cost::element_wise(graph.layer(next).op())) break;
+      if (!cost::element_wise(graph.layer(next).op()) || !joins_column_linears(graph, next, at, splittable_linear, columns)) {
+        break;
+      }
       chain.push_back(next);
       at = next;
     }

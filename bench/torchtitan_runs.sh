@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# burst's predictions against torchtitan's published H100 runs of Llama 3.1 (pytorch/
+# torchtitan, benchmarks/llama3_h100_202412_torchtitan.md, Tables 1, 3, 4 and 5: the rows burst
+# can express; docs/published-runs.md lists them all). Their machines: 8 H100s a node with
+# 96 GB HBM2e at 500 W, NVLink, 400 Gb/s RDMA a GPU. Each row runs twice: with its published
+# configuration pinned (`--strategy 3d`, FSDP as ZeRO 3 over the data-parallel ranks,
+# AdamW's state as Adam's), and as burst's own choice (`--strategy auto`, nothing pinned but
+# the precision). Prints tokens/s per GPU measured and predicted, their ratio, and peak memory
+# measured (GiB) and predicted. The pinned runs are planned without a memory limit
+# (--device-memory 10000), so that a row burst thinks does not fit still gets its time; the
+# predicted memory says whether it fits the 96 GB.
+#
+# usage: bench/torchtitan_runs.sh [BURST (build/release/apps/burst/burst)]
+set -euo pipefail
+burst=${1:-build/release/apps/burst/burst}
+configs=$(cd "$(dirname "$0")/../data/hf-configs" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+cluster() {  # GPUS: torchtitan's hosts as a cluster file
+  local file="$work/h100-96gb-$1.json"
+  cat > "$file" <<JSON
+{"format": "burst.cluster", "version": 2, "name": "grand-teton-h100-x$1",
+ "groups": [{"device": "h100-sxm", "nodes": $(( ($1 + 7) / 8 )), "devices_per_node": 8, "devices": $1,
+             "memory_gib": 96, "power_cap_w": 500,
+             "intra_node": {"bandwidth_gbyte_s": 450, "latency_us": 5},
+             "inter_node": {"bandwidth_gbit_s": 400, "latency_us": 10}}]}
+JSON
+  echo "$file"
+}
+
+rows=(
+  # table row | config | GPUs | global batch | TP | PP | micro-batch | precision | recompute | measured tok/s | GiB
+  "T1 FSDP|llama-3.1-8b|8|16|1|1|2|bf16|selective|5762|82.4"
+  "T1 FSDP + compile + Float8|llama-3.1-8b|8|16|1|1|2|fp8|selective|8532|76.8"
+  "T3 FSDP|llama-3.1-8b|128|256|1|1|2|bf16|selective|5605|67.0"
+  "T3 FSDP + compile + Float8|llama-3.1-8b|128|256|1|1|2|fp8|selective|8380|61.8"
+  "T4 FSDP 32, TP 8, Float8|llama-3.1-70b|256|512|8|1|16|fp8|full|829|71.9"
+  "T5 FSDP 8, TP 8, PP 8, 1F1B, Float8|llama-3.1-405b|512|256|8|8|1|fp8|full|100|82.5"
+)
+
+summary() {  # JSON MEASURED_TPS MEASURED_GIB
+  python3 - "$@" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+tps, gib = float(sys.argv[2]), float(sys.argv[3])
+p = d["tokens_per_s_per_device"]
+mem = d["memory"]["peak_bytes"] / 2**30
+pipe = d.get("pipeline") or {}
+print("%s | %.0f | %.2f | %.1f | %.2f" % (d["strategy"], p, p / tps, mem, mem / gib))
+PY
+}
+
+printf '| row | measured tok/s | plan | predicted tok/s | ratio | predicted GiB (measured) | memory ratio |\n|---|---|---|---|---|---|---|\n'
+for row in "${rows[@]}"; do
+  IFS='|' read -r name config gpus batch tp pp mbs precision recompute tps gib <<< "$row"
+  file=$(cluster "$gpus")
+  common=(plan --model "hf:$configs/$config.json" --cluster "$file" --global-batch "$batch" --precision "$precision"
+          --optimizer adam --json)
+  pinned=(--strategy 3d --tensor-parallel "$tp" --pipeline-stages "$pp" --micro-batch-size "$mbs"
+          --zero 3 --recompute "$recompute" --schedule 1f1b --device-memory 10000)
+  for kind in pinned own; do
+    args=("${pinned[@]}")
+    [ "$kind" = own ] && args=(--strategy auto)
+    if "$burst" "${common[@]}" "${args[@]}" > "$work/out.json" 2> "$work/err.txt"; then
+      IFS='|' read -r strategy predicted ratio mem mem_ratio < <(summary "$work/out.json" "$tps" "$gib")
+      printf '| %s (%s) | %s | %s | %s | %s | %s (%s) | %s |\n' "$name" "$kind" "$tps" "$strategy" "$predicted" "$ratio" \
+        "$mem" "$gib" "$mem_ratio"
+    else
+      printf '| %s (%s) | %s | refused: %s | - | - | - | - |\n' "$name" "$kind" "$tps" "$(head -c 200 "$work/err.txt" | tr '\n' ' ')"
+    fi
+  done
+done

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Usage: llm_plans.sh BURST_BINARY CONFIG_DIR
+#
+# Today's decoders from their Hugging Face configs (CONFIG_DIR: data/hf-configs): each
+# shipped config shows and plans, --seq sets the sequence length, --json carries the
+# language-model throughput; and each bad input of docs/llm.md is one "burst: error: " line
+# with exit code 2: an unknown model_type, a missing field, tensor parallelism that does not
+# divide the kv heads, fp8 on an A100, HSDP without ZeRO 3 or with a shard that does not
+# divide the group, --seq on a model without a sequence.
+set -u
+
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
+cli_setup "$0 BURST_BINARY CONFIG_DIR" 2 "$@"
+configs=$2
+
+for config in "$configs"/*.json; do
+  name=$(basename "$config" .json)
+  ok "show-$name" model show --model "hf:$config" || true
+done
+contains show-mixtral-8x7b "46,702,792,704 parameters"
+
+ok plan8b plan --model "hf:$configs/llama-3.1-8b.json" --seq 4096 --device h100-sxm --devices 8 --global-batch 16 \
+  --strategy 3d --zero 3 --precision bf16 --json || true
+py_check "the 8B plan's JSON names tokens/s and model TFLOP/s per device" '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["tokens_per_s_per_device"] > 0 and d["model_tflop_s_per_device"] > 0, d.keys()
+assert d["layers"][0]["name"] == "input_ids"
+' "$work/plan8b.out"
+ok hsdp plan --model "hf:$configs/llama-3.1-8b.json" --device h100-sxm --devices 16 --global-batch 32 \
+  --strategy 3d --tensor-parallel 1 --pipeline-stages 1 --fsdp-shard 8 --precision bf16 || true
+contains hsdp "ZeRO 3"
+ok fp8 plan --model "hf:$configs/qwen3-30b-a3b.json" --device h100-sxm --devices 8 --global-batch 16 \
+  --strategy 3d --precision fp8 || true
+
+printf '{"model_type": "mamba", "hidden_size": 8}\n' > "$work/mamba.json"
+refused "unknown model_type" model show --model "hf:$work/mamba.json"
+contains_error "unknown model_type 'mamba' (burst reads model_type llama, mistral"
+printf '{"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 10}\n' \
+  > "$work/no_ffn.json"
+refused "missing field" model show --model "hf:$work/no_ffn.json"
+contains_error "missing field 'intermediate_size'"
+refused "no config" model show --model "hf:$work/absent.json"
+refused "tp over kv heads" plan --model "hf:$configs/llama-3.1-8b.json" --device h100-sxm --devices 16 \
+  --global-batch 16 --strategy 3d --tensor-parallel 16
+contains_error "does not divide the 8 kv heads"
+refused "fp8 on an a100" plan --model "hf:$configs/llama-3.1-8b.json" --device a100 --devices 8 --global-batch 16 \
+  --precision fp8
+contains_error "device 'a100' has no fp8 units"
+refused "hsdp without zero 3" plan --model "hf:$configs/llama-3.1-8b.json" --device h100-sxm --devices 16 \
+  --global-batch 16 --zero 2 --fsdp-shard 8
+refused "hsdp shard not dividing" plan --model "hf:$configs/llama-3.1-8b.json" --device h100-sxm --devices 24 \
+  --global-batch 24 --strategy 3d --tensor-parallel 1 --pipeline-stages 1 --fsdp-shard 16
+refused "seq on resnet" plan --model resnet50 --seq 128 --device a100 --devices 8 --global-batch 16
+refused "bad seq in spec" model show --model "hf:$configs/llama-3.1-8b.json:seq=x"
+
+finish "language-model plan checks passed"
