@@ -39,6 +39,25 @@ TEST(MegatronSplits, GptBlocksSplitAttentionByHeadsAndTheMlpColumnThenRow) {
   EXPECT_EQ(three[static_cast<size_t>(*graph.find("transformer.h.0.mlp.c_fc"))], SplitKind::Replicate);
 }
 
+// Llama's SwiGLU: gate and up projections both column splits, SiLU and the product features
+// splits, the down projection a row split; GQA attention by its kv heads.
+TEST(MegatronSplits, SwigluMlpsSplitGateAndUpByColumnsAndDownByRows) {
+  const graph::Graph graph =
+      graph::build_zoo_model("llama:layers=1,width=64,heads=4,kv_heads=2,ffn=128,vocab=64,seq=16");
+  const std::vector<SplitKind> kinds = megatron_splits(graph, 2);
+  const auto kind = [&](const std::string& name) { return kinds[static_cast<size_t>(*graph.find(name))]; };
+  EXPECT_EQ(kind("model.layers.0.self_attn"), SplitKind::Heads);
+  EXPECT_EQ(kind("model.layers.0.mlp.gate_proj"), SplitKind::Column);
+  EXPECT_EQ(kind("model.layers.0.mlp.up_proj"), SplitKind::Column);
+  EXPECT_EQ(kind("model.layers.0.mlp.act_fn"), SplitKind::Features);
+  EXPECT_EQ(kind("model.layers.0.mlp.mul"), SplitKind::Features);
+  EXPECT_EQ(kind("model.layers.0.mlp.down_proj"), SplitKind::Row);
+  EXPECT_EQ(kind("model.layers.0.post_attention_layernorm"), SplitKind::Replicate);
+  // 4 parts divide the 4 query heads but not the 2 kv heads.
+  EXPECT_EQ(megatron_splits(graph, 4)[static_cast<size_t>(*graph.find("model.layers.0.self_attn"))],
+            SplitKind::Replicate);
+}
+
 // input [16] -> fc1 (16 -> 64) -> relu -> fc2 (64 -> 16) -> loss on one node of 8 devices
 // with links so fast that messages and all-reduces take about nothing; each fc costs 4 ms
 // forward and 8 ms backward a sample on one device, the rest nothing.
