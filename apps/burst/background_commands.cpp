@@ -1,5 +1,4 @@
 #include "background_commands.h"
-#include "model_option.h"
 
 #include <memory>
 #include <stdexcept>
@@ -10,6 +9,7 @@
 #include "burst/launch/spawn.h"
 #include "burst/util/error.h"
 #include "torch_plugin.h"
+#include "model_option.h"
 
 namespace burst::cli {
 

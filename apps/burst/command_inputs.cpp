@@ -483,10 +483,11 @@ planner::AutoPlanOptions plan_options(const Inputs& inputs, const planner::Burst
 std::string memory_summary(const planner::ChosenPlan& chosen, const Inputs& inputs) {
   const program::DeviceMemory& peak = program::tightest_memory(chosen.memory, inputs.capacity);
   const bool over = !program::fits(chosen.memory, inputs.capacity);
-  return fmt::format("{} (optimizer {}, precision {}, recompute {}, ZeRO {}){}",
+  const std::string hsdp = chosen.program.fsdp_shard > 0 ? fmt::format(", FSDP shard {}", chosen.program.fsdp_shard) : "";
+  return fmt::format("{} (optimizer {}, precision {}, recompute {}, ZeRO {}{}){}",
                      program::memory_text(peak, inputs.graph, inputs.capacity), cost::optimizer_name(inputs.optimizer),
                      cost::precision_name(chosen.program.precision), cost::recompute_name(chosen.program.recompute),
-                     chosen.program.zero_stage, over ? ": DOES NOT FIT" : "");
+                     chosen.program.zero_stage, hsdp, over ? ": DOES NOT FIT" : "");
 }
 
 ModelAndBatch parse_background_option(const std::string& text, int64_t default_batch) {

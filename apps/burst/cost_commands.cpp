@@ -1,5 +1,4 @@
 #include "cost_commands.h"
-#include "model_option.h"
 
 #include <iostream>
 #include <memory>
@@ -15,6 +14,7 @@
 #include "burst/util/error.h"
 #include "burst/util/format.h"
 #include "burst/util/table.h"
+#include "model_option.h"
 
 namespace burst::cli {
 namespace {

@@ -1,5 +1,4 @@
 #include "model_commands.h"
-#include "model_option.h"
 
 #include <iostream>
 #include <memory>
@@ -14,6 +13,7 @@
 #include "burst/util/format.h"
 #include "burst/util/table.h"
 #include "model_report.h"
+#include "model_option.h"
 
 namespace burst::cli {
 namespace {

@@ -1,5 +1,4 @@
 #include "plan_commands.h"
-#include "model_option.h"
 
 #include <charconv>
 #include <cmath>
@@ -26,6 +25,9 @@
 #include "burst/util/json_io.h"
 #include "command_inputs.h"
 #include "plan_report.h"
+#include "model_option.h"
+#include "gpu_sweep_report.h"
+#include "burst/graph/language_model.h"
 
 namespace burst::cli {
 namespace {
@@ -106,8 +108,31 @@ bool fits_memory(const plan::Plan& plan, const Inputs& inputs) {
   return program::fits(memory, inputs.capacity);
 }
 
+// A language model's sweep: "how many GPUs?", each count's best plan of the strategy.
+void run_language_sweep(const PlanOptions& options, const Inputs& inputs, const cost::CostModel& cost,
+                        const planner::BurstOptions& burst) {
+  GpuSweepReport report;
+  report.model = inputs.graph.name();
+  report.device_kind = inputs.cluster.device();
+  report.global_batch = inputs.global_batch;
+  report.tokens_per_sample = graph::sequence_length(inputs.graph).value_or(0);
+  const double peak = cost::at_precision(inputs.device.spec, inputs.program.precision).peak_flops;
+  for (const int count : planner::gpu_sweep_counts(inputs.cluster.size())) {
+    std::cerr << fmt::format("burst plan --sweep: {} GPUs\n", count);
+    const auto point = planner::sweep_gpu_counts(inputs.graph, cost, report.device_kind, {count}, inputs.global_batch,
+                                                 options.strategy, plan_options(inputs, burst), peak);
+    report.points.push_back(point.front());
+  }
+  if (options.json) {
+    std::cout << gpu_sweep_report_json(report).dump(2) << '\n';
+    return;
+  }
+  print_gpu_sweep_report(report, std::cout);
+}
+
 void run_sweep(const PlanOptions& options, const Inputs& inputs, const graph::Graph& graph, const std::string& kind,
                int devices, int64_t global_batch, const cost::CostModel& cost, const planner::BurstOptions& burst) {
+  if (graph::sequence_length(graph)) return run_language_sweep(options, inputs, cost, burst);
   SweepReport report;
   report.model = graph.name();
   report.device_kind = kind;

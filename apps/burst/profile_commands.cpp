@@ -1,5 +1,4 @@
 #include "profile_commands.h"
-#include "model_option.h"
 #include "torch_plugin.h"
 
 #include <dlfcn.h>
@@ -14,6 +13,7 @@
 
 #include "burst/job/train_config.h"
 #include "burst/util/error.h"
+#include "model_option.h"
 
 namespace burst::cli {
 

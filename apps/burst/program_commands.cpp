@@ -1,5 +1,4 @@
 #include "program_commands.h"
-#include "model_option.h"
 
 #include <iostream>
 #include <memory>
@@ -13,6 +12,7 @@
 #include "burst/program/step_program.h"
 #include "burst/util/error.h"
 #include "command_inputs.h"
+#include "model_option.h"
 
 namespace burst::cli {
 namespace {

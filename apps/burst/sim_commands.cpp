@@ -1,5 +1,4 @@
 #include "sim_commands.h"
-#include "model_option.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -24,6 +23,7 @@
 #include "command_inputs.h"
 #include "plan_report.h"
 #include "sim_report.h"
+#include "model_option.h"
 
 namespace burst::cli {
 namespace {

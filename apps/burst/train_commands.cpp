@@ -1,5 +1,4 @@
 #include "train_commands.h"
-#include "model_option.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -41,6 +40,7 @@
 #include "profile_commands.h"
 #include "torch_plugin.h"
 #include "burst/job/job_file.h"
+#include "model_option.h"
 
 namespace burst::cli {
 namespace {

@@ -9,6 +9,7 @@
 #include "burst/cost/network.h"
 #include "burst/graph/zoo.h"
 #include "burst/planner/auto_planner.h"
+#include "burst/planner/gpu_count_sweep.h"
 #include "burst/timing/evaluate.h"
 #include "burst/util/error.h"
 
@@ -104,6 +105,42 @@ TEST(AutoPlanner, NothingFittingIsOneLineWithTheSmallestRequirement) {
   const std::string refusal = refusal_of(setup, 32, Strategy::Burst, setup.options);
   EXPECT_NE(refusal.find("no plan fits"), std::string::npos) << refusal;
   EXPECT_EQ(refusal.find('\n'), std::string::npos);
+}
+
+}  // namespace
+}  // namespace burst::planner
+
+namespace burst::planner {
+namespace {
+
+// "How many GPUs?": a 50.6M-parameter Llama on 1, 2, 4 and 8 A100s with 0.4 GB each. One GPU cannot hold
+// it (SGD: 8 bytes a parameter, 405 MB of state alone); the counts that can report tokens/s per GPU consistent with their step time, and
+// GPU-hours per billion tokens = GPUs / (tokens/s) x 1e9 / 3600.
+TEST(GpuCountSweep, EachCountsBestPlanOrWhyNone) {
+  const graph::Graph graph =
+      graph::build_zoo_model("llama:layers=8,width=512,heads=8,kv_heads=2,ffn=1024,vocab=32000,seq=1024");
+  const cost::AnalyticCostModel cost(cost::at_precision(cost::catalog_device("a100"), cost::Precision::Bf16));
+  AutoPlanOptions options;
+  options.program.precision = cost::Precision::Bf16;
+  options.capacity = program::MemoryCapacity{"a100", Bytes(0.4e9)};
+  EXPECT_EQ(gpu_sweep_counts(8), (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_EQ(gpu_sweep_counts(12), (std::vector<int>{1, 2, 4, 8, 12}));
+  const std::vector<GpuCountPoint> points =
+      sweep_gpu_counts(graph, cost, "a100", {1, 2, 4, 8}, 16, Strategy::ThreeD, options, 312e12);
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_FALSE(points[0].chosen.has_value());
+  EXPECT_NE(points[0].why_not.find("no plan fits"), std::string::npos) << points[0].why_not;
+  for (size_t i = 1; i < points.size(); ++i) {
+    const GpuCountPoint& point = points[i];
+    ASSERT_TRUE(point.chosen.has_value()) << point.devices << ": " << point.why_not;
+    EXPECT_EQ(point.chosen->plan.devices, point.devices);
+    const double tokens_per_s = 16.0 * 1024 / point.iteration.s();
+    EXPECT_NEAR(point.rate.tokens_per_s_per_device, tokens_per_s / point.devices, 1e-6 * tokens_per_s);
+    EXPECT_NEAR(point.gpu_hours_per_billion_tokens, point.devices * 1e9 / tokens_per_s / 3600, 1e-9 * point.devices * 1e9 / tokens_per_s);
+    EXPECT_LE(point.peak_memory.value(), 0.4e9);
+  }
+  EXPECT_THROW(sweep_gpu_counts(graph::build_zoo_model("vgg16"), cost, "a100", {1}, 16, Strategy::ThreeD, options, 312e12),
+               UserError);
 }
 
 }  // namespace
