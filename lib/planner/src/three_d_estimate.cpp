@@ -79,10 +79,19 @@ double estimate_3d(const plan::PlanContext& context, const plan::Plan& plan, con
   if (shape.data > 1) {
     std::vector<int> replicas;
     for (int g = 0; g < shape.data; ++g) replicas.push_back(g * shape.tensor);
+    // HSDP: gathers and reduce-scatters within the first shard group, the shard all-reduced
+    // across the groups (program_options.h, fsdp_shard).
+    const int shard = program.fsdp_shard > 0 && program.fsdp_shard < shape.data ? program.fsdp_shard : shape.data;
+    const std::vector<int> gathered(replicas.begin(), replicas.begin() + shard);
+    std::vector<int> across;
+    for (int g = 0; g < shape.data; g += shard) across.push_back(replicas[static_cast<size_t>(g)]);
+    const Bytes stage_bytes(params[slowest]);
     // All-reduce, or reduce-scatter + all-gather (the same time): not overlapped here.
-    seconds += context.network.allreduce(replicas, Bytes(params[slowest])).s();
+    seconds += shard == shape.data ? context.network.allreduce(replicas, stage_bytes).s()
+                                   : context.network.reduce_scatter(gathered, stage_bytes).s() +
+                                         context.network.allreduce(across, Bytes(params[slowest] / shard)).s();
     // ZeRO 3 gathers the stage's weights before each micro-batch's forward and backward.
-    if (program.zero_stage == 3) seconds += 2 * m * context.network.all_gather(replicas, Bytes(params[slowest])).s();
+    if (program.zero_stage == 3) seconds += 2 * m * context.network.all_gather(gathered, stage_bytes).s();
   }
   return seconds;
 }

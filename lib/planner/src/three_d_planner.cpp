@@ -150,15 +150,29 @@ class ThreeDSearch {
     const plan::Plan plan = plan_shape(context_, batch_, shape);
     const program::RankSelection replica = program::select_ranks(plan, first_replica(plan, shape));
     for (const int zero : zero_stages(shape)) {
-      for (const Recompute recompute : recomputes()) {
-        ++considered_;
-        program::ProgramOptions program = options_.program;
-        program.zero_stage = zero;
-        program.recompute = recompute;
-        if (!fits(plan, replica, program, shape)) continue;
-        fitting.push_back(ShapeCandidate{shape, program, estimate(plan, shape, program)});
+      for (const int shard : fsdp_shards(shape, zero)) {
+        for (const Recompute recompute : recomputes()) {
+          ++considered_;
+          program::ProgramOptions program = options_.program;
+          program.zero_stage = zero;
+          program.fsdp_shard = shard;
+          program.recompute = recompute;
+          if (!fits(plan, replica, program, shape)) continue;
+          fitting.push_back(ShapeCandidate{shape, program, estimate(plan, shape, program)});
+        }
       }
     }
+  }
+  // Under ZeRO 3 unless pinned: full sharding (0), and HSDP with shard groups of the
+  // data-parallel ranks one node holds where that is fewer than all of them (FSDP2's usual
+  // hybrid: shard inside the node, replicate across nodes).
+  std::vector<int> fsdp_shards(const ParallelShape& shape, int zero) const {
+    if (zero != 3) return {0};
+    if (options_.program.fsdp_shard > 0) return {options_.program.fsdp_shard};
+    const int per_node = context_.network.cluster().devices_per_node();
+    const int in_node = std::max(1, per_node / std::max(1, shape.tensor));
+    if (in_node >= 2 && in_node < shape.data && shape.data % in_node == 0) return {0, in_node};
+    return {0};
   }
   std::vector<int> zero_stages(const ParallelShape& shape) const {
     if (options_.pins.zero_stage) return {*options_.pins.zero_stage};
