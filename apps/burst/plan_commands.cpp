@@ -117,12 +117,10 @@ void run_language_sweep(const PlanOptions& options, const Inputs& inputs, const 
   report.global_batch = inputs.global_batch;
   report.tokens_per_sample = graph::sequence_length(inputs.graph).value_or(0);
   const double peak = cost::at_precision(inputs.device.spec, inputs.program.precision).peak_flops;
-  for (const int count : planner::gpu_sweep_counts(inputs.cluster.size())) {
-    std::cerr << fmt::format("burst plan --sweep: {} GPUs\n", count);
-    const auto point = planner::sweep_gpu_counts(inputs.graph, cost, report.device_kind, {count}, inputs.global_batch,
-                                                 options.strategy, plan_options(inputs, burst), peak);
-    report.points.push_back(point.front());
-  }
+  report.points = planner::sweep_gpu_counts(
+      inputs.graph, cost, report.device_kind, planner::gpu_sweep_counts(inputs.cluster.size()), inputs.global_batch,
+      options.strategy, plan_options(inputs, burst), peak,
+      [](int count) { std::cerr << fmt::format("burst plan --sweep: {} GPUs\n", count); });
   if (options.json) {
     std::cout << gpu_sweep_report_json(report).dump(2) << '\n';
     return;

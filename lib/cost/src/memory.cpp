@@ -46,12 +46,9 @@ struct AttentionShape {
 AttentionShape attention_shape(const graph::Graph& graph, graph::LayerId id) {
   const auto& shape = graph.info(id).output_shape;
   const auto& a = std::get<graph::SelfAttentionAttrs>(graph.layer(id).attrs);
-  const double width = static_cast<double>(shape.at(1));
-  const double heads = static_cast<double>(a.heads);
-  const double head_dim = a.head_dim > 0 ? static_cast<double>(a.head_dim) : width / heads;
-  return {static_cast<double>(shape.at(0)), heads,
-          a.kv_heads > 0 && a.kv_lora_rank == 0 ? static_cast<double>(a.kv_heads) : heads, head_dim,
-          a.v_head_dim > 0 ? static_cast<double>(a.v_head_dim) : head_dim, a.flash};
+  const graph::AttentionHeads h = graph::attention_heads(a, shape.at(1));
+  return {static_cast<double>(shape.at(0)), static_cast<double>(h.heads), static_cast<double>(h.kv_heads),
+          static_cast<double>(h.head_dim), static_cast<double>(h.v_head_dim), a.flash};
 }
 
 }  // namespace

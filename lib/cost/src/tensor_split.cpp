@@ -82,8 +82,8 @@ DividedUnits divided_units(const graph::Graph& graph, graph::LayerId layer, Spli
     case SplitKind::Heads: {
       // Grouped-query attention splits whole key/value heads (and their query heads with them).
       const auto& a = std::get<graph::SelfAttentionAttrs>(graph.layer(layer).attrs);
-      if (a.kv_heads > 0 && a.kv_heads < a.heads && a.kv_lora_rank == 0) return {"kv heads", a.kv_heads};
-      return {"heads", a.heads};
+      const graph::AttentionHeads h = graph::attention_heads(a, output_features(graph, layer));
+      return h.kv_heads < h.heads ? DividedUnits{"kv heads", h.kv_heads} : DividedUnits{"heads", h.heads};
     }
     case SplitKind::Features: return {"features", output_features(graph, layer)};
     default: return {};

@@ -36,6 +36,15 @@ Attrs make_default(size_t kind, std::index_sequence<Index...>) {
 
 }  // namespace
 
+AttentionHeads attention_heads(const SelfAttentionAttrs& attrs, int64_t width) {
+  AttentionHeads heads;
+  heads.heads = attrs.heads;
+  heads.kv_heads = attrs.kv_heads > 0 ? attrs.kv_heads : attrs.heads;
+  heads.head_dim = attrs.head_dim > 0 ? attrs.head_dim : (attrs.heads > 0 ? width / attrs.heads : 0);
+  heads.v_head_dim = attrs.v_head_dim > 0 ? attrs.v_head_dim : heads.head_dim;
+  return heads;
+}
+
 const char* op_name(OpKind kind) {
   const auto index = static_cast<size_t>(kind);
   BURST_ASSERT(index < kOpNames.size(), "op kind out of range");

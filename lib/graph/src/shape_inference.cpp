@@ -436,10 +436,8 @@ class Inferrer {
     return finish(in, weights.total, flops);
   }
 
-  // The per-head sizes of an attention layer on width D, checked.
-  struct AttentionDims {
-    int64_t heads, kv_heads, head_dim, v_head_dim;
-  };
+  // The per-head sizes of an attention layer on width D (graph::attention_heads), checked.
+  using AttentionDims = AttentionHeads;
   AttentionDims attention_dims(const SelfAttentionAttrs& a, int64_t width) const {
     require_positive(a.heads, "heads");
     if (!(a.dropout >= 0 && a.dropout < 1)) fail(fmt::format("dropout must be in [0, 1), got {}", a.dropout));
@@ -450,15 +448,13 @@ class Inferrer {
       if (value < 0) fail(fmt::format("{} must not be negative, got {}", name, value));
     }
     if (!(a.rotary_theta >= 0)) fail(fmt::format("rotary_theta must not be negative, got {}", a.rotary_theta));
-    AttentionDims dims{a.heads, a.kv_heads == 0 ? a.heads : a.kv_heads, a.head_dim, 0};
+    const AttentionDims dims = attention_heads(a, width);
     if (a.heads % dims.kv_heads != 0) {
       fail(fmt::format("{} heads are not divisible by {} kv_heads", a.heads, dims.kv_heads));
     }
-    if (dims.head_dim == 0) {
-      if (width % a.heads != 0) fail(fmt::format("width {} is not divisible by {} heads", width, a.heads));
-      dims.head_dim = width / a.heads;
+    if (a.head_dim == 0 && width % a.heads != 0) {
+      fail(fmt::format("width {} is not divisible by {} heads", width, a.heads));
     }
-    dims.v_head_dim = a.v_head_dim == 0 ? dims.head_dim : a.v_head_dim;
     if (a.kv_lora_rank > 0 && !(a.rope_head_dim > 0 && a.rope_head_dim < dims.head_dim)) {
       fail(fmt::format("latent attention needs 0 < rope_head_dim < head_dim {}, got {}", dims.head_dim,
                        a.rope_head_dim));

@@ -397,9 +397,9 @@ class Factory {
   }
 
   std::unique_ptr<LayerModule> operator()(const graph::SelfAttentionAttrs& a) const {
-    const graph::SelfAttentionAttrs plain{a.heads, a.causal, a.dropout};
-    if (!(a.kv_heads == plain.kv_heads && a.head_dim == plain.head_dim && a.qkv_bias && a.out_bias &&
-          a.rotary_theta == 0 && !a.qk_norm && a.kv_lora_rank == 0 && a.q_lora_rank == 0 && a.v_head_dim == 0)) {
+    // The runtime's attention is torch.nn.MultiheadAttention's (flash or not, the same values).
+    if (a.kv_heads != 0 || a.head_dim != 0 || !a.qkv_bias || !a.out_bias || a.rotary_theta != 0 || a.qk_norm ||
+        a.kv_lora_rank != 0 || a.q_lora_rank != 0 || a.v_head_dim != 0) {
       refuse_planned_only("self_attention with grouped-query, rotary, qk-norm, latent or bias-free projections");
     }
     return std::make_unique<AttentionLayer>(SelfAttention(in()[1], a.heads, a.causal, a.dropout), id_);  // [B, T, D]

@@ -51,12 +51,13 @@ GpuCountPoint plan_count(const graph::Graph& graph, const cost::CostModel& cost,
 std::vector<GpuCountPoint> sweep_gpu_counts(const graph::Graph& graph, const cost::CostModel& cost,
                                             const std::string& kind, const std::vector<int>& counts,
                                             int64_t global_batch, Strategy strategy, const AutoPlanOptions& options,
-                                            double peak_flops) {
+                                            double peak_flops, const std::function<void(int)>& starting) {
   if (!graph::sequence_length(graph)) {
     throw UserError(fmt::format("model '{}' reads no token ids: the GPU-count sweep is for language models", graph.name()));
   }
   std::vector<GpuCountPoint> points;
   for (const int devices : counts) {
+    if (starting) starting(devices);
     points.push_back(plan_count(graph, cost, kind, devices, global_batch, strategy, options, peak_flops));
   }
   return points;

@@ -200,21 +200,22 @@ class ProgramBuilder {
     index_hybrid_groups(group_index);
   }
 
-  // hybrid_ from hybrid_ranks_, by the groups' indices.
+  // hybrid_ from hybrid_ranks_, by the groups' indices: rank ranks[i] of a gradient group is
+  // in shard group i / shard and replica group i % shard.
   template <typename GroupIndex>
   void index_hybrid_groups(const GroupIndex& group_index) {
-    for (const auto& [ranks, members] : hybrid_ranks_) {
+    const auto shard = static_cast<size_t>(options_.fsdp_shard);
+    for (const auto& [ranks, cut] : hybrid_ranks_) {
       auto& by_rank = hybrid_[group_index(ranks)];
-      for (const auto& [rank, shard_and_replica] : members) {
-        by_rank[rank] = {group_index(shard_and_replica.first), group_index(shard_and_replica.second)};
+      for (size_t i = 0; i < ranks.size(); ++i) {
+        by_rank[ranks[i]] = {group_index(cut.shards[i / shard]), group_index(cut.replicas[i % shard])};
       }
     }
   }
 
-  // HSDP (ProgramOptions::fsdp_shard): each gradient group of d > shard ranks cut into shard
-  // groups of `shard` consecutive ranks (in its sorted order) and replica groups (the ranks
-  // at one position of every shard group), added to `all`; hybrid_ranks_ remembers each
-  // rank's two.
+  // HSDP (ProgramOptions::fsdp_shard): each gradient group of d > shard ranks cut once into
+  // d / shard shard groups of consecutive ranks (in its sorted order) and `shard` replica
+  // groups (the ranks at one position of every shard group), each added to `all` once.
   void add_hybrid_groups(const std::vector<std::vector<int>>& groups, const Segment& segment,
                          std::vector<std::vector<int>>& all) {
     const auto shard = static_cast<size_t>(options_.fsdp_shard);
@@ -225,16 +226,15 @@ class ProgramBuilder {
         throw UserError(fmt::format("--fsdp-shard {} does not divide the {} ranks that share the gradients of '{}'",
                                     shard, ranks.size(), graph_.layer(first_with_gradients(segment)).name));
       }
-      auto& members = hybrid_ranks_[ranks];
-      for (size_t i = 0; i < ranks.size(); ++i) {
-        std::vector<int> shard_group(ranks.begin() + static_cast<std::ptrdiff_t>(i / shard * shard),
-                                     ranks.begin() + static_cast<std::ptrdiff_t>(i / shard * shard + shard));
-        std::vector<int> replica_group;
-        for (size_t j = i % shard; j < ranks.size(); j += shard) replica_group.push_back(ranks[j]);
-        all.push_back(shard_group);
-        all.push_back(replica_group);
-        members[ranks[i]] = {std::move(shard_group), std::move(replica_group)};
+      HybridCut& cut = hybrid_ranks_[ranks];
+      for (size_t first = 0; first < ranks.size(); first += shard) {
+        cut.shards.emplace_back(ranks.begin() + static_cast<std::ptrdiff_t>(first),
+                                ranks.begin() + static_cast<std::ptrdiff_t>(first + shard));
       }
+      cut.replicas.resize(shard);
+      for (size_t i = 0; i < ranks.size(); ++i) cut.replicas[i % shard].push_back(ranks[i]);
+      all.insert(all.end(), cut.shards.begin(), cut.shards.end());
+      all.insert(all.end(), cut.replicas.begin(), cut.replicas.end());
     }
   }
 
@@ -718,9 +718,12 @@ class ProgramBuilder {
   bool split_plan_ = false;                          // some layer has a tensor split
   std::vector<std::vector<int>> tied_group_;  // find_tied_groups
   int32_t world_group_ = -1;                  // all ranks (clipping's norm), or -1
-  // HSDP: by gradient group's ranks, by rank: its shard group's and replica group's ranks
-  // (make_groups), then by gradient group index, by rank: their indices.
-  std::map<std::vector<int>, std::map<int, std::pair<std::vector<int>, std::vector<int>>>> hybrid_ranks_;
+  // HSDP: by gradient group's ranks, its shard and replica groups (make_groups); then by
+  // gradient group index, by rank: the indices of its shard and replica groups.
+  struct HybridCut {
+    std::vector<std::vector<int>> shards, replicas;
+  };
+  std::map<std::vector<int>, HybridCut> hybrid_ranks_;
   std::map<int32_t, std::map<int, std::pair<int32_t, int32_t>>> hybrid_;
   // Piece indices by [micro-batch][consumer][input position], ascending samples.
   using PieceLists = std::vector<std::vector<std::vector<int32_t>>>;

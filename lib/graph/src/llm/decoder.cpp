@@ -30,24 +30,6 @@ std::string norm(GraphBuilder& b, const std::string& name, const std::string& in
   return b.add(name, {in}, LayerNormAttrs{c.norm_eps, c.rms_norm});
 }
 
-SelfAttentionAttrs attention_attrs(const DecoderConfig& c) {
-  SelfAttentionAttrs a;
-  a.heads = c.heads;
-  a.causal = true;
-  a.kv_heads = c.kv_heads;
-  a.head_dim = c.head_dim;
-  a.qkv_bias = c.qkv_bias;
-  a.out_bias = c.out_bias;
-  a.rotary_theta = c.rope_theta;
-  a.rotary_dims = c.rotary_dims;
-  a.qk_norm = c.qk_norm;
-  a.flash = true;
-  a.q_lora_rank = c.q_lora_rank;
-  a.kv_lora_rank = c.kv_lora_rank;
-  a.rope_head_dim = c.rope_head_dim;
-  a.v_head_dim = c.v_head_dim;
-  return a;
-}
 
 // A dense MLP on [T, D]: SwiGLU down(silu(gate(x)) * up(x)), or GELU fc_out(gelu(fc_in(x))).
 std::string dense_mlp(GraphBuilder& b, const std::string& p, const std::string& x, const DecoderConfig& c) {
@@ -65,15 +47,14 @@ std::string dense_mlp(GraphBuilder& b, const std::string& p, const std::string& 
 std::string mlp(GraphBuilder& b, const std::string& block, const std::string& x, const DecoderConfig& c,
                 int64_t index) {
   if (!decoder_block_is_moe(c, index)) return dense_mlp(b, block + ".mlp", x, c);
-  MoeAttrs moe{c.experts, c.top_k, c.expert_ffn, c.shared_ffn, c.shared_gate, c.capacity_factor};
-  const std::string name = block + (c.shared_ffn == 0 && c.family == "mixtral" ? ".block_sparse_moe" : ".mlp");
-  return b.add(name, {x}, moe);
+  const std::string name = block + (c.moe.shared_ffn == 0 && c.family == "mixtral" ? ".block_sparse_moe" : ".mlp");
+  return b.add(name, {x}, c.moe);
 }
 
 std::string block(GraphBuilder& b, const Names& n, const DecoderConfig& c, const std::string& x, int64_t index) {
   const std::string p = fmt::format("{}.{}", n.block_prefix, index);
   const std::string attention =
-      b.add(p + "." + n.attention, {norm(b, p + "." + n.attention_norm, x, c)}, attention_attrs(c));
+      b.add(p + "." + n.attention, {norm(b, p + "." + n.attention_norm, x, c)}, c.attention);
   if (c.parallel_residual) {
     const std::string mlp_out = mlp(b, p, norm(b, p + "." + n.mlp_norm, x, c), c, index);
     return b.add_(p + ".add", {x, attention, mlp_out});
@@ -84,23 +65,33 @@ std::string block(GraphBuilder& b, const Names& n, const DecoderConfig& c, const
 }
 
 void check_sizes(const std::string& model, const DecoderConfig& c) {
-  for (const auto& [value, key] : {std::pair{c.layers, "layers"}, {c.width, "width"}, {c.heads, "heads"},
+  for (const auto& [value, key] : {std::pair{c.layers, "layers"}, {c.width, "width"}, {c.attention.heads, "heads"},
                                    {c.vocab, "vocab"}, {c.seq, "seq"}}) {
     if (value <= 0) throw UserError(fmt::format("model '{}': {} must be positive, got {}", model, key, value));
   }
-  const bool any_dense = c.experts == 0 || c.dense_layers > 0 || c.moe_every > 1;
+  const bool any_dense = c.moe.experts == 0 || c.dense_layers > 0 || c.moe_every > 1;
   if (any_dense && c.ffn <= 0) throw UserError(fmt::format("model '{}': ffn must be positive, got {}", model, c.ffn));
-  if (c.experts > 0 && (c.top_k <= 0 || c.expert_ffn <= 0)) {
+  if (c.moe.experts > 0 && (c.moe.top_k <= 0 || c.moe.expert_ffn <= 0)) {
     throw UserError(fmt::format("model '{}': {} experts need top_k and expert_ffn (got {} and {})", model,
-                                c.experts, c.top_k, c.expert_ffn));
+                                c.moe.experts, c.moe.top_k, c.moe.expert_ffn));
   }
   if (c.moe_every <= 0) throw UserError(fmt::format("model '{}': moe_every must be positive, got {}", model, c.moe_every));
 }
 
 }  // namespace
 
+SelfAttentionAttrs decoder_attention() {
+  SelfAttentionAttrs a;
+  a.causal = true;
+  a.flash = true;
+  a.qkv_bias = false;
+  a.out_bias = false;
+  a.rotary_theta = 500000;
+  return a;
+}
+
 bool decoder_block_is_moe(const DecoderConfig& c, int64_t index) {
-  return c.experts > 0 && index >= c.dense_layers && (index + 1) % c.moe_every == 0;
+  return c.moe.experts > 0 && index >= c.dense_layers && (index + 1) % c.moe_every == 0;
 }
 
 Graph build_decoder(const std::string& model, const DecoderConfig& c) {

@@ -83,44 +83,43 @@ DecoderConfig llama_like(const ConfigFields& f) {
   DecoderConfig c;
   c.layers = f.count("num_hidden_layers");
   c.width = f.count("hidden_size");
-  c.heads = f.count("num_attention_heads");
-  c.kv_heads = f.count("num_key_value_heads", c.heads);
-  c.head_dim = f.count("head_dim", 0);
+  c.attention.heads = f.count("num_attention_heads");
+  c.attention.kv_heads = f.count("num_key_value_heads", c.attention.heads);
+  c.attention.head_dim = f.count("head_dim", 0);
   c.ffn = f.count("intermediate_size");
   c.vocab = f.count("vocab_size");
   c.norm_eps = f.number("rms_norm_eps", 1e-6);
-  c.rope_theta = f.number("rope_theta", 10000);
+  c.attention.rotary_theta = f.number("rope_theta", 10000);
   c.tied_head = f.flag("tie_word_embeddings", false);
-  c.qkv_bias = f.flag("attention_bias", false);
-  c.out_bias = c.qkv_bias;
+  c.attention.qkv_bias = f.flag("attention_bias", false);
+  c.attention.out_bias = c.attention.qkv_bias;
   if (f.flag("mlp_bias", false)) throw UserError(fmt::format("{}: mlp_bias true is not read (SwiGLU MLPs without bias only)", f.where()));
-  if (c.head_dim == c.width / std::max<int64_t>(c.heads, 1) && c.width % std::max<int64_t>(c.heads, 1) == 0) c.head_dim = 0;
   return c;
 }
 
 void read_qwen_moe(const ConfigFields& f, DecoderConfig& c, bool shared_expert) {
-  c.experts = f.count("num_experts");
-  c.top_k = f.count("num_experts_per_tok");
-  c.expert_ffn = f.count("moe_intermediate_size");
+  c.moe.experts = f.count("num_experts");
+  c.moe.top_k = f.count("num_experts_per_tok");
+  c.moe.expert_ffn = f.count("moe_intermediate_size");
   c.moe_every = f.count("decoder_sparse_step", 1);
   f.require_empty_list("mlp_only_layers");
   if (shared_expert) {
-    c.shared_ffn = f.count("shared_expert_intermediate_size");
-    c.shared_gate = c.shared_ffn > 0;
+    c.moe.shared_ffn = f.count("shared_expert_intermediate_size");
+    c.moe.shared_gate = c.moe.shared_ffn > 0;
   }
 }
 
 void read_deepseek(const ConfigFields& f, DecoderConfig& c) {
-  c.kv_heads = 0;  // multi-head latent attention: one key/value head per query head
-  c.q_lora_rank = f.count("q_lora_rank", 0);
-  c.kv_lora_rank = f.count("kv_lora_rank");
-  c.rope_head_dim = f.count("qk_rope_head_dim");
-  c.head_dim = f.count("qk_nope_head_dim") + c.rope_head_dim;
-  c.v_head_dim = f.count("v_head_dim");
-  c.experts = f.count("n_routed_experts");
-  c.top_k = f.count("num_experts_per_tok");
-  c.expert_ffn = f.count("moe_intermediate_size");
-  c.shared_ffn = f.count("n_shared_experts", 0) * c.expert_ffn;
+  c.attention.kv_heads = 0;  // multi-head latent attention: one key/value head per query head
+  c.attention.q_lora_rank = f.count("q_lora_rank", 0);
+  c.attention.kv_lora_rank = f.count("kv_lora_rank");
+  c.attention.rope_head_dim = f.count("qk_rope_head_dim");
+  c.attention.head_dim = f.count("qk_nope_head_dim") + c.attention.rope_head_dim;
+  c.attention.v_head_dim = f.count("v_head_dim");
+  c.moe.experts = f.count("n_routed_experts");
+  c.moe.top_k = f.count("num_experts_per_tok");
+  c.moe.expert_ffn = f.count("moe_intermediate_size");
+  c.moe.shared_ffn = f.count("n_shared_experts", 0) * c.moe.expert_ffn;
   c.dense_layers = f.count("first_k_dense_replace", 0);
   c.moe_every = f.count("moe_layer_freq", 1);
 }
@@ -130,16 +129,16 @@ DecoderConfig gpt_neox(const ConfigFields& f) {
   c.family = "gpt_neox";
   c.layers = f.count("num_hidden_layers");
   c.width = f.count("hidden_size");
-  c.heads = f.count("num_attention_heads");
+  c.attention.heads = f.count("num_attention_heads");
   c.ffn = f.count("intermediate_size");
   c.vocab = f.count("vocab_size");
   c.norm_eps = f.number("layer_norm_eps", 1e-5);
   c.rms_norm = false;
   c.swiglu = false;
-  c.qkv_bias = c.out_bias = f.flag("attention_bias", true);
-  c.rope_theta = f.number("rotary_emb_base", 10000);
-  const int64_t head_dim = c.heads > 0 ? c.width / c.heads : 0;
-  c.rotary_dims = static_cast<int64_t>(f.number("rotary_pct", 0.25) * static_cast<double>(head_dim)) / 2 * 2;
+  c.attention.qkv_bias = c.attention.out_bias = f.flag("attention_bias", true);
+  c.attention.rotary_theta = f.number("rotary_emb_base", 10000);
+  const int64_t head_dim = c.attention.heads > 0 ? c.width / c.attention.heads : 0;
+  c.attention.rotary_dims = static_cast<int64_t>(f.number("rotary_pct", 0.25) * static_cast<double>(head_dim)) / 2 * 2;
   c.parallel_residual = f.flag("use_parallel_residual", true);
   c.tied_head = f.flag("tie_word_embeddings", false);
   return c;
@@ -148,13 +147,16 @@ DecoderConfig gpt_neox(const ConfigFields& f) {
 DecoderConfig read_family(const ConfigFields& f, const std::string& type) {
   if (type == "gpt_neox") return gpt_neox(f);
   DecoderConfig c = llama_like(f);
-  if (type == "qwen2" || type == "qwen2_moe") c.qkv_bias = true, c.out_bias = false;  // Qwen2Attention
-  if (type == "qwen3" || type == "qwen3_moe") c.qk_norm = true;
+  if (type == "qwen2" || type == "qwen2_moe") {  // Qwen2Attention: biased Q/K/V, an unbiased output
+    c.attention.qkv_bias = true;
+    c.attention.out_bias = false;
+  }
+  if (type == "qwen3" || type == "qwen3_moe") c.attention.qk_norm = true;
   if (type == "mixtral") {
     c.family = "mixtral";
-    c.experts = f.count("num_local_experts");
-    c.top_k = f.count("num_experts_per_tok");
-    c.expert_ffn = c.ffn;
+    c.moe.experts = f.count("num_local_experts");
+    c.moe.top_k = f.count("num_experts_per_tok");
+    c.moe.expert_ffn = c.ffn;
   }
   if (type == "qwen2_moe") read_qwen_moe(f, c, /*shared_expert=*/true);
   if (type == "qwen3_moe") read_qwen_moe(f, c, /*shared_expert=*/false);

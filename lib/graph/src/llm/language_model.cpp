@@ -18,10 +18,8 @@ double model_flops_per_token(const Graph& graph) {
     const LayerSpec& layer = graph.layer(id);
     if (layer.op() == OpKind::Embedding) embedding += static_cast<double>(graph.info(id).params);
     if (const auto* a = std::get_if<SelfAttentionAttrs>(&layer.attrs)) {
-      const double width = static_cast<double>(graph.info(id).output_shape.at(1));
-      const double head_dim = a->head_dim > 0 ? static_cast<double>(a->head_dim) : width / static_cast<double>(a->heads);
-      const double v_head_dim = a->v_head_dim > 0 ? static_cast<double>(a->v_head_dim) : head_dim;
-      attention += 6 * static_cast<double>(a->heads) * (head_dim + v_head_dim) * static_cast<double>(*tokens);
+      const AttentionHeads h = attention_heads(*a, graph.info(id).output_shape.at(1));
+      attention += 6 * static_cast<double>(h.heads * (h.head_dim + h.v_head_dim)) * static_cast<double>(*tokens);
     }
   }
   return 6 * (static_cast<double>(graph.total_active_params()) - embedding) + attention;

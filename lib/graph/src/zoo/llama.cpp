@@ -33,19 +33,19 @@ std::vector<ZooEntry> llama_entries() {
     DecoderConfig c;
     c.layers = option_int(options, model, "layers", kMaxZooBlocks);
     c.width = option_int(options, model, "width");
-    c.heads = option_int(options, model, "heads");
-    c.kv_heads = option_int(options, model, "kv_heads");
-    c.head_dim = option_int(options, model, "head_dim", kMaxZooOptionValue, 0);
+    c.attention.heads = option_int(options, model, "heads");
+    c.attention.kv_heads = option_int(options, model, "kv_heads");
+    c.attention.head_dim = option_int(options, model, "head_dim", kMaxZooOptionValue, 0);
     c.ffn = option_int(options, model, "ffn");
     c.vocab = option_int(options, model, "vocab");
     c.seq = option_int(options, model, "seq");
-    c.rope_theta = option_number(options, model, "theta");
-    c.experts = option_int(options, model, "experts", kMaxZooOptionValue, 0);
-    if (c.experts > 0) {
-      c.top_k = option_int(options, model, "top_k");
-      c.expert_ffn = option_int(options, model, "expert_ffn");
-      c.shared_ffn = option_int(options, model, "shared_experts", kMaxZooOptionValue, 0) * c.expert_ffn;
-      c.capacity_factor = option_number(options, model, "capacity");
+    c.attention.rotary_theta = option_number(options, model, "theta");
+    c.moe.experts = option_int(options, model, "experts", kMaxZooOptionValue, 0);
+    if (c.moe.experts > 0) {
+      c.moe.top_k = option_int(options, model, "top_k");
+      c.moe.expert_ffn = option_int(options, model, "expert_ffn");
+      c.moe.shared_ffn = option_int(options, model, "shared_experts", kMaxZooOptionValue, 0) * c.moe.expert_ffn;
+      c.moe.capacity_factor = option_number(options, model, "capacity");
     }
     return build_decoder(model, c);
   };

@@ -9,38 +9,25 @@
 
 namespace burst::graph {
 
+// Every block's attention as a decoder has it: causal, a flash core, no biases, rotary at
+// Llama 3's base (the fields a config or spec sets are changed from here).
+SelfAttentionAttrs decoder_attention();
+
 struct DecoderConfig {
   std::string family = "llama";  // layer names: "llama" (model.layers.i...) or "gpt_neox"
   int64_t layers = 0;
   int64_t width = 0;  // hidden size D
-  int64_t heads = 0;
-  int64_t kv_heads = 0;  // 0: as many as heads
-  int64_t head_dim = 0;  // 0: width / heads
-  int64_t ffn = 0;       // the dense MLP's hidden width
+  int64_t ffn = 0;    // the dense MLP's hidden width
   int64_t vocab = 0;
   int64_t seq = 0;  // tokens per sample
   double norm_eps = 1e-5;
-  bool rms_norm = true;     // RMSNorm; false: LayerNorm with bias
-  bool swiglu = true;       // SwiGLU MLP (gate, up, down, no bias); false: GELU MLP with bias
-  bool qkv_bias = false;
-  bool out_bias = false;
-  double rope_theta = 500000;
-  int64_t rotary_dims = 0;  // 0: all of each head's features
-  bool qk_norm = false;
+  bool rms_norm = true;            // RMSNorm; false: LayerNorm with bias
+  bool swiglu = true;              // SwiGLU MLP (gate, up, down, no bias); false: GELU MLP with bias
   bool tied_head = false;          // the LM head shares the token embedding
   bool parallel_residual = false;  // GPT-NeoX: x + attn(ln1(x)) + mlp(ln2(x))
-  // Multi-head latent attention (DeepSeek); kv_lora_rank 0: none.
-  int64_t q_lora_rank = 0;
-  int64_t kv_lora_rank = 0;
-  int64_t rope_head_dim = 0;
-  int64_t v_head_dim = 0;
-  // Mixture of experts; experts 0: every MLP dense.
-  int64_t experts = 0;
-  int64_t top_k = 0;
-  int64_t expert_ffn = 0;
-  int64_t shared_ffn = 0;  // total width of the always-on shared experts
-  bool shared_gate = false;
-  double capacity_factor = 0;
+  SelfAttentionAttrs attention = decoder_attention();  // heads, kv_heads, head_dim, rotary, latent ranks, ...
+  // The MoE blocks' layer; experts 0: every MLP dense.
+  MoeAttrs moe;
   int64_t dense_layers = 0;  // the first blocks keep a dense MLP (DeepSeek's first_k_dense_replace)
   int64_t moe_every = 1;     // every n-th block is MoE (Qwen2-MoE's decoder_sparse_step)
 };

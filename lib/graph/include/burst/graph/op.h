@@ -161,6 +161,14 @@ struct SelfAttentionAttrs {
   int64_t v_head_dim = 0;
 };
 
+// A self_attention layer's per-head sizes on inputs of width D with the defaults above filled
+// in: kv_heads (heads when unset), head_dim (D / heads when unset), v_head_dim (head_dim
+// when unset). Shape inference checks that they fit together.
+struct AttentionHeads {
+  int64_t heads = 0, kv_heads = 0, head_dim = 0, v_head_dim = 0;
+};
+AttentionHeads attention_heads(const SelfAttentionAttrs& attrs, int64_t width);
+
 // A mixture-of-experts feed-forward block on [T, D] -> [T, D] (Mixtral, Qwen-MoE, DeepSeek):
 // a router D x experts (softmax, or DeepSeek's sigmoid, scores) sends each token to its top_k
 // experts, each a SwiGLU MLP D -> expert_ffn -> D (gate, up and down projections, no bias);

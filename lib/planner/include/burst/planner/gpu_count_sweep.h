@@ -4,6 +4,7 @@
 // tokens/s and MFU per GPU, peak memory and GPU-hours per billion tokens. A count where no
 // plan fits keeps the reason instead.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,10 +32,11 @@ std::vector<int> gpu_sweep_counts(int devices);
 // The sweep over `counts` of `kind` (cluster::builtin_cluster), at `global_batch` samples of
 // the graph's sequence length. `peak_flops` is one device's at the step's precision (MFU);
 // `options.capacity` the memory per device. UserError when the graph is not a language
-// model (graph::sequence_length), or for a pin no count can take.
+// model (graph::sequence_length), or for a pin no count can take. `starting`, when given, is
+// called with each count before it is planned (progress).
 std::vector<GpuCountPoint> sweep_gpu_counts(const graph::Graph& graph, const cost::CostModel& cost,
                                             const std::string& kind, const std::vector<int>& counts,
                                             int64_t global_batch, Strategy strategy, const AutoPlanOptions& options,
-                                            double peak_flops);
+                                            double peak_flops, const std::function<void(int)>& starting = {});
 
 }  // namespace burst::planner
