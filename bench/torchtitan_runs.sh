@@ -4,7 +4,7 @@
 # can express; docs/published-runs.md lists them all). Their machines: 8 H100s a node with
 # 96 GB HBM2e at 500 W, NVLink, 400 Gb/s RDMA a GPU. Each row runs twice: with its published
 # configuration pinned (`--strategy 3d`, FSDP as ZeRO 3 sharded over all the data-parallel
-# ranks: --fsdp-shard of their count,
+# ranks: --fsdp-shard of their count, tensor parallelism with sequence parallelism,
 # AdamW's state as Adam's), and as burst's own choice (`--strategy auto`, nothing pinned but
 # the precision). Prints tokens/s per GPU measured and predicted, their ratio, and peak memory
 # measured (GiB) and predicted. The pinned runs are planned without a memory limit
@@ -58,7 +58,10 @@ for row in "${rows[@]}"; do
   file=$(cluster "$gpus")
   common=(plan --model "hf:$configs/$config.json" --cluster "$file" --global-batch "$batch" --precision "$precision"
           --optimizer adam --json)
-  pinned=(--strategy 3d --tensor-parallel "$tp" --pipeline-stages "$pp" --micro-batch-size "$mbs"
+  # torchtitan's tensor parallelism is sequence parallel (its norms take SequenceParallel).
+  sequence=--no-sequence-parallel
+  [ "$tp" -gt 1 ] && sequence=--sequence-parallel
+  pinned=(--strategy 3d --tensor-parallel "$tp" "$sequence" --pipeline-stages "$pp" --micro-batch-size "$mbs"
           --zero 3 --fsdp-shard "$((gpus / tp / pp))" --recompute "$recompute" --schedule 1f1b --device-memory 10000)
   for kind in pinned own; do
     args=("${pinned[@]}")

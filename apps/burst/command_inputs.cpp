@@ -238,6 +238,7 @@ planner::ShapePins parse_pins(const InputOptions& options, const program::Progra
     pins.micro_batch = parse_whole(options.micro_batch_size, "--micro-batch-size", 1, std::numeric_limits<int64_t>::max());
   }
   if (!options.schedule.empty()) pins.schedule = plan::schedule_from_name(options.schedule);
+  pins.sequence_parallel = options.sequence_parallel;
   if (!options.program.recompute.empty() && options.program.recompute != "auto") pins.recompute = program.recompute;
   if (!options.program.zero.empty() && options.program.zero != "auto") pins.zero_stage = program.zero_stage;
   if (program.fsdp_shard > 0) pins.zero_stage = 3;  // --fsdp-shard shards as ZeRO 3 does
@@ -434,8 +435,8 @@ CLI::Option* add_strategy_option(CLI::App& command, planner::Strategy& strategy)
                   "burst (default), dp (data parallel), pipeline (stages and micro-batches), hybrid (burst placements "
                   "inside pipeline stages), tensor (Megatron-style tensor splits of attention and MLPs, beyond the "
                   "batch), 3d (tensor x pipeline x data parallelism with micro-batch size, ZeRO and recomputation, "
-                  "for transformers; pins: --tensor-parallel, --pipeline-stages, --micro-batch-size, --schedule, "
-                  "--zero, --recompute) or auto (the fastest of those that fits)");
+                  "for transformers; pins: --tensor-parallel, --sequence-parallel, --pipeline-stages, --micro-batch-size, "
+                  "--schedule, --zero, --recompute) or auto (the fastest of those that fits)");
 }
 
 void add_shape_options(CLI::App& command, InputOptions& options) {
@@ -449,6 +450,12 @@ void add_shape_options(CLI::App& command, InputOptions& options) {
                      "global batch): --strategy 3d, or auto (narrowed to it)");
   command.add_option("--schedule", options.schedule,
                      "Pin the pipeline schedule, gpipe or 1f1b (default): --strategy 3d, pipeline, hybrid, or auto");
+  command.add_flag_function(
+      "--sequence-parallel,!--no-sequence-parallel",
+      [&options](int64_t count) { options.sequence_parallel = count > 0; },
+      "Pin Megatron's sequence parallelism on (or off) in tensor groups: norms and element-wise layers on each "
+      "part's slice of the tokens, reduce-scatters and all-gathers in place of the all-reduces (default: "
+      "--strategy 3d and auto try both; tensor off)");
 }
 
 void add_memory_options(CLI::App& command, InputOptions& options) {

@@ -63,9 +63,10 @@ struct InputOptions {
   std::string optimizer = "sgd";  // for the memory model: sgd, momentum or adam
   std::string device_memory;      // --device-memory GB; empty: the device kind's capacity
   ProgramOptionsText program;
-  // --tensor-parallel, --pipeline-stages, --micro-batch-size, --schedule: the 3-D search's
+  // --tensor-parallel, --pipeline-stages, --micro-batch-size, --schedule, --sequence-parallel: the 3-D search's
   // pins (empty: searched).
   std::string tensor_parallel, pipeline_stages, micro_batch_size, schedule;
+  std::optional<bool> sequence_parallel;  // --sequence-parallel / --no-sequence-parallel; none: searched
 };
 
 // The pins above, which `burst plan` and `burst sim` share.

@@ -6,23 +6,17 @@
 #include <nlohmann/json.hpp>
 
 #include "burst/cost/memory.h"
+#include "burst/planner/plan_dimensions.h"
 #include "burst/util/format.h"
 #include "burst/util/table.h"
 
 namespace burst::cli {
 namespace {
 
-// "3d: TP 8 x PP 8 x DP 8; 8 stages ..., 32 micro-batches of 8, 1f1b; recompute full, ZeRO 3".
+// "3d: TP 8 + SP x PP 8 x DP 8; 32 micro-batches of 1, 1f1b; recompute full, ZeRO 3, bf16".
 std::string plan_text(const planner::ChosenPlan& chosen) {
-  const plan::Plan& plan = chosen.plan;
-  int32_t tensor = 1;
-  for (const plan::LayerPlacement& layer : plan.layers) tensor = std::max(tensor, layer.split.parts);
-  const int pipeline = plan.stage_count();
-  const int data = plan.devices / std::max(1, tensor * pipeline);
-  const program::ProgramOptions& program = chosen.program;
-  const std::string fsdp = program.fsdp_shard > 0 ? fmt::format(", FSDP shard {}", program.fsdp_shard) : "";
-  return fmt::format("{}: TP {} x PP {} x DP {}; {}; recompute {}, ZeRO {}{}", plan.strategy, tensor, pipeline, data,
-                     plan::pipeline_text(plan), cost::recompute_name(program.recompute), program.zero_stage, fsdp);
+  return fmt::format("{}: {}", chosen.plan.strategy,
+                     planner::dimensions_text(planner::plan_dimensions(chosen.plan, chosen.program)));
 }
 
 // "no plan fits in memory (...): the smallest requirement found is X" -> "no plan fits: X".

@@ -276,7 +276,7 @@ PlanReport report_of(const PlannedOne& planned, const Inputs& inputs, const Plan
   report.memory_capacity = inputs.capacity.capacity;
   report.tried = &chosen.tried;
   report.peak_flops = cost::at_precision(inputs.device.spec, inputs.program.precision).peak_flops;
-  report.recompute = chosen.program.recompute;
+  report.program = chosen.program;
   report.mixed = planned.mixed ? &*planned.mixed : nullptr;
   report.clocks = planned.clocks ? &*planned.clocks : nullptr;
   report.frontier = planned.frontier ? &*planned.frontier : nullptr;

@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "burst/planner/plan_dimensions.h"
 #include "burst/util/format.h"
 #include "burst/util/table.h"
 
@@ -158,7 +159,7 @@ double mfu(const PlanReport& report) {
 
 double hfu(const PlanReport& report) {
   return timing::hardware_flops_utilisation(report.graph, report.plan.global_batch, report.evaluation.iteration_time,
-                                          report.cluster.size(), report.peak_flops, report.recompute);
+                                          report.cluster.size(), report.peak_flops, report.program.recompute);
 }
 
 // "12.3% (3 x forward FLOPs of the batch per second over 64 x 156 TFLOP/s); hardware 16.4%
@@ -166,10 +167,10 @@ double hfu(const PlanReport& report) {
 std::string mfu_text(const PlanReport& report) {
   if (!(report.peak_flops > 0)) return "-";
   const std::string hardware =
-      report.recompute == cost::Recompute::None
+      report.program.recompute == cost::Recompute::None
           ? std::string()
           : fmt::format("; hardware FLOPs {:.1f}% with the {} recomputation", 100 * hfu(report),
-                        cost::recompute_name(report.recompute));
+                        cost::recompute_name(report.program.recompute));
   return fmt::format("{:.1f}% (3 x the forward FLOPs of the batch per second, over {} x {:.0f} TFLOP/s){}",
                      100 * mfu(report), report.cluster.size(), report.peak_flops / 1e12, hardware);
 }
@@ -259,6 +260,7 @@ std::vector<std::pair<std::string, std::string>> summary_lines(const PlanReport&
                    evaluation.idle_device_seconds.s(),
                    100 * ratio(evaluation.idle_device_seconds, iteration * devices), devices, iteration.ms())},
       {"devices used", fmt::format("{} of {} (the most any layer runs on)", devices_used(report.plan), devices)},
+      {"parallelism", planner::dimensions_text(planner::plan_dimensions(report.plan, report.program))},
       {"pipeline", pipeline_text(report.plan)},
       {"strategies tried", report.tried != nullptr && !report.tried->empty() ? strategies_text(*report.tried) : "-"},
       {"peak memory per device", report.memory_line.empty() ? "-" : report.memory_line},
@@ -364,6 +366,7 @@ json plan_report_json(const PlanReport& report) {
           {"hfu", report.peak_flops > 0 ? json(hfu(report)) : json(nullptr)},
           {"peak_tflops", report.peak_flops > 0 ? json(report.peak_flops / 1e12) : json(nullptr)},
           {"memory", memory_json(report)},
+          {"parallelism", planner::dimensions_json(planner::plan_dimensions(report.plan, report.program))},
           {"pipeline", pipeline_json(report.plan)},
           {"strategies_tried", tried_json(report)},
           {"layers", std::move(layers)}};

@@ -66,8 +66,9 @@ struct PlanReport {
   const std::vector<planner::StrategyTried>* tried = nullptr;  // --strategy auto: what each strategy gave
   // One device's peak FLOP/s, for the model FLOPs utilisation (0: not reported).
   double peak_flops = 0;
-  // The step's recomputation, for the hardware FLOPs utilisation beside it.
-  cost::Recompute recompute = cost::Recompute::None;
+  // The step the plan runs (its recomputation for the hardware FLOPs utilisation, its ZeRO
+  // stage, FSDP shard and precision for the parallelism line).
+  program::ProgramOptions program;
   // A mixed cluster: the plan per kind and the baselines (null: one kind).
   const MixedSummary* mixed = nullptr;
   // --objective energy: the clocks chosen (null: time objective); --pareto: the frontier.

@@ -6,7 +6,8 @@
 # language-model throughput; and each bad input of docs/llm.md is one "burst: error: " line
 # with exit code 2: an unknown model_type, a missing field, tensor parallelism that does not
 # divide the kv heads, fp8 on an A100, HSDP without ZeRO 3 or with a shard that does not
-# divide the group, --seq on a model without a sequence.
+# divide the group, sequence parallelism without a tensor group, over tokens it does not
+# divide or on a strategy without tensor splits, --seq on a model without a sequence.
 set -u
 
 # shellcheck source=common.sh
@@ -52,6 +53,21 @@ refused "hsdp without zero 3" plan --model "hf:$configs/llama-3.1-8b.json" --dev
   --global-batch 16 --zero 2 --fsdp-shard 8
 refused "hsdp shard not dividing" plan --model "hf:$configs/llama-3.1-8b.json" --device h100-sxm --devices 24 \
   --global-batch 24 --strategy 3d --tensor-parallel 1 --pipeline-stages 1 --fsdp-shard 16
+ok sp plan --model "hf:$configs/llama-3.1-8b.json" --device h100-sxm --devices 16 --global-batch 16 \
+  --strategy 3d --tensor-parallel 8 --sequence-parallel --pipeline-stages 1 --precision bf16 --json || true
+py_check "the SP plan says so in its parallelism" '
+import json, sys
+d = json.load(open(sys.argv[1]))["parallelism"]
+assert d["tensor"] == 8 and d["sequence_parallel"] and d["data"] == 2, d
+' "$work/sp.out"
+refused "sp without tp" plan --model "hf:$configs/llama-3.1-8b.json" --device h100-sxm --devices 8 \
+  --global-batch 16 --strategy 3d --tensor-parallel 1 --sequence-parallel
+contains_error "it needs --tensor-parallel 2 or more"
+refused "sp not dividing the tokens" plan --model "hf:$configs/llama-3.1-8b.json" --seq 4097 --device h100-sxm \
+  --devices 8 --global-batch 16 --strategy 3d --tensor-parallel 2 --sequence-parallel
+contains_error "does not divide the 4097 tokens"
+refused "sp on burst" plan --model "hf:$configs/llama-3.1-8b.json" --device h100-sxm --devices 8 \
+  --global-batch 16 --strategy burst --sequence-parallel
 refused "seq on resnet" plan --model resnet50 --seq 128 --device a100 --devices 8 --global-batch 16
 refused "bad seq in spec" model show --model "hf:$configs/llama-3.1-8b.json:seq=x"
 

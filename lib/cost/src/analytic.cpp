@@ -463,14 +463,14 @@ double AnalyticCostModel::compute_bound_share(const graph::Graph& graph, graph::
 
 std::optional<LayerEstimate> AnalyticCostModel::estimate_tensor(const graph::Graph& graph, graph::LayerId id,
                                                                 int64_t batch, const TensorSplit& split) const {
-  if (!divides_weights(split.kind) && split.kind != SplitKind::Features) return estimate(graph, id, batch);
+  if (!divides_weights(split.kind) && !divides_output(split.kind)) return estimate(graph, id, batch);
   const int64_t k = split.parts;
   int64_t input_bytes = 0;
   for (const graph::LayerId input : graph.inputs(id)) input_bytes += graph.info(input).output_bytes;
   const auto& info = graph.info(id);
   const LayerWork work = layer_work(graph::op_name(graph.layer(id).op()), batch, info.forward_flops / k,
-                                    input_sliced(split.kind) ? input_bytes / k : input_bytes,
-                                    output_sliced(split.kind) ? info.output_bytes / k : info.output_bytes,
+                                    divides_input(split.kind) ? input_bytes / k : input_bytes,
+                                    divides_output(split.kind) ? info.output_bytes / k : info.output_bytes,
                                     part_params(graph, id, split));
   const int64_t head_parts = split.kind == SplitKind::Heads ? k : 1;
   return LayerEstimate{time(work) + attention_core_memory(graph, id, batch, head_parts), CostSource::Analytic};

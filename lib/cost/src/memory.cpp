@@ -83,9 +83,10 @@ LayerMemory layer_memory(const graph::Graph& graph, graph::LayerId id, int64_t b
   const auto& info = graph.info(id);
   const double params = static_cast<double>(part_params(graph, id, split));
   const double parts = static_cast<double>(split.parts);
-  const double output = static_cast<double>(info.output_bytes) / (output_sliced(split.kind) ? parts : 1.0);
-  const double inside =
-      saved_inside_per_sample(graph, id, options.recompute).value() / (split.kind == SplitKind::Heads ? parts : 1.0);
+  const double output = static_cast<double>(info.output_bytes) / (divides_output(split.kind) ? parts : 1.0);
+  // A heads split keeps its heads' share of the core; a sequence split its tokens' share.
+  const bool inside_divided = split.kind == SplitKind::Heads || split.kind == SplitKind::Sequence;
+  const double inside = saved_inside_per_sample(graph, id, options.recompute).value() / (inside_divided ? parts : 1.0);
   // Graphs count fp32 bytes; a mixed-precision step keeps 2-byte values.
   const double moved = value_bytes(options.precision) / kFloatBytes;
   const double master = keeps_master_weights(options.precision) ? 1 : 0;

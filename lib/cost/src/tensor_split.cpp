@@ -16,6 +16,7 @@ const char* split_kind_name(SplitKind kind) {
     case SplitKind::Row: return "row";
     case SplitKind::Heads: return "heads";
     case SplitKind::Features: return "features";
+    case SplitKind::Sequence: return "sequence";
   }
   return "?";
 }
@@ -26,11 +27,13 @@ SplitKind split_kind_from_name(const std::string& name) {
     if (name == split_kind_name(kind)) return kind;
   }
   throw UserError(fmt::format(
-      "unknown tensor split '{}' (known: samples, replicate, column, row, heads, features)", name));
+      "unknown tensor split '{}' (known: samples, replicate, column, row, heads, features, sequence)", name));
 }
 
 bool input_sliced(SplitKind kind) { return kind == SplitKind::Row || kind == SplitKind::Features; }
 bool output_sliced(SplitKind kind) { return kind == SplitKind::Column || kind == SplitKind::Features; }
+bool divides_output(SplitKind kind) { return output_sliced(kind) || kind == SplitKind::Sequence; }
+bool divides_input(SplitKind kind) { return input_sliced(kind) || kind == SplitKind::Sequence; }
 bool sums_output(SplitKind kind) { return kind == SplitKind::Row || kind == SplitKind::Heads; }
 bool sums_input_gradient(SplitKind kind) { return kind == SplitKind::Column || kind == SplitKind::Heads; }
 bool divides_weights(SplitKind kind) {
@@ -86,6 +89,10 @@ DividedUnits divided_units(const graph::Graph& graph, graph::LayerId layer, Spli
       return h.kv_heads < h.heads ? DividedUnits{"kv heads", h.kv_heads} : DividedUnits{"heads", h.heads};
     }
     case SplitKind::Features: return {"features", output_features(graph, layer)};
+    case SplitKind::Sequence: {
+      const graph::Shape& shape = graph.info(layer).output_shape;
+      return {"tokens", shape.size() >= 2 ? shape.front() : 0};
+    }
     default: return {};
   }
 }

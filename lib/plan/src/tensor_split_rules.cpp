@@ -30,6 +30,20 @@ namespace {
 using cost::SplitKind;
 using graph::OpKind;
 
+// Why a split of `kind` (features, sequence: slices of an input kept as they are) cannot take
+// layer `id`'s inputs, or "" when each has the output's shape.
+std::string inputs_of_output_shape(const graph::Graph& graph, graph::LayerId id, SplitKind kind) {
+  const graph::Shape& shape = graph.info(id).output_shape;
+  for (const graph::LayerId producer : graph.inputs(id)) {
+    if (graph.info(producer).output_shape != shape) {
+      return fmt::format("a {} split needs inputs of its output's shape {}, but '{}' gives {}", cost::split_kind_name(kind),
+                         graph::shape_to_string(shape), graph.layer(producer).name,
+                         graph::shape_to_string(graph.info(producer).output_shape));
+    }
+  }
+  return "";
+}
+
 // Why layer `id`'s op cannot take `kind`, or "" when it can.
 std::string refusal(const graph::Graph& graph, graph::LayerId id, SplitKind kind) {
   const OpKind op = graph.layer(id).op();
@@ -42,22 +56,23 @@ std::string refusal(const graph::Graph& graph, graph::LayerId id, SplitKind kind
       return op == OpKind::Linear ? "" : fmt::format("a {} split is for linear layers, not {}", cost::split_kind_name(kind), name);
     case SplitKind::Heads:
       return op == OpKind::SelfAttention ? "" : fmt::format("a heads split is for self_attention, not {}", name);
-    case SplitKind::Features: {
+    case SplitKind::Features:
       if (!cost::element_wise(op)) {
         return fmt::format("a features split keeps its input's feature slices, but {} needs whole features "
                            "(place it as samples or replicate: the re-shard to whole features is then derived)",
                            name);
       }
-      const graph::Shape& shape = graph.info(id).output_shape;
-      for (const graph::LayerId producer : graph.inputs(id)) {
-        if (graph.info(producer).output_shape != shape) {
-          return fmt::format("a features split needs inputs of its output's shape {}, but '{}' gives {}",
-                             graph::shape_to_string(shape), graph.layer(producer).name,
-                             graph::shape_to_string(graph.info(producer).output_shape));
-        }
+      return inputs_of_output_shape(graph, id, kind);
+    case SplitKind::Sequence:
+      if (!cost::element_wise(op) && op != OpKind::LayerNorm) {
+        return fmt::format("a sequence split is for element-wise layers and norms, which work token by token, not {}",
+                           name);
       }
-      return "";
-    }
+      if (graph.info(id).output_shape.size() < 2) {
+        return fmt::format("a sequence split needs tokens [T, D], but its output is {}",
+                           graph::shape_to_string(graph.info(id).output_shape));
+      }
+      return inputs_of_output_shape(graph, id, kind);
     case SplitKind::Replicate:
       return op == OpKind::BatchNorm2d ? "BatchNorm's statistics cannot be replicated across a tensor group" : "";
     case SplitKind::Samples: return "";

@@ -55,6 +55,7 @@ plan::Plan search_tensor_splits(const Request& request) {
   options.search() = request.options.search();
   options.rule() = request.options.rule();
   options.parts = request.options.pins.tensor;
+  options.sequence_parallel = request.options.pins.sequence_parallel.value_or(false);
   return or_data_parallel(plan_tensor(request.context, request.global_batch, options).plan, request);
 }
 

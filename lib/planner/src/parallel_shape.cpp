@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "burst/graph/language_model.h"
+
 #include "burst/cost/tensor_split.h"
 #include "burst/planner/pipeline_planner.h"
 #include "burst/planner/tensor_planner.h"
@@ -14,8 +16,8 @@ namespace burst::planner {
 using cost::SplitKind;
 
 std::string shape_text(const ParallelShape& shape) {
-  return fmt::format("TP {} x PP {} x DP {}, micro-batch {}, {}", shape.tensor, shape.pipeline, shape.data,
-                     shape.micro_batch, plan::schedule_name(shape.schedule));
+  return fmt::format("TP {}{} x PP {} x DP {}, micro-batch {}, {}", shape.tensor, shape.sequence_parallel ? " + SP" : "",
+                     shape.pipeline, shape.data, shape.micro_batch, plan::schedule_name(shape.schedule));
 }
 
 namespace {
@@ -40,6 +42,19 @@ void check_sizes(const ParallelShape& shape) {
   }
 }
 
+// Sequence parallelism cuts each sample's tokens over the tensor group.
+void check_sequence_split(const graph::Graph& graph, int tensor) {
+  if (tensor < 2) {
+    throw UserError("--sequence-parallel splits the tokens over a tensor group: it needs --tensor-parallel 2 or more");
+  }
+  const std::optional<int64_t> tokens = graph::sequence_length(graph);
+  if (tokens && *tokens % tensor != 0) {
+    throw UserError(fmt::format("--sequence-parallel with --tensor-parallel {} does not divide the {} tokens of a "
+                                "sample (--seq)",
+                                tensor, *tokens));
+  }
+}
+
 }  // namespace
 
 void check_shape(const graph::Graph& graph, int devices, int64_t global_batch, const ParallelShape& shape) {
@@ -52,6 +67,7 @@ void check_shape(const graph::Graph& graph, int devices, int64_t global_batch, c
                                   heads.count, heads.what, graph.layer(undivided).name));
     }
   }
+  if (shape.sequence_parallel) check_sequence_split(graph, shape.tensor);
   const int stages = static_cast<int>(valid_stage_starts(graph).size()) + 1;
   if (shape.pipeline > stages) {
     throw UserError(fmt::format("--pipeline-stages {}: '{}' can be cut into at most {} stages", shape.pipeline,
@@ -79,7 +95,7 @@ class ShapePlanner {
  public:
   ShapePlanner(const plan::PlanContext& context, int64_t global_batch, const ParallelShape& shape)
       : context_(context), graph_(context.graph), batch_(global_batch), shape_(shape),
-        kinds_(shape.tensor > 1 ? megatron_splits(graph_, shape.tensor)
+        kinds_(shape.tensor > 1 ? megatron_splits(graph_, shape.tensor, shape.sequence_parallel)
                                 : std::vector<SplitKind>(graph_.size(), SplitKind::Samples)) {}
 
   plan::Plan build() {

@@ -51,6 +51,9 @@ std::string pins_refusal(Strategy strategy, const ShapePins& pins) {
     return refusal(strategy, fmt::format("--tensor-parallel {}", *pins.tensor), "splits no layer's tensors",
                    &Dimensions::tensor);
   }
+  if (pins.sequence_parallel.value_or(false) && !has.tensor) {
+    return refusal(strategy, "--sequence-parallel", "splits no layer's tensors", &Dimensions::tensor);
+  }
   if (pins.pipeline && *pins.pipeline > 1 && !has.stages) {
     return refusal(strategy, fmt::format("--pipeline-stages {}", *pins.pipeline), "makes no pipeline stages",
                    &Dimensions::stages);

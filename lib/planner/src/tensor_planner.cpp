@@ -39,9 +39,20 @@ bool joins_column_linears(const graph::Graph& graph, graph::LayerId join, graph:
   return true;
 }
 
+// Whether a k-part sequence split suits layer `id` (plan::validate_tensor_split's rules).
+bool takes_sequence_split(const graph::Graph& graph, graph::LayerId id, int32_t parts) {
+  const graph::OpKind op = graph.layer(id).op();
+  if (!cost::element_wise(op) && op != graph::OpKind::LayerNorm) return false;
+  const graph::Shape& shape = graph.info(id).output_shape;
+  if (shape.size() < 2 || shape.front() % parts != 0) return false;
+  const auto inputs = graph.inputs(id);
+  return std::all_of(inputs.begin(), inputs.end(),
+                     [&](graph::LayerId input) { return graph.info(input).output_shape == shape; });
+}
+
 }  // namespace
 
-std::vector<SplitKind> megatron_splits(const graph::Graph& graph, int32_t parts) {
+std::vector<SplitKind> megatron_splits(const graph::Graph& graph, int32_t parts, bool sequence_parallel) {
   const auto layers = static_cast<graph::LayerId>(graph.size());
   std::vector<SplitKind> kinds(graph.size(), SplitKind::Replicate);
   const auto kind = [&](graph::LayerId id) -> SplitKind& { return kinds[static_cast<size_t>(id)]; };
@@ -82,6 +93,11 @@ std::vector<SplitKind> megatron_splits(const graph::Graph& graph, int32_t parts)
       at = next;
     }
   }
+  if (sequence_parallel) {
+    for (graph::LayerId id = 0; id < layers; ++id) {
+      if (kind(id) == SplitKind::Replicate && takes_sequence_split(graph, id, parts)) kind(id) = SplitKind::Sequence;
+    }
+  }
   return kinds;
 }
 
@@ -99,7 +115,7 @@ class TensorPlanner {
     std::vector<std::pair<double, Plan>> estimated;  // (estimate in seconds, candidate)
     for (int32_t parts = 2; parts <= std::min({options_.max_parts, per_node, devices}); parts *= 2) {
       if (options_.parts && parts != *options_.parts) continue;
-      const std::vector<SplitKind> kinds = megatron_splits(context_.graph, parts);
+      const std::vector<SplitKind> kinds = megatron_splits(context_.graph, parts, options_.sequence_parallel);
       const int most_groups = static_cast<int>(std::min<int64_t>(devices / parts, batch_));
       std::vector<int> group_counts;
       for (int groups = 1; groups < most_groups; groups *= 2) group_counts.push_back(groups);

@@ -5,12 +5,13 @@
 
 #include "burst/cost/memory.h"
 #include "burst/cost/tensor_split.h"
+#include "burst/program/tensor_collectives.h"
 
 namespace burst::planner {
 namespace {
 
 // Per stage, the time of one micro-batch's forward, backward and recomputation on the
-// stage's first rank (every rank of a stage is alike), with its tensor all-reduces.
+// stage's first rank (every rank of a stage is alike), with its tensor-group collectives.
 class StageEstimate {
  public:
   StageEstimate(const plan::PlanContext& context, const plan::Plan& plan, const ParallelShape& shape,
@@ -18,6 +19,16 @@ class StageEstimate {
       : context_(context), plan_(plan), shape_(shape), program_(program),
         scale_(cost::value_bytes(program.precision) / cost::kFloatBytes) {
     for (int q = 0; q < shape.tensor; ++q) tensor_group_.push_back(q);
+    // plan_shape's split layers of one stage share its shards (its tensor groups).
+    const program::SameTensorGroup same_stage = [&plan](graph::LayerId a, graph::LayerId b) {
+      const auto split = [&plan](graph::LayerId id) { return plan.layers[static_cast<size_t>(id)].split.splits(); };
+      return plan.stage_of(a) == plan.stage_of(b) && split(a) && split(b);
+    };
+    splits_.reserve(plan.layers.size());
+    for (const plan::LayerPlacement& placement : plan.layers) splits_.push_back(placement.split);
+    for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(plan.layers.size()); ++id) {
+      collectives_.push_back(program::tensor_collectives(context.graph, splits_, same_stage, id));
+    }
   }
 
   double layer(graph::LayerId id) const {
@@ -30,10 +41,10 @@ class StageEstimate {
     const auto bytes = [&](graph::LayerId of) {
       return Bytes(static_cast<double>(shard * graph.info(of).output_bytes) * scale_);
     };
-    if (cost::sums_output(placement.split.kind)) seconds += context_.network.allreduce(tensor_group_, bytes(id)).s();
-    if (cost::sums_input_gradient(placement.split.kind)) {
-      seconds += context_.network.allreduce(tensor_group_, bytes(graph.inputs(id).at(0))).s();
-    }
+    const program::TensorCollectives& tensor = collectives_[static_cast<size_t>(id)];
+    if (tensor.after_forward) seconds += collective(*tensor.after_forward, bytes(id));
+    if (tensor.before_backward) seconds += collective(*tensor.before_backward, bytes(id));
+    if (tensor.after_backward) seconds += collective(*tensor.after_backward, bytes(tensor.input));
     return seconds;
   }
 
@@ -44,12 +55,20 @@ class StageEstimate {
     return forward * cost::attention_core_forward_share(context_.graph, id);
   }
 
+  // A tensor-group collective's time: a reduce-scatter or an all-gather is half an all-reduce.
+  double collective(program::OpKind kind, Bytes bytes) const {
+    return kind == program::OpKind::TensorAllReduce ? context_.network.allreduce(tensor_group_, bytes).s()
+                                                    : context_.network.reduce_scatter(tensor_group_, bytes).s();
+  }
+
   const plan::PlanContext& context_;
   const plan::Plan& plan_;
   const ParallelShape& shape_;
   const program::ProgramOptions& program_;
   double scale_;
   std::vector<int> tensor_group_;
+  std::vector<cost::TensorSplit> splits_;                 // by layer: the plan's
+  std::vector<program::TensorCollectives> collectives_;  // by layer
 };
 
 }  // namespace

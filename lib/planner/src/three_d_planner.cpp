@@ -115,14 +115,22 @@ class ThreeDSearch {
                                            ? std::vector<int>{static_cast<int>(*options_.pins.micro_batch)}
                                            : powers_of_two_dividing(batch_ / d, kLargestMicroBatch);
         for (const int b : micro) {
-          ParallelShape shape{t, p, d, b, options_.pins.schedule.value_or(plan::Schedule::OneFOneB)};
-          if (pinned_all()) check_shape(graph_, devices_, batch_, shape);
-          if (shape_fits_graph(shape)) found.push_back(shape);
+          for (const bool sequence : sequence_choices(t)) {
+            ParallelShape shape{t, p, d, b, options_.pins.schedule.value_or(plan::Schedule::OneFOneB), sequence};
+            if (pinned_all()) check_shape(graph_, devices_, batch_, shape);
+            if (shape_fits_graph(shape)) found.push_back(shape);
+          }
         }
       }
     }
     if (found.empty()) check_pins_alone();
     return found;
+  }
+  // Sequence parallelism as pinned, else both where there is a tensor group to split over.
+  std::vector<bool> sequence_choices(int t) const {
+    if (options_.pins.sequence_parallel) return {*options_.pins.sequence_parallel};
+    if (t == 1) return {false};
+    return {false, true};
   }
   bool pinned_all() const { return options_.pins.tensor && options_.pins.pipeline && options_.pins.micro_batch; }
   bool shape_fits_graph(const ParallelShape& shape) const {
@@ -140,6 +148,8 @@ class ThreeDSearch {
     shape.pipeline = options_.pins.pipeline.value_or(1);
     shape.micro_batch = options_.pins.micro_batch.value_or(1);
     shape.data = std::max(1, devices_ / std::max(1, shape.tensor * shape.pipeline));
+    shape.sequence_parallel = options_.pins.sequence_parallel.value_or(false);
+    if (shape.sequence_parallel && !options_.pins.tensor) shape.tensor = std::max(shape.tensor, 2);
     check_shape(graph_, devices_, batch_, shape);
     throw UserError(fmt::format("no 3-D shape satisfies the pins on {} devices at global batch {}", devices_, batch_));
   }

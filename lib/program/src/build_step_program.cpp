@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "burst/program/recompute_units.h"
+#include "burst/program/tensor_collectives.h"
 #include "burst/program/step_program.h"
 #include "burst/util/error.h"
 
@@ -63,6 +64,7 @@ class ProgramBuilder {
 
   StepProgram build() && {
     make_segments();
+    find_tensor_collectives();
     make_groups();
     make_pieces();
     choose_representatives();
@@ -119,10 +121,21 @@ class ProgramBuilder {
            placement(id).shards.size() >= 2;
   }
 
-  // Whether layer `id` all-reduces weight gradients (plan::sync_group is not empty).
+  // Whether layer `id` all-reduces weight gradients (plan::sync_group is not empty). A
+  // sequence split's parts hold gradients of their own tokens only: they are summed over
+  // every rank of the layer, its tensor groups' parts included (Megatron's all-reduce of
+  // the sequence-parallel norms' gradients).
   bool has_gradients(graph::LayerId id) const {
     if (!tied_group_[static_cast<size_t>(id)].empty()) return true;
-    return graph_.info(id).params > 0 && placement(id).sample_groups() >= 2;
+    if (graph_.info(id).params == 0) return false;
+    return sequence_split(id) ? placement(id).shards.size() >= 2 : placement(id).sample_groups() >= 2;
+  }
+  bool sequence_split(graph::LayerId id) const {
+    return placement(id).split.splits() && placement(id).split.kind == cost::SplitKind::Sequence;
+  }
+  bool sums_sequence_gradients(const Segment& segment) const {
+    return std::any_of(segment.layers.begin(), segment.layers.end(),
+                       [&](graph::LayerId id) { return sequence_split(id) && has_gradients(id); });
   }
 
   // By layer: for an embedding whose tied heads run on ranks it does not, the ranks that
@@ -145,6 +158,7 @@ class ProgramBuilder {
   void make_groups() {
     std::vector<std::vector<std::vector<int>>> part_ranks;  // by segment, by part
     std::vector<std::vector<std::vector<int>>> tensor_ranks;  // by segment, by sample group
+    std::vector<std::vector<int>> sequence_ranks;  // by segment: all its ranks, where sequence splits sum gradients
     std::vector<std::vector<int>> all;
     for (const Segment& segment : program_.segments) {
       const auto parts = static_cast<size_t>(segment.parts);
@@ -159,15 +173,10 @@ class ProgramBuilder {
         all.insert(all.end(), part_ranks.back().begin(), part_ranks.back().end());
         add_hybrid_groups(part_ranks.back(), segment, all);
       }
-      tensor_ranks.emplace_back();
-      if (std::any_of(segment.layers.begin(), segment.layers.end(), [&](graph::LayerId id) { return reduces_tensor(id); })) {
-        for (size_t first = 0; first < segment.shards.size(); first += parts) {
-          std::vector<cost::Shard> group(segment.shards.begin() + static_cast<std::ptrdiff_t>(first),
-                                         segment.shards.begin() + static_cast<std::ptrdiff_t>(first + parts));
-          tensor_ranks.back().push_back(sorted_ranks(group));
-          all.push_back(tensor_ranks.back().back());
-        }
-      }
+      sequence_ranks.push_back(sums_sequence_gradients(segment) ? sorted_ranks(segment.shards) : std::vector<int>{});
+      if (!sequence_ranks.back().empty()) all.push_back(sequence_ranks.back());
+      tensor_ranks.push_back(tensor_groups_of(segment));
+      all.insert(all.end(), tensor_ranks.back().begin(), tensor_ranks.back().end());
     }
     // A tied embedding's gradients are summed over its heads' ranks too (plan::sync_group).
     for (const std::vector<int>& group : tied_group_) {
@@ -189,7 +198,9 @@ class ProgramBuilder {
     for (size_t s = 0; s < program_.segments.size(); ++s) {
       std::vector<int32_t> groups;
       for (const std::vector<int>& ranks : part_ranks[s]) groups.push_back(group_index(ranks));
-      for (const graph::LayerId id : program_.segments[s].layers) layer_groups_[static_cast<size_t>(id)] = groups;
+      for (const graph::LayerId id : program_.segments[s].layers) {
+        layer_groups_[static_cast<size_t>(id)] = sequence_split(id) ? std::vector<int32_t>{group_index(sequence_ranks[s])} : groups;
+      }
       for (const std::vector<int>& ranks : tensor_ranks[s]) tensor_groups_[s].push_back(group_index(ranks));
     }
     for (graph::LayerId id = 0; id < layer_count_; ++id) {
@@ -255,16 +266,34 @@ class ProgramBuilder {
     return shard;
   }
 
-  // Whether layer `id` all-reduces over its tensor group: its output (row, heads), or its
-  // input gradient (column, heads) when one flows back.
-  bool reduces_tensor(graph::LayerId id) const { return reduces_output(id) || reduces_input_gradient(id); }
-  bool reduces_output(graph::LayerId id) const {
-    const cost::TensorSplit& split = placement(id).split;
-    return split.splits() && cost::sums_output(split.kind);
+  // A segment's tensor groups (each sample group's parts, sorted) where a layer of it runs a
+  // tensor collective; none otherwise.
+  std::vector<std::vector<int>> tensor_groups_of(const Segment& segment) const {
+    std::vector<std::vector<int>> groups;
+    if (std::none_of(segment.layers.begin(), segment.layers.end(), [&](graph::LayerId id) { return reduces_tensor(id); })) {
+      return groups;
+    }
+    const auto parts = static_cast<size_t>(segment.parts);
+    for (size_t first = 0; first < segment.shards.size(); first += parts) {
+      groups.push_back(sorted_ranks({segment.shards.begin() + static_cast<std::ptrdiff_t>(first),
+                                     segment.shards.begin() + static_cast<std::ptrdiff_t>(first + parts)}));
+    }
+    return groups;
   }
-  bool reduces_input_gradient(graph::LayerId id) const {
-    const cost::TensorSplit& split = placement(id).split;
-    return split.splits() && cost::sums_input_gradient(split.kind) && carries_gradient(graph_, graph_.inputs(id).at(0));
+
+  // Every layer's tensor-group collectives (tensor_collectives.h), once the segments are known.
+  void find_tensor_collectives() {
+    const SameTensorGroup same_group = program_tensor_groups(program_);
+    collectives_.reserve(graph_.size());
+    for (graph::LayerId id = 0; id < layer_count_; ++id) {
+      collectives_.push_back(tensor_collectives(graph_, program_.splits, same_group, id));
+    }
+  }
+
+  // Whether layer `id` runs a collective over its tensor group (tensor_collectives.h).
+  bool reduces_tensor(graph::LayerId id) const {
+    const TensorCollectives& tensor = collectives_[static_cast<size_t>(id)];
+    return tensor.after_forward || tensor.before_backward || tensor.after_backward;
   }
 
   // Every use of a producer by a consumer in another segment: its activation pieces and,
@@ -522,7 +551,8 @@ class ProgramBuilder {
     op.micro = micro;
     op.bytes = at_precision(cost::part_params(graph_, id, placement(id).split) * 4);
     for (size_t i = 0; i < seg.shards.size(); ++i) {
-      const int32_t group = layer_groups_[static_cast<size_t>(id)][i % parts];
+      const std::vector<int32_t>& groups = layer_groups_[static_cast<size_t>(id)];  // by part, or one for all
+      const int32_t group = groups[groups.size() == 1 ? 0 : i % parts];
       if (group < 0) continue;
       op.group = sharding_group(group, seg.shards[i].rank);
       emit(seg.shards[i].rank, op);
@@ -551,6 +581,10 @@ class ProgramBuilder {
     const std::vector<cost::Shard>& shards = program_.segments[static_cast<size_t>(segment)].shards;
     // A recomputed layer's backward gather came with its RECOMPUTE.
     if (gathers_weights(id) && !(backward && recomputed(id))) emit_weight_gather(segment, id, backward, micro);
+    if (backward) {
+      const auto before = collectives_[static_cast<size_t>(id)].before_backward;
+      if (before) emit_tensor_collective(*before, segment, id, id, true, micro);
+    }
     Op op;
     op.kind = backward ? OpKind::Backward : OpKind::Forward;
     op.layer = id;
@@ -566,24 +600,28 @@ class ProgramBuilder {
       sync.micro = micro;
       for (const cost::Shard& shard : shards) emit(shard.rank, sync);
     }
-    if (backward ? reduces_input_gradient(id) : reduces_output(id)) emit_tensor_allreduce(segment, id, backward, micro);
+    const TensorCollectives& tensor = collectives_[static_cast<size_t>(id)];
+    if (!backward && tensor.after_forward) emit_tensor_collective(*tensor.after_forward, segment, id, id, false, micro);
+    if (backward && tensor.after_backward) {
+      emit_tensor_collective(*tensor.after_backward, segment, id, tensor.input, true, micro);
+    }
   }
 
-  // A row or heads split's forward, or a column or heads split's backward, ends with an
-  // all-reduce over each sample group's parts: of the output, or of the input gradient.
-  void emit_tensor_allreduce(int32_t segment, graph::LayerId id, bool backward, int32_t micro) {
+  // A tensor group's collective (tensor_collectives.h) by layer `id` over each sample group's
+  // parts, of the output (or its gradient) of `moved`: `id` itself, or its input.
+  void emit_tensor_collective(OpKind kind, int32_t segment, graph::LayerId id, graph::LayerId moved, bool backward,
+                              int32_t micro) {
     const Segment& seg = program_.segments[static_cast<size_t>(segment)];
     const auto parts = static_cast<size_t>(seg.parts);
-    const graph::LayerId summed = backward ? graph_.inputs(id).at(0) : id;  // whose activation is summed
     for (size_t g = 0; g * parts < seg.shards.size(); ++g) {
       Op op;
-      op.kind = OpKind::TensorAllReduce;
+      op.kind = kind;
       op.layer = id;
       op.segment = segment;
       op.group = tensor_groups_[static_cast<size_t>(segment)][g];
       op.backward = backward;
       op.micro = micro;
-      op.bytes = at_precision(seg.shards[g * parts].samples.size() * graph_.info(summed).output_bytes);
+      op.bytes = at_precision(seg.shards[g * parts].samples.size() * graph_.info(moved).output_bytes);
       for (size_t p = 0; p < parts; ++p) emit(seg.shards[g * parts + p].rank, op);
     }
   }
@@ -717,6 +755,7 @@ class ProgramBuilder {
   std::vector<std::vector<int32_t>> tensor_groups_;  // by segment, by sample group (split segments)
   bool split_plan_ = false;                          // some layer has a tensor split
   std::vector<std::vector<int>> tied_group_;  // find_tied_groups
+  std::vector<TensorCollectives> collectives_;  // by layer: find_tensor_collectives
   int32_t world_group_ = -1;                  // all ranks (clipping's norm), or -1
   // HSDP: by gradient group's ranks, its shard and replica groups (make_groups); then by
   // gradient group index, by rank: the indices of its shard and replica groups.

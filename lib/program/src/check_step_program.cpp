@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "burst/program/step_program.h"
+#include "burst/program/tensor_collectives.h"
 #include "burst/util/error.h"
 
 namespace burst::program {
@@ -175,40 +176,76 @@ void check_compute_and_buckets(const StepProgram& program, const graph::Graph& g
   }
 }
 
-// Every rank of a row or heads split runs its forward's tensor all-reduce once per
-// micro-batch, right after that forward, in a group of its own sample group's parts; a
-// column or heads split's backward likewise, when a gradient flows into its input.
-void check_tensor_allreduces(const StepProgram& program, const graph::Graph& graph) {
+bool tensor_collective(OpKind kind) {
+  return kind == OpKind::TensorAllReduce || kind == OpKind::TensorReduceScatter || kind == OpKind::TensorAllGather;
+}
+
+// Where a tensor collective stands: right after its layer's F or B, or (a backward gather
+// or reduce-scatter of the output gradient) right before its B.
+struct TensorCollectiveRun {
+  graph::LayerId layer;
+  OpKind kind;
+  bool backward;
+  bool before;  // before the compute
+  int32_t micro;
+  bool operator<(const TensorCollectiveRun& other) const {
+    return std::tie(layer, kind, backward, before, micro) <
+           std::tie(other.layer, other.kind, other.backward, other.before, other.micro);
+  }
+};
+
+// Every rank of a split layer runs the tensor collectives tensor_collectives() names for
+// it once per micro-batch, next to its F or B as that says, in a group of its own sample
+// group's parts.
+void check_tensor_collectives(const StepProgram& program, const graph::Graph& graph) {
+  const SameTensorGroup same_group = program_tensor_groups(program);
+  std::vector<TensorCollectives> wanted_by_layer;
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
+    wanted_by_layer.push_back(tensor_collectives(graph, program.splits, same_group, id));
+  }
   for (int rank = 0; rank < program.ranks; ++rank) {
     const std::vector<Op>& ops = program.ops[static_cast<size_t>(rank)];
-    std::map<std::tuple<graph::LayerId, bool, int32_t>, int> runs;
+    std::map<TensorCollectiveRun, int> runs;
     for (size_t i = 0; i < ops.size(); ++i) {
       const Op& op = ops[i];
-      if (op.kind != OpKind::TensorAllReduce) continue;
+      if (!tensor_collective(op.kind)) continue;
       const auto& group = program.groups[static_cast<size_t>(op.group)];
       const OpKind compute = op.backward ? OpKind::Backward : OpKind::Forward;
-      if (!std::binary_search(group.begin(), group.end(), rank) || i == 0 || ops[i - 1].kind != compute ||
-          ops[i - 1].layer != op.layer || ops[i - 1].micro != op.micro) {
-        throw UserError(fmt::format("step program: rank {} runs the tensor all-reduce of layer '{}' outside its group "
-                                    "or not right after its {}",
-                                    rank, graph.layer(op.layer).name, op.backward ? "backward" : "forward"));
+      const auto next_to = [&](size_t at) {
+        return at < ops.size() && ops[at].kind == compute && ops[at].layer == op.layer && ops[at].micro == op.micro;
+      };
+      const bool after = i > 0 && next_to(i - 1);
+      const bool before = op.backward && next_to(i + 1);
+      if (!std::binary_search(group.begin(), group.end(), rank) || !(after || before)) {
+        throw UserError(fmt::format("step program: rank {} runs the {} of layer '{}' outside its group or away from "
+                                    "its {}",
+                                    rank, op_kind_name(op.kind), graph.layer(op.layer).name,
+                                    op.backward ? "backward" : "forward"));
       }
-      ++runs[{op.layer, op.backward, op.micro}];
+      ++runs[{op.layer, op.kind, op.backward, !after, op.micro}];
     }
+    const auto expect = [&](const Op& compute, OpKind kind, bool before) {
+      const bool backward = compute.kind == OpKind::Backward;
+      const auto found = runs.find({compute.layer, kind, backward, before, compute.micro});
+      const int count = found == runs.end() ? 0 : found->second;
+      if (count != 1) {
+        throw UserError(fmt::format("step program: rank {} runs the {} {} of layer '{}' {} times", rank,
+                                    backward ? "backward" : "forward", op_kind_name(kind),
+                                    graph.layer(compute.layer).name, count));
+      }
+      runs.erase(found);
+    };
     for (const Op& op : ops) {
       if (op.kind != OpKind::Forward && op.kind != OpKind::Backward) continue;
-      const cost::TensorSplit& split = program.splits[static_cast<size_t>(op.layer)];
-      const bool backward = op.kind == OpKind::Backward;
-      const bool expected =
-          split.splits() && (backward ? cost::sums_input_gradient(split.kind) &&
-                                            carries_gradient(graph, graph.inputs(op.layer).at(0))
-                                      : cost::sums_output(split.kind));
-      const auto found = runs.find({op.layer, backward, op.micro});
-      if ((found == runs.end() ? 0 : found->second) != (expected ? 1 : 0)) {
-        throw UserError(fmt::format("step program: rank {} runs the {} tensor all-reduce of layer '{}' {} times",
-                                    rank, backward ? "backward" : "forward", graph.layer(op.layer).name,
-                                    found == runs.end() ? 0 : found->second));
-      }
+      const TensorCollectives& wanted = wanted_by_layer[static_cast<size_t>(op.layer)];
+      if (op.kind == OpKind::Forward && wanted.after_forward) expect(op, *wanted.after_forward, false);
+      if (op.kind == OpKind::Backward && wanted.before_backward) expect(op, *wanted.before_backward, true);
+      if (op.kind == OpKind::Backward && wanted.after_backward) expect(op, *wanted.after_backward, false);
+    }
+    if (!runs.empty()) {
+      const TensorCollectiveRun& extra = runs.begin()->first;
+      throw UserError(fmt::format("step program: rank {} runs a {} of layer '{}' that its split does not call for",
+                                  rank, op_kind_name(extra.kind), graph.layer(extra.layer).name));
     }
   }
 }
@@ -247,7 +284,7 @@ void check_step_program(const StepProgram& program, const graph::Graph& graph, c
   check_coverage(program, graph, plan);
   check_messages(program);
   check_compute_and_buckets(program, graph);
-  check_tensor_allreduces(program, graph);
+  check_tensor_collectives(program, graph);
   check_clipping(program);
 }
 

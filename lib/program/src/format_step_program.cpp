@@ -24,6 +24,8 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::ReduceScatter: return "REDUCE_SCATTER";
     case OpKind::AllGather: return "ALL_GATHER";
     case OpKind::ClipGradNorm: return "CLIP_GRAD_NORM";
+    case OpKind::TensorReduceScatter: return "TP_REDUCE_SCATTER";
+    case OpKind::TensorAllGather: return "TP_ALL_GATHER";
   }
   return "?";
 }
@@ -98,8 +100,10 @@ std::string op_text(const StepProgram& program, const graph::Graph& graph, int r
       return fmt::format("{}{}{}  {} {}{}", op.segment, op_kind_name(op.kind), op.micro, graph.layer(op.layer).name,
                          samples_text(shard_of(program, op.segment, rank)), part_text(program, op.segment, op.layer, rank));
     case OpKind::TensorAllReduce:
-      return fmt::format("{}TP_ALLREDUCE_{}{}  {} ranks {}, {} B", op.segment, op.backward ? "B" : "F", op.micro,
-                         graph.layer(op.layer).name, program.groups[static_cast<size_t>(op.group)], op.bytes);
+    case OpKind::TensorReduceScatter:
+    case OpKind::TensorAllGather:
+      return fmt::format("{}{}_{}{}  {} ranks {}, {} B", op.segment, op_kind_name(op.kind), op.backward ? "B" : "F",
+                         op.micro, graph.layer(op.layer).name, program.groups[static_cast<size_t>(op.group)], op.bytes);
     case OpKind::SyncBatchNorm:
       return fmt::format("{}SYNC_BN_{}{}  {} ranks {}", program.segment_of[static_cast<size_t>(op.layer)],
                          op.backward ? "B" : "F", op.micro, graph.layer(op.layer).name,

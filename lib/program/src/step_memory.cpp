@@ -123,7 +123,7 @@ class MemoryCounter {
 
   // A unit's kept input: the layer's output alone (what it keeps inside is recomputed).
   Bytes kept_output(graph::LayerId id, const plan::LayerPlacement& placement, int64_t samples) const {
-    const double sliced = cost::output_sliced(placement.split.kind) ? placement.split.parts : 1;
+    const double sliced = cost::divides_output(placement.split.kind) ? placement.split.parts : 1;
     return Bytes(static_cast<double>(graph_.info(id).output_bytes) / sliced * value_scale() * static_cast<double>(samples));
   }
 

@@ -181,6 +181,13 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
     throw UserError(fmt::format("the runtime runs ZeRO stages 0, 1 and 2, not {} (stage 3 is planned and simulated)",
                                 options.program.zero_stage));
   }
+  for (const plan::LayerPlacement& placement : s.plan.layers) {
+    if (placement.split.splits() && placement.split.kind == cost::SplitKind::Sequence) {
+      throw UserError(fmt::format("plan layer '{}': burst plans sequence parallelism but does not train it yet "
+                                  "(docs/llm.md)",
+                                  placement.layer));
+    }
+  }
   s.high_priority = options.high_priority;
   s.clip_grad_norm = options.program.clip_grad_norm;
   s.reporting = program::build_step_program(graph, s.plan, options.program);

@@ -193,6 +193,10 @@ class StepInterpreter {
       case OpKind::Forward: return forward(op.layer, op.micro);
       case OpKind::SyncBatchNorm: return;    // made inside the layer's F or B (sync_batchnorm.h)
       case OpKind::TensorAllReduce: return;  // likewise (layers/tensor_parallel.h)
+      case OpKind::TensorReduceScatter:
+      case OpKind::TensorAllGather:
+        BURST_ASSERT(false, "sequence-parallel plans are refused before a step runs (plan_executor)");
+        return;
       case OpKind::RecvGradient: return receive_gradient(op);
       case OpKind::SendGradient: return send_gradient(op);
       case OpKind::Backward: return backward(op.segment, op.micro);

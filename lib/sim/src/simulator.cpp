@@ -50,7 +50,9 @@ EventKind event_kind(timing::TaskWork work) {
     case timing::TaskWork::AllGather:
     case timing::TaskWork::GradNorm: return EventKind::Allreduce;
     case timing::TaskWork::BatchNormSync: return EventKind::BatchNormSync;
-    case timing::TaskWork::TensorAllReduce: return EventKind::TensorAllReduce;
+    case timing::TaskWork::TensorAllReduce:
+    case timing::TaskWork::TensorReduceScatter:
+    case timing::TaskWork::TensorAllGather: return EventKind::TensorAllReduce;  // the tensor group's collectives
     case timing::TaskWork::StepEnd: break;
   }
   BURST_ASSERT(false, "a step's end has no event");

@@ -16,6 +16,11 @@ namespace {
 
 using program::OpKind;
 
+TaskWork tensor_work(OpKind kind) {
+  if (kind == OpKind::TensorReduceScatter) return TaskWork::TensorReduceScatter;
+  return kind == OpKind::TensorAllGather ? TaskWork::TensorAllGather : TaskWork::TensorAllReduce;
+}
+
 // A compute task's clock on a device set to `clock_ratio` (under the options' power cap) and
 // its duration there: `work_at_max` at that clock, plus the shard overhead the device's
 // clock does not move (none for the update). No power model: the maximum clock.
@@ -322,7 +327,9 @@ class Lowering {
         cursor.waits.push_back(join_collective(batchnorm_sync(op), cursor));
         break;
       case OpKind::TensorAllReduce:
-        cursor.waits.push_back(join_collective(layer_collective(op, TaskWork::TensorAllReduce), cursor));
+      case OpKind::TensorReduceScatter:
+      case OpKind::TensorAllGather:
+        cursor.waits.push_back(join_collective(layer_collective(op, tensor_work(op.kind)), cursor));
         break;
       case OpKind::AllReduce:
       case OpKind::ReduceScatter:
@@ -417,7 +424,9 @@ class Lowering {
 
   // A collective's task, once per step whichever member meets it first.
   int32_t collective(int32_t group, double bytes, TaskWork work, graph::LayerId layer) {
-    const bool half = work == TaskWork::ReduceScatter || work == TaskWork::AllGather;
+    // A reduce-scatter or an all-gather is half a ring all-reduce (network.h).
+    const bool half = work == TaskWork::ReduceScatter || work == TaskWork::AllGather ||
+                      work == TaskWork::TensorReduceScatter || work == TaskWork::TensorAllGather;
     auto cached = collective_time_.find({group, bytes, half});
     if (cached == collective_time_.end()) {
       const std::vector<int>& ranks = step_.groups[static_cast<size_t>(group)];
@@ -453,7 +462,7 @@ class Lowering {
     return gradient_norm_task_;
   }
   // A layer's collective of one micro-batch and direction over one group: a split layer's
-  // tensor all-reduce, or ZeRO 3's gather of its weights.
+  // tensor all-reduce, reduce-scatter or all-gather, or ZeRO 3's gather of its weights.
   int32_t layer_collective(const program::Op& op, TaskWork work) {
     const auto key = std::make_tuple(op.layer, op.backward, op.micro, op.group, work);
     const auto found = layer_task_.find(key);

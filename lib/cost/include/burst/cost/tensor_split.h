@@ -11,6 +11,8 @@
 //   row        linear           input features slice p    slice p    whole, summed over parts
 //   heads      self_attention   heads slice p             whole      whole, summed over parts
 //   features   element-wise     none                      slice p    features slice p
+//   sequence   element-wise,    all, a copy               tokens     tokens slice p
+//              layernorm                                  slice p
 //
 // "Features" are the last axis of an activation ([T, D]: D). "Summed over parts": the
 // layer's forward ends with an all-reduce over its group (Megatron's "reduce from region");
@@ -18,7 +20,15 @@
 // the all-reduce of it ("copy to region"). A column split followed by a row split of the
 // same group, with element-wise layers between them kept as features splits, exchanges
 // nothing: that pairing is derived, not declared (plan::activation_transfers finds the
-// pieces local). No libtorch.
+// pieces local).
+//
+// Sequence splits are Megatron's sequence parallelism (Korthikanti et al. 2022): the layers
+// between a tensor group's row/heads and column/heads splits (norms, residual adds, dropout)
+// each run on slice p of every sample's tokens, the first axis of [T, D]. A row or heads
+// output read only by sequence splits is reduce-scattered over tokens instead of
+// all-reduced; a sequence split's output is all-gathered where a layer reads it whole; the
+// backward mirrors both (docs/step-program.md). Pieces between segments never carry a
+// token slice: a sequence split's output leaves its segment gathered. No libtorch.
 #include <cstdint>
 #include <string>
 
@@ -26,8 +36,8 @@
 
 namespace burst::cost {
 
-enum class SplitKind : uint8_t { Samples, Replicate, Column, Row, Heads, Features };
-inline constexpr int kSplitKindCount = 6;
+enum class SplitKind : uint8_t { Samples, Replicate, Column, Row, Heads, Features, Sequence };
+inline constexpr int kSplitKindCount = 7;
 const char* split_kind_name(SplitKind kind);  // "samples", "replicate", "column", ...
 // UserError naming the known kinds for any other name.
 SplitKind split_kind_from_name(const std::string& name);
@@ -45,6 +55,10 @@ struct TensorSplit {
 bool input_sliced(SplitKind kind);
 // Whether part p's output is features slice p (column, features), rather than whole.
 bool output_sliced(SplitKind kind);
+// Whether part p holds 1/parts of its output (column, features, sequence) or of its input
+// (row, features, sequence): what its compute and its saved activations scale with.
+bool divides_output(SplitKind kind);
+bool divides_input(SplitKind kind);
 // Whether the forward ends with an all-reduce of the output over the group (row, heads).
 bool sums_output(SplitKind kind);
 // Whether the backward ends with an all-reduce of the input gradient (column, heads).
@@ -73,7 +87,8 @@ int64_t output_features(const graph::Graph& graph, graph::LayerId layer);
 
 // What a split of `kind` divides in `layer` and how many there are of it: a column split
 // the output features, a row split the input features, a heads split the heads (of a
-// self_attention layer), a features split the last axis; {"", 0} for the kinds that divide
+// self_attention layer), a features split the last axis, a sequence split the tokens (the
+// first axis of a per-sample shape of two axes or more); {"", 0} for the kinds that divide
 // nothing. A split into k parts needs k to divide the count.
 struct DividedUnits {
   const char* what = "";

@@ -25,12 +25,13 @@ struct ParallelShape {
   int data = 1;             // d: sample groups (data-parallel replicas) per stage
   int64_t micro_batch = 1;  // b: samples of one sample group in one micro-batch
   plan::Schedule schedule = plan::Schedule::OneFOneB;
+  bool sequence_parallel = false;  // SP: the tensor groups' norms and element-wise layers on token slices (t > 1)
   int devices() const { return tensor * pipeline * data; }
   // Micro-batches of the step: the global batch / (d x b).
   int64_t micro_batches(int64_t global_batch) const { return global_batch / (static_cast<int64_t>(data) * micro_batch); }
 };
 
-// "TP 8 x PP 4 x DP 32, micro-batch 2, 1f1b".
+// "TP 8 x PP 4 x DP 32, micro-batch 2, 1f1b"; "TP 8 + SP x ..." with sequence parallelism.
 std::string shape_text(const ParallelShape& shape);
 
 // UserError naming the values for a shape the model, the cluster or the batch cannot take:

@@ -33,6 +33,7 @@ namespace burst::planner {
 struct TensorOptions : SearchOptions, AmplificationRule {
   int max_parts = 8;                              // the largest tensor group tried
   std::optional<int> parts;                       // pinned: only groups of this many parts
+  bool sequence_parallel = false;                 // megatron_splits' sequence splits (Megatron's SP)
   // How many of the best-estimated candidates the evaluator times (the estimate: every
   // layer's compute one after another, its tensor all-reduces, and the weight all-reduces
   // as if none overlapped).
@@ -51,8 +52,11 @@ struct TensorPlanResult {
 //    read by the next alone, when k divides the first one's output features: column, the
 //    element-wise layers features, the second linear row;
 //  - tied weights (an embedding and its LM heads), BatchNorm and the loss: samples;
-//  - every other layer: replicate (each part computes it whole on its group's samples).
-std::vector<cost::SplitKind> megatron_splits(const graph::Graph& graph, int32_t parts);
+//  - every other layer: replicate (each part computes it whole on its group's samples),
+//    but with `sequence_parallel` (Megatron's SP) an element-wise layer or norm on tokens
+//    [T, D] whose T k divides, and whose inputs have its shape: sequence (each part its
+//    slice of the tokens).
+std::vector<cost::SplitKind> megatron_splits(const graph::Graph& graph, int32_t parts, bool sequence_parallel = false);
 
 // Plans `global_batch` samples on the context's cluster (UserError for a batch < 1).
 TensorPlanResult plan_tensor(const plan::PlanContext& context, int64_t global_batch, const TensorOptions& options = {});

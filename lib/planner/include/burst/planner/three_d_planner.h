@@ -3,11 +3,13 @@
 // size t, pipeline stages p, data-parallel groups d = devices / (t x p), micro-batch size b,
 // ZeRO stage and recomputation, searched together under the devices' memory, with any of
 // them pinned by the user (nnScaler's constraints; the command line's --tensor-parallel,
-// --pipeline-stages, --micro-batch-size, --schedule, --zero, --recompute).
+// --pipeline-stages, --micro-batch-size, --schedule, --zero, --recompute,
+// --sequence-parallel).
 //  - candidates: t in 1, 2, 4, ... up to max_tensor and the devices of a node, dividing
 //    every attention layer's heads; p dividing devices / t, up to the stages the graph can
 //    be cut into; b in 1, 2, 4, ... dividing the batch share of a sample group (global
-//    batch / d); every ZeRO stage (only 0 when d = 1) and recomputation;
+//    batch / d); with and without sequence parallelism where t > 1; every ZeRO stage (only 0
+//    when d = 1) and recomputation;
 //  - each candidate's memory is the step's (program::plan_memory of its plan); those over
 //    capacity are dropped;
 //  - the rest are ranked by a closed-form estimate (below) and the best `evaluated` are timed
@@ -40,6 +42,7 @@ struct ShapePins {
   std::optional<plan::Schedule> schedule;  // none: 1F1B
   std::optional<cost::Recompute> recompute;
   std::optional<int> zero_stage;
+  std::optional<bool> sequence_parallel;  // none: both, where t > 1
 };
 
 // SearchOptions: the step (its recompute and ZeRO stage are searched unless pinned), the

@@ -11,7 +11,9 @@
 //    SYNC_BN          a BatchNorm layer on several ranks with synchronised statistics: the
 //                     blocking all-reduce its forward makes (2 x channels float64 sums)
 //    TP_ALLREDUCE     a row or heads split (cost/tensor_split.h): the blocking all-reduce
-//                     of its output over its tensor group (the k parts of a sample group)
+//                     of its output over its tensor group (the k parts of a sample group);
+//                     with sequence splits, TP_REDUCE_SCATTER and TP_ALL_GATHER over tokens
+//                     in its place (tensor_collectives.h says which, around F and B)
 //    SEND_F           the pieces of its output other ranks' consumers need (asynchronous)
 //  backward, segment by segment in reverse graph order:
 //    RECV_B / COPY_B  the gradients of every output of the segment that another segment
@@ -93,6 +95,13 @@ enum class OpKind : uint8_t {
   ClipGradNorm,     // ProgramOptions::clip_grad_norm: every rank's squared gradient norm
                     // summed over the world (blocking, 8 bytes), the gradients scaled; on
                     // every rank, after its gradient waits and before UPDATE
+  TensorReduceScatter,  // sequence parallelism (tensor_collectives.h): the blocking
+                        // reduce-scatter over tokens, over a tensor group, of a row or heads
+                        // split's output (forward) or a sequence split's output gradient
+                        // (backward)
+  TensorAllGather,      // sequence parallelism: the blocking all-gather over tokens of a
+                        // sequence split's output (forward) or of the output gradient a
+                        // sequence split hands back to a whole layer (backward)
 };
 const char* op_kind_name(OpKind kind);  // "F", "SEND_F", ...
 
@@ -139,11 +148,11 @@ struct Op {
   int32_t segment = -1;       // F, B: the layer's segment
   int32_t piece = -1;         // messages: index into StepProgram::pieces
   int32_t bucket = -1;        // ALLREDUCE, REDUCE_SCATTER, WAIT_ALLREDUCE, ALL_GATHER of a bucket
-  int32_t group = -1;         // SYNC_BN, TP_ALLREDUCE, ALLREDUCE, REDUCE_SCATTER, ALL_GATHER: index into StepProgram::groups
-  bool backward = false;      // SYNC_BN, TP_ALLREDUCE, ALL_GATHER of a layer: of the backward
-  int32_t micro = 0;          // F, B, RECOMPUTE, SYNC_BN, TP_ALLREDUCE, messages: the micro-batch
-  // TP_ALLREDUCE: the sums (the group's samples x features); ALL_GATHER: the whole weights
-  // gathered; both at the step's precision.
+  int32_t group = -1;         // SYNC_BN, TP_*, ALLREDUCE, REDUCE_SCATTER, ALL_GATHER: index into StepProgram::groups
+  bool backward = false;      // SYNC_BN, TP_*, ALL_GATHER of a layer: of the backward
+  int32_t micro = 0;          // F, B, RECOMPUTE, SYNC_BN, TP_*, messages: the micro-batch
+  // TP_ALLREDUCE, TP_REDUCE_SCATTER, TP_ALL_GATHER: the whole tensor (the group's samples x
+  // tokens x features); ALL_GATHER: the whole weights gathered; at the step's precision.
   int64_t bytes = 0;
   // REDUCE_SCATTER under HSDP (ProgramOptions::fsdp_shard): `group` is the rank's shard
   // group, and its shard is then all-reduced over this replica group; -1 otherwise.

@@ -68,6 +68,8 @@ enum class TaskWork : uint8_t {
   ReduceScatter,  // ZeRO: a bucket's gradients
   AllGather,      // ZeRO: a bucket's updated weights (1, 2) or a layer's weights (3)
   GradNorm,       // gradient clipping: the world sum of the squared gradient norm (layer -1)
+  TensorReduceScatter,  // sequence parallelism: a tensor group's reduce-scatter over tokens
+  TensorAllGather,      // sequence parallelism: a tensor group's all-gather over tokens
 };
 
 struct Task {

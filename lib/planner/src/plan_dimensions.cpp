@@ -1,0 +1,56 @@
+#include "burst/planner/plan_dimensions.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace burst::planner {
+
+PlanDimensions plan_dimensions(const plan::Plan& plan, const program::ProgramOptions& program) {
+  PlanDimensions dimensions;
+  for (const plan::LayerPlacement& layer : plan.layers) {
+    dimensions.tensor = std::max(dimensions.tensor, std::max(1, layer.split.parts));
+    if (layer.split.splits() && layer.split.kind == cost::SplitKind::Sequence) dimensions.sequence_parallel = true;
+  }
+  // Sample groups of the widest split (layers outside it, a 3-D plan's loss, spread their
+  // samples over the parts too).
+  for (const plan::LayerPlacement& layer : plan.layers) {
+    if (std::max(1, layer.split.parts) != dimensions.tensor) continue;
+    dimensions.data = std::max(dimensions.data, static_cast<int>(layer.shards.size()) / dimensions.tensor);
+  }
+  dimensions.pipeline = plan.stage_count();
+  dimensions.fsdp_shard = program.fsdp_shard;
+  dimensions.micro_batches = plan.pipeline.micro_batches;
+  dimensions.micro_batch = plan.micro_batch() / dimensions.data;
+  dimensions.schedule = plan.pipeline.schedule;
+  dimensions.recompute = program.recompute;
+  dimensions.zero_stage = program.zero_stage;
+  dimensions.precision = program.precision;
+  return dimensions;
+}
+
+std::string dimensions_text(const PlanDimensions& d) {
+  const std::string fsdp = d.fsdp_shard > 0 ? fmt::format(" (FSDP shard {})", d.fsdp_shard) : "";
+  const std::string schedule = d.micro_batches > 1 ? fmt::format(", {}", plan::schedule_name(d.schedule)) : "";
+  return fmt::format("TP {}{} x PP {} x DP {}{}; {} micro-batch{} of {}{}; recompute {}, ZeRO {}, {}", d.tensor,
+                     d.sequence_parallel ? " + SP" : "", d.pipeline, d.data, fsdp, d.micro_batches,
+                     d.micro_batches == 1 ? "" : "es", d.micro_batch, schedule, cost::recompute_name(d.recompute),
+                     d.zero_stage, cost::precision_name(d.precision));
+}
+
+nlohmann::json dimensions_json(const PlanDimensions& d) {
+  return {{"tensor", d.tensor},
+          {"sequence_parallel", d.sequence_parallel},
+          {"pipeline", d.pipeline},
+          {"data", d.data},
+          {"fsdp_shard", d.fsdp_shard},
+          {"micro_batches", d.micro_batches},
+          {"micro_batch", d.micro_batch},
+          {"schedule", plan::schedule_name(d.schedule)},
+          {"recompute", cost::recompute_name(d.recompute)},
+          {"zero", d.zero_stage},
+          {"precision", cost::precision_name(d.precision)}};
+}
+
+}  // namespace burst::planner
