@@ -239,6 +239,10 @@ planner::ShapePins parse_pins(const InputOptions& options, const program::Progra
   }
   if (!options.schedule.empty()) pins.schedule = plan::schedule_from_name(options.schedule);
   pins.sequence_parallel = options.sequence_parallel;
+  if (!options.virtual_stages.empty()) {
+    pins.virtual_stages = static_cast<int>(parse_whole(options.virtual_stages, "--virtual-stages", 1, kMostDevices));
+    if (!pins.schedule && *pins.virtual_stages > 1) pins.schedule = plan::Schedule::Interleaved;
+  }
   if (!options.program.recompute.empty() && options.program.recompute != "auto") pins.recompute = program.recompute;
   if (!options.program.zero.empty() && options.program.zero != "auto") pins.zero_stage = program.zero_stage;
   if (program.fsdp_shard > 0) pins.zero_stage = 3;  // --fsdp-shard shards as ZeRO 3 does
@@ -435,8 +439,8 @@ CLI::Option* add_strategy_option(CLI::App& command, planner::Strategy& strategy)
                   "burst (default), dp (data parallel), pipeline (stages and micro-batches), hybrid (burst placements "
                   "inside pipeline stages), tensor (Megatron-style tensor splits of attention and MLPs, beyond the "
                   "batch), 3d (tensor x pipeline x data parallelism with micro-batch size, ZeRO and recomputation, "
-                  "for transformers; pins: --tensor-parallel, --sequence-parallel, --pipeline-stages, --micro-batch-size, "
-                  "--schedule, --zero, --recompute) or auto (the fastest of those that fits)");
+                  "for transformers; pins: --tensor-parallel, --sequence-parallel, --pipeline-stages, --virtual-stages, "
+                  "--micro-batch-size, --schedule, --zero, --recompute) or auto (the fastest of those that fits)");
 }
 
 void add_shape_options(CLI::App& command, InputOptions& options) {
@@ -449,7 +453,11 @@ void add_shape_options(CLI::App& command, InputOptions& options) {
                      "Pin the samples of one data-parallel group in one micro-batch (must divide its share of the "
                      "global batch): --strategy 3d, or auto (narrowed to it)");
   command.add_option("--schedule", options.schedule,
-                     "Pin the pipeline schedule, gpipe or 1f1b (default): --strategy 3d, pipeline, hybrid, or auto");
+                     "Pin the pipeline schedule: gpipe, 1f1b (the default of pipeline and hybrid) or interleaved "
+                     "(Megatron's interleaved 1F1B, V model chunks a rank: --strategy 3d or auto, which also try it)");
+  command.add_option("--virtual-stages", options.virtual_stages,
+                     "Pin V, the model chunks each pipeline rank holds under --schedule interleaved (implies it): "
+                     "--strategy 3d or auto; the layers must cut into pipeline stages x V stages");
   command.add_flag_function(
       "--sequence-parallel,!--no-sequence-parallel",
       [&options](int64_t count) { options.sequence_parallel = count > 0; },

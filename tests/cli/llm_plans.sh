@@ -7,7 +7,9 @@
 # with exit code 2: an unknown model_type, a missing field, tensor parallelism that does not
 # divide the kv heads, fp8 on an A100, HSDP without ZeRO 3 or with a shard that does not
 # divide the group, sequence parallelism without a tensor group, over tokens it does not
-# divide or on a strategy without tensor splits, --seq on a model without a sequence.
+# divide or on a strategy without tensor splits, virtual stages beyond what the layers can be
+# cut into, under 1F1B, on the pipeline strategy or with micro-batches not in rounds of the
+# stages, --seq on a model without a sequence.
 set -u
 
 # shellcheck source=common.sh
@@ -68,6 +70,25 @@ refused "sp not dividing the tokens" plan --model "hf:$configs/llama-3.1-8b.json
 contains_error "does not divide the 4097 tokens"
 refused "sp on burst" plan --model "hf:$configs/llama-3.1-8b.json" --device h100-sxm --devices 8 \
   --global-batch 16 --strategy burst --sequence-parallel
+ok interleaved plan --model "hf:$configs/llama-3.1-8b.json" --device h100-sxm --devices 32 --global-batch 32 \
+  --strategy 3d --tensor-parallel 8 --pipeline-stages 4 --virtual-stages 2 --precision bf16 --json || true
+py_check "the interleaved plan holds 2 chunks a rank on 4 stages" '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["parallelism"]["pipeline"] == 4 and d["parallelism"]["virtual_stages"] == 2, d["parallelism"]
+assert d["parallelism"]["schedule"] == "interleaved"
+' "$work/interleaved.out"
+refused "virtual stages beyond the layers" plan --model "hf:$configs/llama-3.1-8b.json" --device h100-sxm \
+  --devices 32 --global-batch 32 --strategy 3d --tensor-parallel 8 --pipeline-stages 4 --virtual-stages 32
+contains_error "the model can be cut into at most 69 stages, not 128"
+refused "virtual stages under 1f1b" plan --model "hf:$configs/llama-3.1-8b.json" --device h100-sxm \
+  --devices 32 --global-batch 32 --strategy 3d --pipeline-stages 4 --schedule 1f1b --virtual-stages 2
+refused "interleaved on pipeline" plan --model "hf:$configs/llama-3.1-8b.json" --device h100-sxm \
+  --devices 32 --global-batch 32 --strategy pipeline --schedule interleaved
+refused "interleaved micro-batches" plan --model "hf:$configs/llama-3.1-8b.json" --device h100-sxm \
+  --devices 32 --global-batch 30 --strategy 3d --tensor-parallel 8 --pipeline-stages 4 --micro-batch-size 1 \
+  --virtual-stages 2
+contains_error "runs micro-batches in rounds of the 4 stages"
 refused "seq on resnet" plan --model resnet50 --seq 128 --device a100 --devices 8 --global-batch 16
 refused "bad seq in spec" model show --model "hf:$configs/llama-3.1-8b.json:seq=x"
 

@@ -64,6 +64,57 @@ int64_t in_flight_micro_batches(Schedule schedule, int stages, int stage, int64_
   return peak;
 }
 
+namespace {
+
+// Interleaved 1F1B on physical stage `stage` of p, V chunks a rank, m micro-batches.
+std::vector<PipelineStep> interleaved_order(int p, int v, int stage, int64_t m) {
+  const int64_t total = m * v;
+  const auto step = [&](int64_t k, bool backward) {
+    const auto local = static_cast<int>((k / p) % v);
+    const int chunk = (backward ? v - 1 - local : local) * p + stage;
+    return PipelineStep{chunk, backward, (k / (static_cast<int64_t>(p) * v)) * p + k % p};
+  };
+  const int64_t warm_up = std::min<int64_t>(static_cast<int64_t>(p - stage - 1) * 2 + static_cast<int64_t>(v - 1) * p, total);
+  std::vector<PipelineStep> order;
+  for (int64_t k = 0; k < warm_up; ++k) order.push_back(step(k, false));
+  for (int64_t k = 0; k + warm_up < total; ++k) {
+    order.push_back(step(k + warm_up, false));
+    order.push_back(step(k, true));
+  }
+  for (int64_t k = total - warm_up; k < total; ++k) order.push_back(step(k, true));
+  return order;
+}
+
+}  // namespace
+
+std::vector<PipelineStep> physical_stage_order(const Plan& plan, int stage) {
+  const int v = plan.pipeline.virtual_stages;
+  const int p = plan.physical_stages();
+  BURST_ASSERT(stage >= 0 && stage < p, "physical_stage_order out of range");
+  if (v > 1) return interleaved_order(p, v, stage, plan.pipeline.micro_batches);
+  std::vector<PipelineStep> order;
+  for (const auto& [backward, j] : stage_order(plan.pipeline.schedule, p, stage, plan.pipeline.micro_batches)) {
+    order.push_back(PipelineStep{stage, backward, j});
+  }
+  return order;
+}
+
+int64_t chunk_in_flight(const Plan& plan, int chunk) {
+  const int stage = chunk % plan.physical_stages();
+  std::vector<int64_t> held(static_cast<size_t>(plan.stage_count()), 0);
+  int64_t total = 0, peak = 0, at_peak = 0;
+  for (const PipelineStep& step : physical_stage_order(plan, stage)) {
+    const int64_t change = step.backward ? -1 : 1;
+    held[static_cast<size_t>(step.chunk)] += change;
+    total += change;
+    if (total > peak) {
+      peak = total;
+      at_peak = held[static_cast<size_t>(chunk)];
+    }
+  }
+  return at_peak;
+}
+
 std::vector<BoundaryCrossing> boundary_crossings(const graph::Graph& graph) {
   const auto count = static_cast<graph::LayerId>(graph.size());
   // A producer p whose last consumer is q crosses every boundary c in (p, q].
@@ -91,6 +142,29 @@ std::vector<BoundaryCrossing> boundary_crossings(const graph::Graph& graph) {
 }
 
 namespace {
+
+// Interleaving's: V chunks a rank under the interleaved schedule only, V dividing the
+// stages into at least 2 physical ones, and micro-batches in whole rounds of them.
+void validate_virtual_stages(const Plan& plan) {
+  const Pipeline& pipeline = plan.pipeline;
+  const int v = pipeline.virtual_stages;
+  const bool interleaved = pipeline.schedule == Schedule::Interleaved;
+  if (v < 1 || (v > 1) != interleaved) {
+    throw UserError(fmt::format("plan: {} virtual stages under the {} schedule (the interleaved schedule takes 2 or "
+                                "more, the others 1)",
+                                v, schedule_name(pipeline.schedule)));
+  }
+  if (!interleaved) return;
+  if (plan.stage_count() % v != 0 || plan.stage_count() / v < 2) {
+    throw UserError(fmt::format("plan: {} virtual stages do not divide its {} stages into 2 or more physical ones", v,
+                                plan.stage_count()));
+  }
+  if (pipeline.micro_batches % plan.physical_stages() != 0) {
+    throw UserError(fmt::format("plan: the interleaved schedule runs micro-batches in rounds of its {} physical "
+                                "stages, but it has {}",
+                                plan.physical_stages(), pipeline.micro_batches));
+  }
+}
 
 // The pipeline's own rules (validate_plan), after the layers'.
 void validate_pipeline(const Plan& plan, const graph::Graph& graph, int devices) {
@@ -122,9 +196,11 @@ void validate_pipeline(const Plan& plan, const graph::Graph& graph, int devices)
       }
     }
   }
+  validate_virtual_stages(plan);
+  // A rank runs the chunks of one physical stage (one stage, but for interleaving).
   std::vector<int> stage_of_rank(static_cast<size_t>(devices), -1);
   for (size_t id = 0; id < plan.layers.size(); ++id) {
-    const int stage = plan.stage_of(static_cast<graph::LayerId>(id));
+    const int stage = plan.stage_of(static_cast<graph::LayerId>(id)) % plan.physical_stages();
     for (const cost::Shard& shard : plan.layers[id].shards) {
       int& owner = stage_of_rank[static_cast<size_t>(shard.rank)];
       if (owner >= 0 && owner != stage) {
@@ -316,6 +392,7 @@ std::string placement_fingerprint(const Plan& plan) {
   const Pipeline& pipeline = plan.pipeline;
   if (pipeline.micro_batches > 1 || !pipeline.stage_starts.empty()) {
     text += fmt::format("m{}:{}", pipeline.micro_batches, schedule_name(pipeline.schedule));
+    if (pipeline.virtual_stages > 1) text += fmt::format(":v{}", pipeline.virtual_stages);
     for (const graph::LayerId start : pipeline.stage_starts) text += fmt::format(":{}", start);
   }
   return util::fnv1a_hex(text);
@@ -325,9 +402,11 @@ std::string pipeline_text(const plan::Plan& plan) {
   if (plan.pipeline.micro_batches == 1 && plan.stage_count() == 1) return "-";
   std::vector<std::string> firsts;
   for (const graph::LayerId start : plan.pipeline.stage_starts) firsts.push_back(plan.layers.at(static_cast<size_t>(start)).layer);
+  const std::string chunks =
+      plan.pipeline.virtual_stages > 1 ? fmt::format(", {} a rank", plan.pipeline.virtual_stages) : std::string();
   const std::string stages =
       plan.stage_count() == 1 ? "1 stage"
-                              : fmt::format("{} stages (from layers {})", plan.stage_count(), fmt::join(firsts, ", "));
+                              : fmt::format("{} stages{} (from layers {})", plan.stage_count(), chunks, fmt::join(firsts, ", "));
   // (One micro-batch runs the same under either schedule.)
   return fmt::format("{}, {} micro-batch{} of {}{}", stages, plan.pipeline.micro_batches,
                      plan.pipeline.micro_batches == 1 ? "" : "es", plan.micro_batch(),

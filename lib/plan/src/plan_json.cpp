@@ -21,9 +21,10 @@ std::string pipeline_json_text(const Plan& plan) {
   for (const graph::LayerId start : pipeline.stage_starts) {
     starts.push_back(plan.layers.at(static_cast<size_t>(start)).layer);
   }
-  const json entry = {{"micro_batches", pipeline.micro_batches},
-                      {"schedule", schedule_name(pipeline.schedule)},
-                      {"stage_starts", std::move(starts)}};
+  json entry = {{"micro_batches", pipeline.micro_batches},
+                {"schedule", schedule_name(pipeline.schedule)},
+                {"stage_starts", std::move(starts)}};
+  if (pipeline.virtual_stages > 1) entry["virtual_stages"] = pipeline.virtual_stages;
   return fmt::format("  \"pipeline\": {},\n", entry.dump());
 }
 
@@ -33,6 +34,7 @@ Pipeline pipeline_from_json(const json& value, const Plan& plan) {
   Pipeline pipeline;
   pipeline.micro_batches = reader.get_int("micro_batches");
   pipeline.schedule = schedule_from_name(reader.get_string("schedule", "1f1b"));
+  pipeline.virtual_stages = static_cast<int>(reader.get_int("virtual_stages", 1));
   const json* starts = reader.find("stage_starts");
   reader.reject_unknown_keys();
   if (starts == nullptr) return pipeline;

@@ -16,8 +16,9 @@ namespace burst::planner {
 using cost::SplitKind;
 
 std::string shape_text(const ParallelShape& shape) {
-  return fmt::format("TP {}{} x PP {} x DP {}, micro-batch {}, {}", shape.tensor, shape.sequence_parallel ? " + SP" : "",
-                     shape.pipeline, shape.data, shape.micro_batch, plan::schedule_name(shape.schedule));
+  const std::string chunks = shape.virtual_stages > 1 ? fmt::format(" (V {})", shape.virtual_stages) : std::string();
+  return fmt::format("TP {}{} x PP {}{} x DP {}, micro-batch {}, {}", shape.tensor, shape.sequence_parallel ? " + SP" : "",
+                     shape.pipeline, chunks, shape.data, shape.micro_batch, plan::schedule_name(shape.schedule));
 }
 
 namespace {
@@ -39,6 +40,23 @@ void check_sizes(const ParallelShape& shape) {
     throw UserError(fmt::format("tensor-parallel, pipeline-stage, data-parallel and micro-batch sizes must be at "
                                 "least 1, got {}",
                                 shape_text(shape)));
+  }
+}
+
+// Interleaving cuts the model into p x V chunks and runs micro-batches in rounds of p.
+void check_virtual_stages(const ParallelShape& shape, int stages) {
+  const bool interleaved = shape.schedule == plan::Schedule::Interleaved;
+  if (shape.virtual_stages < 1 || (shape.virtual_stages > 1) != interleaved) {
+    throw UserError(fmt::format("--virtual-stages {} goes with --schedule interleaved, which needs 2 or more (got "
+                                "--schedule {})",
+                                shape.virtual_stages, plan::schedule_name(shape.schedule)));
+  }
+  if (!interleaved) return;
+  if (shape.pipeline < 2) throw UserError("--schedule interleaved needs --pipeline-stages 2 or more");
+  if (static_cast<int64_t>(shape.pipeline) * shape.virtual_stages > stages) {
+    throw UserError(fmt::format("--pipeline-stages {} x --virtual-stages {}: the model can be cut into at most {} "
+                                "stages, not {}",
+                                shape.pipeline, shape.virtual_stages, stages, shape.pipeline * shape.virtual_stages));
   }
 }
 
@@ -73,6 +91,7 @@ void check_shape(const graph::Graph& graph, int devices, int64_t global_batch, c
     throw UserError(fmt::format("--pipeline-stages {}: '{}' can be cut into at most {} stages", shape.pipeline,
                                 graph.name(), stages));
   }
+  check_virtual_stages(shape, stages);
   if (static_cast<int64_t>(shape.tensor) * shape.pipeline * shape.data != devices) {
     throw UserError(fmt::format("{} uses {} devices, but the cluster has {}", shape_text(shape),
                                 static_cast<int64_t>(shape.tensor) * shape.pipeline * shape.data, devices));
@@ -86,6 +105,11 @@ void check_shape(const graph::Graph& graph, int devices, int64_t global_batch, c
     throw UserError(fmt::format("--micro-batch-size {} does not divide the batch share {} (global batch {} over {} "
                                 "data-parallel groups)",
                                 shape.micro_batch, share, global_batch, shape.data));
+  }
+  if (shape.schedule == plan::Schedule::Interleaved && shape.micro_batches(global_batch) % shape.pipeline != 0) {
+    throw UserError(fmt::format("--schedule interleaved runs micro-batches in rounds of the {} stages, but {} "
+                                "micro-batches of {} per data-parallel group are not",
+                                shape.pipeline, shape.micro_batches(global_batch), shape.micro_batch));
   }
 }
 
@@ -106,10 +130,11 @@ class ShapePlanner {
     plan.devices = context_.network.cluster().size();
     plan.pipeline.micro_batches = shape_.micro_batches(batch_);
     plan.pipeline.schedule = shape_.schedule;
+    plan.pipeline.virtual_stages = shape_.virtual_stages;
     plan.pipeline.stage_starts = stage_starts();
     plan.layers.reserve(graph_.size());
     for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph_.size()); ++id) {
-      plan.layers.push_back(placement(id, plan.stage_of(id)));
+      plan.layers.push_back(placement(id, plan.stage_of(id) % shape_.pipeline));  // chunk c on stage c % p
     }
     return plan;
   }
@@ -148,9 +173,10 @@ class ShapePlanner {
     return plan::LayerPlacement{graph_.layer(id).name, std::move(shards), cost::TensorSplit{kind, shape_.tensor}};
   }
 
-  // Forward + backward of each layer at b samples under its split, balanced over p stages.
+  // Forward + backward of each layer at b samples under its split, balanced over p x V chunks.
   std::vector<graph::LayerId> stage_starts() const {
-    if (shape_.pipeline == 1) return {};
+    const int chunks = shape_.pipeline * shape_.virtual_stages;
+    if (chunks == 1) return {};
     std::vector<double> times;
     for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph_.size()); ++id) {
       const SplitKind kind = kinds_[static_cast<size_t>(id)];
@@ -158,8 +184,8 @@ class ShapePlanner {
       times.push_back(context_.cost.require_tensor(graph_, id, shape_.micro_batch, split).time.total().s());
     }
     const Partitions partitions(StageTimes(times), valid_stage_starts(graph_), static_cast<graph::LayerId>(graph_.size()),
-                                shape_.pipeline);
-    return partitions.best(shape_.pipeline).second;
+                                chunks);
+    return partitions.best(chunks).second;
   }
 
   const plan::PlanContext& context_;

@@ -62,6 +62,12 @@ std::string pins_refusal(Strategy strategy, const ShapePins& pins) {
     return refusal(strategy, fmt::format("--schedule {}", plan::schedule_name(*pins.schedule)),
                    "makes no pipeline stages", &Dimensions::stages);
   }
+  const bool interleaved = (pins.schedule && *pins.schedule == plan::Schedule::Interleaved) || pins.virtual_stages;
+  if (interleaved && strategy != Strategy::ThreeD && strategy != Strategy::Auto) {
+    return fmt::format("--schedule interleaved: --strategy {} does not interleave its stages; the strategies that "
+                       "take it: 3d, auto",
+                       strategy_name(strategy));
+  }
   if (pins.micro_batch && !has.micro_batch) {
     return refusal(strategy, fmt::format("--micro-batch-size {}", *pins.micro_batch),
                    "chooses no micro-batch size of its own", &Dimensions::micro_batch);

@@ -82,19 +82,23 @@ double estimate_3d(const plan::PlanContext& context, const plan::Plan& plan, con
   double boundary = 0;
   const double scale = cost::value_bytes(program.precision) / cost::kFloatBytes;
   for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
-    const auto s = static_cast<size_t>(plan.stage_of(id));
+    const auto s = static_cast<size_t>(plan.stage_of(id) % shape.pipeline);  // chunk c on physical stage c % p
     stage[s] += stage_estimate.layer(id);
     const plan::LayerPlacement& placement = plan.layers[static_cast<size_t>(id)];
     params[s] += static_cast<double>(cost::part_params(graph, id, placement.split)) * cost::value_bytes(program.precision);
     update[s] += context.cost.update_or_zero(graph, id).s() / (program.zero_stage >= 1 ? shape.data : 1);
-    if (s > 0 && plan.stage_of(id - 1) != plan.stage_of(id)) {
+    if (id > 0 && plan.stage_of(id - 1) != plan.stage_of(id)) {
       const double bytes = static_cast<double>(shape.micro_batch * graph.info(id - 1).output_bytes) * scale;
       boundary = std::max(boundary, context.network.point_to_point(0, shape.data * shape.tensor, Bytes(bytes)).s());
     }
   }
   const auto slowest = static_cast<size_t>(std::max_element(stage.begin(), stage.end()) - stage.begin());
   const double m = static_cast<double>(shape.micro_batches(plan.global_batch));
-  double seconds = (m + shape.pipeline - 1) * stage[slowest] + 2 * (shape.pipeline - 1) * boundary + update[slowest];
+  // Interleaving's V chunks a rank cut the bubble to (p - 1) / V of a micro-batch's stage
+  // time and cross p x V - 1 boundaries each way.
+  const double v = shape.virtual_stages;
+  double seconds = (m + (shape.pipeline - 1) / v) * stage[slowest] +
+                   2 * (shape.pipeline * v - 1) * boundary + update[slowest];
   if (shape.data > 1) {
     std::vector<int> replicas;
     for (int g = 0; g < shape.data; ++g) replicas.push_back(g * shape.tensor);

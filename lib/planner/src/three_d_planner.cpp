@@ -116,9 +116,12 @@ class ThreeDSearch {
                                            : powers_of_two_dividing(batch_ / d, kLargestMicroBatch);
         for (const int b : micro) {
           for (const bool sequence : sequence_choices(t)) {
-            ParallelShape shape{t, p, d, b, options_.pins.schedule.value_or(plan::Schedule::OneFOneB), sequence};
-            if (pinned_all()) check_shape(graph_, devices_, batch_, shape);
-            if (shape_fits_graph(shape)) found.push_back(shape);
+            for (const auto& [schedule, v] : schedule_choices(p)) {
+              const ParallelShape shape{t, p, d, b, schedule, sequence, v};
+              // (A V the search chose itself is dropped quietly where it cannot be.)
+              if (pinned_all() && (v == 1 || options_.pins.virtual_stages)) check_shape(graph_, devices_, batch_, shape);
+              if (shape_fits_graph(shape)) found.push_back(shape);
+            }
           }
         }
       }
@@ -126,11 +129,26 @@ class ThreeDSearch {
     if (found.empty()) check_pins_alone();
     return found;
   }
-  // Sequence parallelism as pinned, else both where there is a tensor group to split over.
+  // (schedule, V) as pinned (interleaved alone: V = 2 and 4), else 1F1B and, with stages,
+  // interleaved 1F1B at V = 2 (shape_fits_graph drops those the graph or the micro-batches
+  // cannot take).
+  std::vector<std::pair<plan::Schedule, int>> schedule_choices(int p) const {
+    const auto& pins = options_.pins;
+    if (pins.schedule && *pins.schedule == plan::Schedule::Interleaved) {
+      if (pins.virtual_stages) return {{plan::Schedule::Interleaved, *pins.virtual_stages}};
+      return {{plan::Schedule::Interleaved, 2}, {plan::Schedule::Interleaved, 4}};
+    }
+    if (pins.schedule || pins.virtual_stages) return {{pins.schedule.value_or(plan::Schedule::OneFOneB), pins.virtual_stages.value_or(1)}};
+    if (p == 1) return {{plan::Schedule::OneFOneB, 1}};
+    return {{plan::Schedule::OneFOneB, 1}, {plan::Schedule::Interleaved, 2}};
+  }
+
+  // Sequence parallelism as pinned, else on wherever there is a tensor group: it keeps a
+  // t-th of the norms' activations and compute for the same bytes on the same links (two
+  // half collectives for each all-reduce), so it is not searched against plain TP.
   std::vector<bool> sequence_choices(int t) const {
     if (options_.pins.sequence_parallel) return {*options_.pins.sequence_parallel};
-    if (t == 1) return {false};
-    return {false, true};
+    return {t > 1};
   }
   bool pinned_all() const { return options_.pins.tensor && options_.pins.pipeline && options_.pins.micro_batch; }
   bool shape_fits_graph(const ParallelShape& shape) const {
@@ -149,6 +167,8 @@ class ThreeDSearch {
     shape.micro_batch = options_.pins.micro_batch.value_or(1);
     shape.data = std::max(1, devices_ / std::max(1, shape.tensor * shape.pipeline));
     shape.sequence_parallel = options_.pins.sequence_parallel.value_or(false);
+    shape.schedule = options_.pins.schedule.value_or(plan::Schedule::OneFOneB);
+    shape.virtual_stages = options_.pins.virtual_stages.value_or(1);
     if (shape.sequence_parallel && !options_.pins.tensor) shape.tensor = std::max(shape.tensor, 2);
     check_shape(graph_, devices_, batch_, shape);
     throw UserError(fmt::format("no 3-D shape satisfies the pins on {} devices at global batch {}", devices_, batch_));

@@ -49,12 +49,12 @@ class ProgramBuilder {
     for (const plan::LayerPlacement& layer : plan.layers) program_.splits.push_back(layer.split);
     split_plan_ = plan::has_tensor_split(plan);
     find_tied_groups();
-    // Without stages every rank is of stage 0 (not asked of each layer: data parallelism on
-    // thousands of ranks has every layer on all of them).
+    // Each rank's physical stage. Without stages every rank is of stage 0 (not asked of each
+    // layer: data parallelism on thousands of ranks has every layer on all of them).
     rank_stage_.assign(static_cast<size_t>(plan.devices), 0);
     if (plan.stage_count() > 1) {
       for (size_t id = 0; id < plan.layers.size(); ++id) {
-        const int stage = plan.stage_of(static_cast<graph::LayerId>(id));
+        const int stage = plan.stage_of(static_cast<graph::LayerId>(id)) % plan.physical_stages();
         for (const cost::Shard& shard : plan.layers[id].shards) rank_stage_[static_cast<size_t>(shard.rank)] = stage;
       }
     }
@@ -69,7 +69,7 @@ class ProgramBuilder {
     make_pieces();
     choose_representatives();
     make_buckets();
-    for (int stage = 0; stage < plan_.stage_count(); ++stage) add_stage(stage);
+    for (int stage = 0; stage < plan_.physical_stages(); ++stage) add_stage(stage);
     add_step_end();
     return std::move(program_);
   }
@@ -626,21 +626,28 @@ class ProgramBuilder {
     }
   }
 
-  // The stage's ops for every micro-batch, in its schedule's order (plan::stage_order).
+  // Physical stage `stage`'s ops for every micro-batch of each of its chunks, in its
+  // schedule's order (plan::physical_stage_order); a chunk's gradients are whole after its
+  // last backward.
   void add_stage(int stage) {
-    std::vector<int32_t> segments;
+    std::vector<std::vector<int32_t>> segments(static_cast<size_t>(plan_.stage_count()));  // by chunk
     for (int32_t s = 0; s < static_cast<int32_t>(program_.segments.size()); ++s) {
-      if (plan_.stage_of(program_.segments[static_cast<size_t>(s)].layers.front()) == stage) segments.push_back(s);
+      segments[static_cast<size_t>(plan_.stage_of(program_.segments[static_cast<size_t>(s)].layers.front()))].push_back(s);
     }
-    const auto order = plan::stage_order(plan_.pipeline.schedule, plan_.stage_count(), stage, program_.micro_batches);
-    const int64_t last_backward = order.back().second;  // gradients are whole after it
-    for (const auto& [backward, j] : order) {
-      const auto micro = static_cast<int32_t>(j);
-      if (!backward) {
-        for (const int32_t s : segments) add_segment_forward(s, micro);
+    const std::vector<plan::PipelineStep> order = plan::physical_stage_order(plan_, stage);
+    std::vector<int64_t> last_backward(segments.size(), -1);
+    for (const plan::PipelineStep& step : order) {
+      if (step.backward) last_backward[static_cast<size_t>(step.chunk)] = step.micro;
+    }
+    for (const plan::PipelineStep& step : order) {
+      const auto micro = static_cast<int32_t>(step.micro);
+      const std::vector<int32_t>& chunk = segments[static_cast<size_t>(step.chunk)];
+      if (!step.backward) {
+        for (const int32_t s : chunk) add_segment_forward(s, micro);
         continue;
       }
-      for (auto s = segments.rbegin(); s != segments.rend(); ++s) add_segment_backward(*s, micro, j == last_backward);
+      const bool last = step.micro == last_backward[static_cast<size_t>(step.chunk)];
+      for (auto s = chunk.rbegin(); s != chunk.rend(); ++s) add_segment_backward(*s, micro, last);
     }
   }
 
@@ -692,7 +699,7 @@ class ProgramBuilder {
     op.layer = closing;
     op.bucket = bucket;
     const int32_t group = program_.buckets[static_cast<size_t>(bucket)].group;
-    const int stage = plan_.stage_of(closing);
+    const int stage = plan_.stage_of(closing) % plan_.physical_stages();
     for (const int rank : program_.groups[static_cast<size_t>(group)]) {
       op.group = sharding_group(group, rank, &op.replica_group);
       if (rank_stage_[static_cast<size_t>(rank)] == stage) {

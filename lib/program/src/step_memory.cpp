@@ -32,8 +32,7 @@ class MemoryCounter {
         selection_(selection) {
     for (int rank = 0; rank < plan.devices; ++rank) devices_[static_cast<size_t>(rank)].rank = rank;
     for (int stage = 0; stage < plan.stage_count(); ++stage) {
-      in_flight_.push_back(
-          in_flight_micro_batches(plan.pipeline.schedule, plan.stage_count(), stage, plan.pipeline.micro_batches));
+      in_flight_.push_back(plan::chunk_in_flight(plan, stage));
     }
     if (options.recompute == cost::Recompute::Full) units_ = recompute_units(graph);
     working_.by_rank_unit.resize(static_cast<size_t>(plan.devices));

@@ -156,6 +156,26 @@ void build_modules(detail::ExecutorState& s, uint64_t seed, bool sync_batchnorm,
   }
 }
 
+// What burst plans but its runtime does not run yet: UserError in one line.
+void refuse_unrun_dimensions(const plan::Plan& plan, const program::ProgramOptions& program) {
+  if (program.zero_stage > 2) {
+    throw UserError(fmt::format("the runtime runs ZeRO stages 0, 1 and 2, not {} (stage 3 is planned and simulated)",
+                                program.zero_stage));
+  }
+  if (plan.pipeline.virtual_stages > 1) {
+    throw UserError(fmt::format("burst plans the interleaved schedule ({} chunks a rank) but does not train it yet "
+                                "(docs/llm.md)",
+                                plan.pipeline.virtual_stages));
+  }
+  for (const plan::LayerPlacement& placement : plan.layers) {
+    if (placement.split.splits() && placement.split.kind == cost::SplitKind::Sequence) {
+      throw UserError(fmt::format("plan layer '{}': burst plans sequence parallelism but does not train it yet "
+                                  "(docs/llm.md)",
+                                  placement.layer));
+    }
+  }
+}
+
 }  // namespace
 
 PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communicator& communicator,
@@ -177,17 +197,7 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
     at::globalContext().setAllowTF32CuBLAS(tf32);
     at::globalContext().setAllowTF32CuDNN(tf32);
   }
-  if (options.program.zero_stage > 2) {
-    throw UserError(fmt::format("the runtime runs ZeRO stages 0, 1 and 2, not {} (stage 3 is planned and simulated)",
-                                options.program.zero_stage));
-  }
-  for (const plan::LayerPlacement& placement : s.plan.layers) {
-    if (placement.split.splits() && placement.split.kind == cost::SplitKind::Sequence) {
-      throw UserError(fmt::format("plan layer '{}': burst plans sequence parallelism but does not train it yet "
-                                  "(docs/llm.md)",
-                                  placement.layer));
-    }
-  }
+  refuse_unrun_dimensions(s.plan, options.program);
   s.high_priority = options.high_priority;
   s.clip_grad_norm = options.program.clip_grad_norm;
   s.reporting = program::build_step_program(graph, s.plan, options.program);

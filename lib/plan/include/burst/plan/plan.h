@@ -43,11 +43,14 @@ struct LayerPlacement {
 
 // The order a stage runs its micro-batches' forwards (F j) and backwards (B j) in
 // (docs/pipelines.md): GPipe, every forward then every backward; 1F1B (PipeDream-Flush),
-// p - 1 - s forwards of warm-up on stage s of p, then one forward and one backward in turn.
-enum class Schedule : uint8_t { GPipe, OneFOneB };
-inline constexpr EnumNames<Schedule, 2> kScheduleNames{
-    "pipeline schedule", {{{Schedule::GPipe, "gpipe"}, {Schedule::OneFOneB, "1f1b"}}}};
-const char* schedule_name(Schedule schedule);  // "gpipe", "1f1b"
+// p - 1 - s forwards of warm-up on stage s of p, then one forward and one backward in turn;
+// interleaved 1F1B (Megatron-LM's, Narayanan et al. SC'21), each rank holding V model chunks
+// (Pipeline::virtual_stages), 1F1B over chunk-micro-batches, which cuts the bubble by V.
+enum class Schedule : uint8_t { GPipe, OneFOneB, Interleaved };
+inline constexpr EnumNames<Schedule, 3> kScheduleNames{
+    "pipeline schedule",
+    {{{Schedule::GPipe, "gpipe"}, {Schedule::OneFOneB, "1f1b"}, {Schedule::Interleaved, "interleaved"}}}};
+const char* schedule_name(Schedule schedule);  // "gpipe", "1f1b", "interleaved"
 // UserError naming the known ones for any other name.
 Schedule schedule_from_name(const std::string& name);
 
@@ -63,6 +66,9 @@ struct Pipeline {
   // The first layer of each stage after the first, ascending (stage 0 starts at layer 0);
   // empty: one stage. A stage runs its layers on its own ranks (the union of its layers').
   std::vector<graph::LayerId> stage_starts;
+  // V, model chunks per rank (Schedule::Interleaved; 1 otherwise): the stages above are
+  // p x V chunks, and chunk c runs on the ranks of physical stage c % p.
+  int virtual_stages = 1;
 };
 
 struct Plan {
@@ -83,6 +89,8 @@ struct Plan {
 
   int64_t micro_batch() const { return global_batch / pipeline.micro_batches; }
   int stage_count() const { return static_cast<int>(pipeline.stage_starts.size()) + 1; }
+  // p: the stages ranks hold (stage_count() / virtual_stages); chunk c is on c % p.
+  int physical_stages() const { return stage_count() / pipeline.virtual_stages; }
   // The stage of `layer` (0 without stages).
   int stage_of(graph::LayerId layer) const;
   // The ranks of stage `stage`: every rank of its layers, ascending.
@@ -94,6 +102,25 @@ struct Plan {
 std::vector<std::pair<bool, int64_t>> stage_order(Schedule schedule, int stages, int stage, int64_t micro_batches);
 // The most micro-batches stage `stage` holds activations for at once under that order.
 int64_t in_flight_micro_batches(Schedule schedule, int stages, int stage, int64_t micro_batches);
+
+// One forward or backward of one micro-batch of one chunk (a stage of Plan::stage_count()).
+struct PipelineStep {
+  int chunk = 0;
+  bool backward = false;
+  int64_t micro = 0;
+  bool operator==(const PipelineStep& other) const {
+    return chunk == other.chunk && backward == other.backward && micro == other.micro;
+  }
+};
+// What the ranks of physical stage `stage` run, in order: stage_order's for one chunk a rank
+// (chunk = stage), or interleaved 1F1B over its V chunks stage, stage + p, ...: forward k
+// (of m x V) is chunk (k / p) % V of micro-batch (k / pV) p + k % p, backward k the same with
+// the chunks from the last; (p - s - 1) x 2 + (V - 1) x p warm-up forwards, then one forward
+// and one backward in turn (m a multiple of p: validate_plan).
+std::vector<PipelineStep> physical_stage_order(const Plan& plan, int stage);
+// The micro-batches of chunk `chunk` whose activations its ranks hold when they hold the
+// most chunk-micro-batches at once (in_flight_micro_batches for one chunk a rank).
+int64_t chunk_in_flight(const Plan& plan, int chunk);
 
 // What crosses the boundary before each layer c: the producers before c whose output a
 // layer at or after c reads (a stage starting at c takes them from the stage before). At

@@ -26,6 +26,7 @@ struct ParallelShape {
   int64_t micro_batch = 1;  // b: samples of one sample group in one micro-batch
   plan::Schedule schedule = plan::Schedule::OneFOneB;
   bool sequence_parallel = false;  // SP: the tensor groups' norms and element-wise layers on token slices (t > 1)
+  int virtual_stages = 1;          // V: model chunks a stage's ranks hold (the interleaved schedule; 1 otherwise)
   int devices() const { return tensor * pipeline * data; }
   // Micro-batches of the step: the global batch / (d x b).
   int64_t micro_batches(int64_t global_batch) const { return global_batch / (static_cast<int64_t>(data) * micro_batch); }
@@ -37,7 +38,10 @@ std::string shape_text(const ParallelShape& shape);
 // UserError naming the values for a shape the model, the cluster or the batch cannot take:
 // sizes below 1, t not dividing an attention layer's heads, p more than the stages the graph
 // can be cut into, t x p x d not the cluster's devices, d not dividing the global batch, b
-// not dividing the batch share of a sample group (global batch / d); in that order.
+// not dividing the batch share of a sample group (global batch / d), virtual stages with a
+// schedule other than interleaved (or fewer than 2 with it), p x V more than the stages the
+// graph can be cut into, or micro-batches not a multiple of p under interleaving; in that
+// order.
 void check_shape(const graph::Graph& graph, int devices, int64_t global_batch, const ParallelShape& shape);
 
 // The plan of `shape` (check_shape first), strategy "3d".

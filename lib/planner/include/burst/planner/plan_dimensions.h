@@ -17,7 +17,8 @@ namespace burst::planner {
 struct PlanDimensions {
   int tensor = 1;                  // the most parts of any layer's tensor split
   bool sequence_parallel = false;  // some layer takes a sequence split
-  int pipeline = 1;                // stages
+  int pipeline = 1;                // stages the ranks hold (physical)
+  int virtual_stages = 1;          // model chunks each of them holds (interleaving)
   int data = 1;                    // the most sample groups of a layer split `tensor` ways
   int fsdp_shard = 0;              // HSDP's shard group (0: none, or full sharding)
   int64_t micro_batches = 1;
@@ -30,8 +31,8 @@ struct PlanDimensions {
 
 PlanDimensions plan_dimensions(const plan::Plan& plan, const program::ProgramOptions& program);
 
-// "TP 8 + SP x PP 4 x DP 32 (FSDP shard 8); 16 micro-batches of 2, 1f1b; recompute
-// selective, ZeRO 3, bf16".
+// "TP 8 + SP x PP 4 (V 2) x DP 32 (FSDP shard 8); 16 micro-batches of 2, interleaved;
+// recompute selective, ZeRO 3, bf16".
 std::string dimensions_text(const PlanDimensions& dimensions);
 
 // {"tensor": 8, "sequence_parallel": true, "pipeline": 4, ...}: the fields above.

@@ -8,16 +8,18 @@
 //  - candidates: t in 1, 2, 4, ... up to max_tensor and the devices of a node, dividing
 //    every attention layer's heads; p dividing devices / t, up to the stages the graph can
 //    be cut into; b in 1, 2, 4, ... dividing the batch share of a sample group (global
-//    batch / d); with and without sequence parallelism where t > 1; every ZeRO stage (only 0
-//    when d = 1) and recomputation;
+//    batch / d); sequence parallelism wherever t > 1 (unless pinned off); 1F1B, and
+//    interleaved 1F1B with V = 2 where p > 1, p x V stages fit the graph and p divides the
+//    micro-batches (only the pinned schedule when one is: interleaved alone tries V = 2
+//    and 4); every ZeRO stage (only 0 when d = 1) and recomputation;
 //  - each candidate's memory is the step's (program::plan_memory of its plan); those over
 //    capacity are dropped;
 //  - the rest are ranked by a closed-form estimate (below) and the best `evaluated` are timed
 //    by the evaluator (the step program); the fastest is returned;
 //  - none fits: UserError "no plan fits" with the smallest requirement found and its shape.
-// The estimate: (m + p - 1) x the slowest stage's time for one micro-batch (its layers'
+// The estimate: (m + (p - 1) / V) x the slowest stage's time for one micro-batch (its layers'
 // forward, backward and recomputation at b samples under their splits, and its tensor
-// all-reduces), plus a message each way per stage boundary, plus the slowest stage's weight
+// all-reduces), plus a message each way per chunk boundary, plus the slowest stage's weight
 // gradients reduced over d (all-reduce, or reduce-scatter and all-gather under ZeRO) as if it
 // did not overlap backward.
 #include <cstdint>
@@ -42,7 +44,8 @@ struct ShapePins {
   std::optional<plan::Schedule> schedule;  // none: 1F1B
   std::optional<cost::Recompute> recompute;
   std::optional<int> zero_stage;
-  std::optional<bool> sequence_parallel;  // none: both, where t > 1
+  std::optional<bool> sequence_parallel;  // none: on where t > 1
+  std::optional<int> virtual_stages;      // V under --schedule interleaved (none: searched)
 };
 
 // SearchOptions: the step (its recompute and ZeRO stage are searched unless pinned), the
