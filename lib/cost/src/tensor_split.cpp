@@ -103,6 +103,7 @@ int64_t part_params(const graph::Graph& graph, graph::LayerId layer, const Tenso
   switch (split.kind) {
     case SplitKind::Column: return params / k;
     case SplitKind::Row: {
+      if (graph.layer(layer).op() != graph::OpKind::Linear) return params;  // the loss holds none
       const int64_t out = output_features(graph, layer);
       const int64_t bias = std::get<graph::LinearAttrs>(graph.layer(layer).attrs).bias ? out : 0;
       return (params - bias) / k + bias;

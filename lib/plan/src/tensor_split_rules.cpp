@@ -44,6 +44,16 @@ std::string inputs_of_output_shape(const graph::Graph& graph, graph::LayerId id,
   return "";
 }
 
+// Why the loss `id` cannot take a row split (the vocabulary-parallel cross-entropy: each part
+// its slice of the logits, the per-token maxima and sums all-reduced), or "" when it can:
+// it needs per-token logits [T, V].
+std::string vocabulary_parallel_refusal(const graph::Graph& graph, graph::LayerId id) {
+  const graph::Shape& logits = graph.info(graph.inputs(id).at(0)).output_shape;
+  if (logits.size() == 2) return "";
+  return fmt::format("a row split of the loss divides per-token logits [T, V], but '{}' gives {}",
+                     graph.layer(graph.inputs(id).at(0)).name, graph::shape_to_string(logits));
+}
+
 // Why layer `id`'s op cannot take `kind`, or "" when it can.
 std::string refusal(const graph::Graph& graph, graph::LayerId id, SplitKind kind) {
   const OpKind op = graph.layer(id).op();
@@ -51,8 +61,10 @@ std::string refusal(const graph::Graph& graph, graph::LayerId id, SplitKind kind
   if (kind == SplitKind::Samples) return "";
   if (std::string why = weight_split_refusal(graph, id); !why.empty()) return why;
   switch (kind) {
-    case SplitKind::Column:
     case SplitKind::Row:
+      if (op == OpKind::SoftmaxCrossEntropy) return vocabulary_parallel_refusal(graph, id);
+      [[fallthrough]];
+    case SplitKind::Column:
       return op == OpKind::Linear ? "" : fmt::format("a {} split is for linear layers, not {}", cost::split_kind_name(kind), name);
     case SplitKind::Heads:
       return op == OpKind::SelfAttention ? "" : fmt::format("a heads split is for self_attention, not {}", name);

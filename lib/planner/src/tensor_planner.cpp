@@ -93,6 +93,16 @@ std::vector<SplitKind> megatron_splits(const graph::Graph& graph, int32_t parts,
       at = next;
     }
   }
+  // An untied LM head read by the loss alone: Megatron's vocabulary-parallel head and loss
+  // (the head a column split over the vocabulary, the loss a row split of the logits).
+  for (graph::LayerId id = 0; id < layers; ++id) {
+    if (graph.layer(id).op() != graph::OpKind::SoftmaxCrossEntropy) continue;
+    const graph::LayerId head = graph.inputs(id).front();
+    if (splittable_linear(head) && graph.consumers(head).size() == 1 && graph.info(head).output_shape.size() == 2) {
+      kind(head) = SplitKind::Column;
+      kind(id) = SplitKind::Row;
+    }
+  }
   if (sequence_parallel) {
     for (graph::LayerId id = 0; id < layers; ++id) {
       if (kind(id) == SplitKind::Replicate && takes_sequence_split(graph, id, parts)) kind(id) = SplitKind::Sequence;

@@ -53,6 +53,9 @@ TEST(MegatronSplits, SwigluMlpsSplitGateAndUpByColumnsAndDownByRows) {
   EXPECT_EQ(kind("model.layers.0.mlp.mul"), SplitKind::Features);
   EXPECT_EQ(kind("model.layers.0.mlp.down_proj"), SplitKind::Row);
   EXPECT_EQ(kind("model.layers.0.post_attention_layernorm"), SplitKind::Replicate);
+  // The untied head over the vocabulary, the loss over the logits' vocabulary slices.
+  EXPECT_EQ(kind("lm_head"), SplitKind::Column);
+  EXPECT_EQ(kind("loss"), SplitKind::Row);
   // 4 parts divide the 4 query heads but not the 2 kv heads.
   EXPECT_EQ(megatron_splits(graph, 4)[static_cast<size_t>(*graph.find("model.layers.0.self_attn"))],
             SplitKind::Replicate);

@@ -281,6 +281,17 @@ class ProgramBuilder {
     return groups;
   }
 
+  // A tensor collective's bytes a sample for `moved`'s output: the activation at the step's
+  // precision; for a vocabulary-parallel loss, each token's maximum, exponential sum and
+  // target logit (3 fp32 values), which the parts all-reduce.
+  int64_t tensor_collective_bytes(graph::LayerId moved) const {
+    if (graph_.layer(moved).op() == graph::OpKind::SoftmaxCrossEntropy) {
+      const graph::Shape& logits = graph_.info(graph_.inputs(moved).at(0)).output_shape;
+      return 3 * logits.front() * static_cast<int64_t>(cost::kFloatBytes);
+    }
+    return at_precision(graph_.info(moved).output_bytes);
+  }
+
   // Every layer's tensor-group collectives (tensor_collectives.h), once the segments are known.
   void find_tensor_collectives() {
     const SameTensorGroup same_group = program_tensor_groups(program_);
@@ -621,7 +632,7 @@ class ProgramBuilder {
       op.group = tensor_groups_[static_cast<size_t>(segment)][g];
       op.backward = backward;
       op.micro = micro;
-      op.bytes = at_precision(seg.shards[g * parts].samples.size() * graph_.info(moved).output_bytes);
+      op.bytes = seg.shards[g * parts].samples.size() * tensor_collective_bytes(moved);
       for (size_t p = 0; p < parts; ++p) emit(seg.shards[g * parts + p].rank, op);
     }
   }

@@ -153,5 +153,27 @@ TEST(TensorProgram, PropertySampleToColumnAndBackCoversEveryElementOnce) {
   }
 }
 
+// Megatron's vocabulary-parallel head and loss on llama:layers=1,width=64,...,vocab=64,seq=16
+// at global batch 2, everything else data-parallel on ranks 0 and 1: the head a 2-way column
+// split on both, the loss a 2-way row split. The loss's forward all-reduces each token's
+// maximum, exponential sum and target logit: 2 samples x 16 tokens x 12 B = 384 B; the head's
+// backward all-reduces its input gradient, 2 x 16 x 64 fp32 values = 8192 B.
+TEST(TensorProgram, AVocabularyParallelLossAllReducesThreeValuesAToken) {
+  const graph::Graph graph = graph::build_zoo_model("llama:layers=1,width=64,heads=4,kv_heads=2,ffn=128,vocab=64,seq=16");
+  plan::Plan plan = plan::plan_data_parallel(graph, 2, 2);
+  place_split(plan, "lm_head", SplitKind::Column, {0, 1}, 2);
+  place_split(plan, "loss", SplitKind::Row, {0, 1}, 2);
+  plan::validate_plan(plan, graph, plan::testing::test_cluster(2, 1e9, 0));
+  const StepProgram program = build_step_program(graph, plan);
+  check_step_program(program, graph, plan);
+  for (int rank = 0; rank < 2; ++rank) {
+    std::vector<std::pair<std::string, int64_t>> found;
+    for (const Op& op : program.ops[static_cast<size_t>(rank)]) {
+      if (op.kind == OpKind::TensorAllReduce) found.emplace_back(graph.layer(op.layer).name, op.bytes);
+    }
+    EXPECT_EQ(found, (std::vector<std::pair<std::string, int64_t>>{{"loss", 384}, {"lm_head", 8192}})) << "rank " << rank;
+  }
+}
+
 }  // namespace
 }  // namespace burst::program

@@ -157,7 +157,7 @@ void build_modules(detail::ExecutorState& s, uint64_t seed, bool sync_batchnorm,
 }
 
 // What burst plans but its runtime does not run yet: UserError in one line.
-void refuse_unrun_dimensions(const plan::Plan& plan, const program::ProgramOptions& program) {
+void refuse_unrun_dimensions(const graph::Graph& graph, const plan::Plan& plan, const program::ProgramOptions& program) {
   if (program.zero_stage > 2) {
     throw UserError(fmt::format("the runtime runs ZeRO stages 0, 1 and 2, not {} (stage 3 is planned and simulated)",
                                 program.zero_stage));
@@ -167,7 +167,13 @@ void refuse_unrun_dimensions(const plan::Plan& plan, const program::ProgramOptio
                                 "(docs/llm.md)",
                                 plan.pipeline.virtual_stages));
   }
-  for (const plan::LayerPlacement& placement : plan.layers) {
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
+    const plan::LayerPlacement& placement = plan.layers[static_cast<size_t>(id)];
+    if (placement.split.splits() && graph.layer(id).op() == graph::OpKind::SoftmaxCrossEntropy) {
+      throw UserError(fmt::format("plan layer '{}': burst plans the vocabulary-parallel loss but does not train it yet "
+                                  "(docs/llm.md)",
+                                  placement.layer));
+    }
     if (placement.split.splits() && placement.split.kind == cost::SplitKind::Sequence) {
       throw UserError(fmt::format("plan layer '{}': burst plans sequence parallelism but does not train it yet "
                                   "(docs/llm.md)",
@@ -197,7 +203,7 @@ PlanExecutor::PlanExecutor(const graph::Graph& graph, plan::Plan plan, Communica
     at::globalContext().setAllowTF32CuBLAS(tf32);
     at::globalContext().setAllowTF32CuDNN(tf32);
   }
-  refuse_unrun_dimensions(s.plan, options.program);
+  refuse_unrun_dimensions(graph, s.plan, options.program);
   s.high_priority = options.high_priority;
   s.clip_grad_norm = options.program.clip_grad_norm;
   s.reporting = program::build_step_program(graph, s.plan, options.program);

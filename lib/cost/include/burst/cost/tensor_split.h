@@ -8,7 +8,9 @@
 //   samples    any              all (k = 1)               whole      whole
 //   replicate  any but BN       all, a copy               whole      whole (a copy)
 //   column     linear           output features slice p   whole      features slice p
-//   row        linear           input features slice p    slice p    whole, summed over parts
+//   row        linear,          input features slice p    slice p    whole, summed over parts
+//              cross-entropy    (the loss: none; its logits' vocabulary slice p, as
+//                               Megatron's vocabulary-parallel loss)
 //   heads      self_attention   heads slice p             whole      whole, summed over parts
 //   features   element-wise     none                      slice p    features slice p
 //   sequence   element-wise,    all, a copy               tokens     tokens slice p

@@ -51,7 +51,9 @@ struct TensorPlanResult {
 //  - a linear whose output reaches another linear through element-wise layers only, each
 //    read by the next alone, when k divides the first one's output features: column, the
 //    element-wise layers features, the second linear row;
-//  - tied weights (an embedding and its LM heads), BatchNorm and the loss: samples;
+//  - an untied LM head read by the loss alone, when k divides the vocabulary: column, the
+//    loss row (Megatron's vocabulary-parallel head and cross-entropy);
+//  - tied weights (an embedding and its LM heads), BatchNorm and any other loss: samples;
 //  - every other layer: replicate (each part computes it whole on its group's samples),
 //    but with `sequence_parallel` (Megatron's SP) an element-wise layer or norm on tokens
 //    [T, D] whose T k divides, and whose inputs have its shape: sequence (each part its
