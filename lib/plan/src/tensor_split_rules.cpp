@@ -94,6 +94,18 @@ std::string refusal(const graph::Graph& graph, graph::LayerId id, SplitKind kind
 
 }  // namespace
 
+std::string tensor_split_refusal(const graph::Graph& graph, graph::LayerId id, const cost::TensorSplit& split) {
+  const char* kind = cost::split_kind_name(split.kind);
+  if (const std::string why = refusal(graph, id, split.kind); !why.empty()) {
+    return fmt::format("cannot take a {} split: {}", kind, why);
+  }
+  const auto [what, count] = cost::divided_units(graph, id, split.kind);
+  if (count > 0 && split.parts > 0 && count % split.parts != 0) {
+    return fmt::format("a {}-way {} split does not divide its {} {}", split.parts, kind, count, what);
+  }
+  return "";
+}
+
 void validate_tensor_split(const LayerPlacement& placement, const graph::Graph& graph, graph::LayerId id) {
   const cost::TensorSplit& split = placement.split;
   const std::string where =
@@ -103,12 +115,8 @@ void validate_tensor_split(const LayerPlacement& placement, const graph::Graph& 
     throw UserError(fmt::format("{}: a {} split takes {}, got {} parts", where, kind,
                                 split.kind == SplitKind::Samples ? "1 part" : "2 parts or more", split.parts));
   }
-  if (const std::string why = refusal(graph, id, split.kind); !why.empty()) {
-    throw UserError(fmt::format("{}: cannot take a {} split: {}", where, kind, why));
-  }
-  const auto [what, count] = cost::divided_units(graph, id, split.kind);
-  if (count > 0 && count % split.parts != 0) {
-    throw UserError(fmt::format("{}: a {}-way {} split does not divide its {} {}", where, split.parts, kind, count, what));
+  if (const std::string why = tensor_split_refusal(graph, id, split); !why.empty()) {
+    throw UserError(fmt::format("{}: {}", where, why));
   }
   const auto parts = static_cast<size_t>(split.parts);
   if (placement.shards.size() % parts != 0) {

@@ -39,15 +39,30 @@ bool joins_column_linears(const graph::Graph& graph, graph::LayerId join, graph:
   return true;
 }
 
-// Whether a k-part sequence split suits layer `id` (plan::validate_tensor_split's rules).
-bool takes_sequence_split(const graph::Graph& graph, graph::LayerId id, int32_t parts) {
-  const graph::OpKind op = graph.layer(id).op();
-  if (!cost::element_wise(op) && op != graph::OpKind::LayerNorm) return false;
-  const graph::Shape& shape = graph.info(id).output_shape;
-  if (shape.size() < 2 || shape.front() % parts != 0) return false;
-  const auto inputs = graph.inputs(id);
-  return std::all_of(inputs.begin(), inputs.end(),
-                     [&](graph::LayerId input) { return graph.info(input).output_shape == shape; });
+// An untied LM head read by the loss alone: Megatron's vocabulary-parallel head and loss
+// (the head a column split over the vocabulary, the loss a row split of the logits).
+template <typename Splittable>
+void split_vocabulary(const graph::Graph& graph, int32_t parts, const Splittable& splittable_linear,
+                      std::vector<SplitKind>& kinds) {
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
+    if (graph.layer(id).op() != graph::OpKind::SoftmaxCrossEntropy) continue;
+    const graph::LayerId head = graph.inputs(id).front();
+    if (splittable_linear(head) && graph.consumers(head).size() == 1 &&
+        plan::tensor_split_refusal(graph, id, {SplitKind::Row, parts}).empty()) {
+      kinds[static_cast<size_t>(head)] = SplitKind::Column;
+      kinds[static_cast<size_t>(id)] = SplitKind::Row;
+    }
+  }
+}
+
+// Megatron's sequence parallelism: every replicated layer that can run on token slices does.
+void split_sequences(const graph::Graph& graph, int32_t parts, std::vector<SplitKind>& kinds) {
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
+    SplitKind& kind = kinds[static_cast<size_t>(id)];
+    if (kind == SplitKind::Replicate && plan::tensor_split_refusal(graph, id, {SplitKind::Sequence, parts}).empty()) {
+      kind = SplitKind::Sequence;
+    }
+  }
 }
 
 }  // namespace
@@ -93,21 +108,8 @@ std::vector<SplitKind> megatron_splits(const graph::Graph& graph, int32_t parts,
       at = next;
     }
   }
-  // An untied LM head read by the loss alone: Megatron's vocabulary-parallel head and loss
-  // (the head a column split over the vocabulary, the loss a row split of the logits).
-  for (graph::LayerId id = 0; id < layers; ++id) {
-    if (graph.layer(id).op() != graph::OpKind::SoftmaxCrossEntropy) continue;
-    const graph::LayerId head = graph.inputs(id).front();
-    if (splittable_linear(head) && graph.consumers(head).size() == 1 && graph.info(head).output_shape.size() == 2) {
-      kind(head) = SplitKind::Column;
-      kind(id) = SplitKind::Row;
-    }
-  }
-  if (sequence_parallel) {
-    for (graph::LayerId id = 0; id < layers; ++id) {
-      if (kind(id) == SplitKind::Replicate && takes_sequence_split(graph, id, parts)) kind(id) = SplitKind::Sequence;
-    }
-  }
+  split_vocabulary(graph, parts, splittable_linear, kinds);
+  if (sequence_parallel) split_sequences(graph, parts, kinds);
   return kinds;
 }
 

@@ -158,6 +158,10 @@ std::vector<cost::Transfer> activation_transfers(const Plan& plan, graph::LayerI
 // (output features, input features, heads or the last axis by parts).
 void validate_tensor_split(const LayerPlacement& placement, const graph::Graph& graph, graph::LayerId id);
 
+// Why layer `id` cannot take `split` (its op's rules and the units it must divide, as
+// validate_tensor_split checks them), or "" when it can; the placement is not looked at.
+std::string tensor_split_refusal(const graph::Graph& graph, graph::LayerId id, const cost::TensorSplit& split);
+
 // Whether layer `id` holds tied weights: a linear tied to an embedding, or an embedding
 // with tied heads.
 bool has_tied_weights(const graph::Graph& graph, graph::LayerId id);
