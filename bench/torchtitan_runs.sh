@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # burst's predictions against torchtitan's published H100 runs of Llama 3.1 (pytorch/
-# torchtitan, benchmarks/llama3_h100_202412_torchtitan.md, Tables 1, 3, 4 and 5: the rows burst
-# can express; docs/published-runs.md lists them all). Their machines: 8 H100s a node with
+# torchtitan, benchmarks/llama3_h100_202412_torchtitan.md, Tables 1 to 6 but for the
+# torch.compile-only and AsyncTP rows, which burst does not model). Their machines: 8 H100s a node with
 # 96 GB HBM2e at 500 W, NVLink, 400 Gb/s RDMA a GPU. Each row runs twice: with its published
 # configuration pinned (`--strategy 3d`, FSDP as ZeRO 3 sharded over all the data-parallel
-# ranks: --fsdp-shard of their count, tensor parallelism with sequence parallelism,
+# ranks: --fsdp-shard of their count, each sharding over its context-parallel ranks too as
+# torchtitan's FSDP does, tensor parallelism with sequence parallelism, context parallelism
+# at the published sequence length,
 # AdamW's state as Adam's), and as burst's own choice (`--strategy auto`, nothing pinned but
 # the precision). Prints tokens/s per GPU measured and predicted, their ratio, and peak memory
 # measured (GiB) and predicted. The pinned runs are planned without a memory limit
 # (--device-memory 10000), so that a row burst thinks does not fit still gets its time; the
 # predicted memory says whether it fits the 96 GB.
 #
-# usage: bench/torchtitan_runs.sh [BURST (build/release/apps/burst/burst)]
+# usage: [ROWS=REGEX] bench/torchtitan_runs.sh [BURST (build/release/apps/burst/burst)]
 set -euo pipefail
 burst=${1:-build/release/apps/burst/burst}
 configs=$(cd "$(dirname "$0")/../data/hf-configs" && pwd)
@@ -32,12 +34,21 @@ JSON
 
 rows=(
   # table row | config | GPUs | global batch | TP | PP | micro-batch | precision | recompute | measured tok/s | GiB
-  "T1 FSDP|llama-3.1-8b|8|16|1|1|2|bf16|selective|5762|82.4"
-  "T1 FSDP + compile + Float8|llama-3.1-8b|8|16|1|1|2|fp8|selective|8532|76.8"
-  "T3 FSDP|llama-3.1-8b|128|256|1|1|2|bf16|selective|5605|67.0"
-  "T3 FSDP + compile + Float8|llama-3.1-8b|128|256|1|1|2|fp8|selective|8380|61.8"
-  "T4 FSDP 32, TP 8, Float8|llama-3.1-70b|256|512|8|1|16|fp8|full|829|71.9"
-  "T5 FSDP 8, TP 8, PP 8, 1F1B, Float8|llama-3.1-405b|512|256|8|8|1|fp8|full|100|82.5"
+  #   | CP | sequence length (Tables 2 and 6: local batch 1 and 8 a data-parallel rank)
+  "T1 FSDP|llama-3.1-8b|8|16|1|1|2|bf16|selective|5762|82.4|1|8192"
+  "T1 FSDP + compile + Float8|llama-3.1-8b|8|16|1|1|2|fp8|selective|8532|76.8|1|8192"
+  "T2 FSDP 8, CP 1, 32K|llama-3.1-8b|8|8|1|1|1|fp8|full|3890|83.9|1|32768"
+  "T2 FSDP 4, CP 2, 64K|llama-3.1-8b|8|4|1|1|1|fp8|full|2540|84.2|2|65536"
+  "T2 FSDP 2, CP 4, 128K|llama-3.1-8b|8|2|1|1|1|fp8|full|1071|84.0|4|131072"
+  "T2 FSDP 1, CP 8, 256K|llama-3.1-8b|8|1|1|1|1|fp8|full|548|84.5|8|262144"
+  "T3 FSDP|llama-3.1-8b|128|256|1|1|2|bf16|selective|5605|67.0|1|8192"
+  "T3 FSDP + compile + Float8|llama-3.1-8b|128|256|1|1|2|fp8|selective|8380|61.8|1|8192"
+  "T4 FSDP 32, TP 8, Float8|llama-3.1-70b|256|512|8|1|16|fp8|full|829|71.9|1|8192"
+  "T5 FSDP 8, TP 8, PP 8, 1F1B, Float8|llama-3.1-405b|512|256|8|8|1|fp8|full|100|82.5|1|8192"
+  "T6 FSDP 8, TP 8, PP 8, CP 1, 32K|llama-3.1-405b|512|64|8|8|1|fp8|full|76|75.3|1|32768"
+  "T6 FSDP 4, TP 8, PP 8, CP 2, 64K|llama-3.1-405b|512|32|8|8|1|fp8|full|47|75.9|2|65536"
+  "T6 FSDP 2, TP 8, PP 8, CP 4, 128K|llama-3.1-405b|512|16|8|8|1|fp8|full|31|77.1|4|131072"
+  "T6 FSDP 1, TP 8, PP 8, CP 8, 256K|llama-3.1-405b|512|8|8|8|1|fp8|full|16|84.9|8|262144"
 )
 
 summary() {  # JSON MEASURED_TPS MEASURED_GIB
@@ -54,15 +65,17 @@ PY
 
 printf '| row | measured tok/s | plan | predicted tok/s | ratio | predicted GiB (measured) | memory ratio |\n|---|---|---|---|---|---|---|\n'
 for row in "${rows[@]}"; do
-  IFS='|' read -r name config gpus batch tp pp mbs precision recompute tps gib <<< "$row"
+  IFS='|' read -r name config gpus batch tp pp mbs precision recompute tps gib cp seq <<< "$row"
+  [ -n "${ROWS:-}" ] && ! grep -qE "$ROWS" <<< "$name" && continue
   file=$(cluster "$gpus")
-  common=(plan --model "hf:$configs/$config.json" --cluster "$file" --global-batch "$batch" --precision "$precision"
-          --optimizer adam --json)
+  common=(plan --model "hf:$configs/$config.json" --seq "$seq" --cluster "$file" --global-batch "$batch"
+          --precision "$precision" --optimizer adam --json)
   # torchtitan's tensor parallelism is sequence parallel (its norms take SequenceParallel).
   sequence=--no-sequence-parallel
   [ "$tp" -gt 1 ] && sequence=--sequence-parallel
-  pinned=(--strategy 3d --tensor-parallel "$tp" "$sequence" --pipeline-stages "$pp" --micro-batch-size "$mbs"
-          --zero 3 --fsdp-shard "$((gpus / tp / pp))" --recompute "$recompute" --schedule 1f1b --device-memory 10000)
+  pinned=(--strategy 3d --tensor-parallel "$tp" "$sequence" --context-parallel "$cp" --pipeline-stages "$pp"
+          --micro-batch-size "$mbs" --zero 3 --fsdp-shard "$((gpus / tp / pp / cp))" --recompute "$recompute"
+          --schedule 1f1b --device-memory 10000)
   for kind in pinned own; do
     args=("${pinned[@]}")
     [ "$kind" = own ] && args=(--strategy auto)

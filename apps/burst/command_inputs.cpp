@@ -243,6 +243,9 @@ planner::ShapePins parse_pins(const InputOptions& options, const program::Progra
     pins.virtual_stages = static_cast<int>(parse_whole(options.virtual_stages, "--virtual-stages", 1, kMostDevices));
     if (!pins.schedule && *pins.virtual_stages > 1) pins.schedule = plan::Schedule::Interleaved;
   }
+  if (!options.context_parallel.empty()) {
+    pins.context_parallel = static_cast<int>(parse_whole(options.context_parallel, "--context-parallel", 1, kMostDevices));
+  }
   if (!options.program.recompute.empty() && options.program.recompute != "auto") pins.recompute = program.recompute;
   if (!options.program.zero.empty() && options.program.zero != "auto") pins.zero_stage = program.zero_stage;
   if (program.fsdp_shard > 0) pins.zero_stage = 3;  // --fsdp-shard shards as ZeRO 3 does
@@ -439,7 +442,8 @@ CLI::Option* add_strategy_option(CLI::App& command, planner::Strategy& strategy)
                   "burst (default), dp (data parallel), pipeline (stages and micro-batches), hybrid (burst placements "
                   "inside pipeline stages), tensor (Megatron-style tensor splits of attention and MLPs, beyond the "
                   "batch), 3d (tensor x pipeline x data parallelism with micro-batch size, ZeRO and recomputation, "
-                  "for transformers; pins: --tensor-parallel, --sequence-parallel, --pipeline-stages, --virtual-stages, "
+                  "for transformers; pins: --tensor-parallel, --sequence-parallel, --context-parallel, "
+                  "--pipeline-stages, --virtual-stages, "
                   "--micro-batch-size, --schedule, --zero, --recompute) or auto (the fastest of those that fits)");
 }
 
@@ -464,6 +468,10 @@ void add_shape_options(CLI::App& command, InputOptions& options) {
       "Pin Megatron's sequence parallelism on (or off) in tensor groups: norms and element-wise layers on each "
       "part's slice of the tokens, reduce-scatters and all-gathers in place of the all-reduces (default: "
       "--strategy 3d and auto try both; tensor off)");
+  command.add_option("--context-parallel", options.context_parallel,
+                     "Pin C, the devices that share each sample's tokens (context parallelism: ring attention passing "
+                     "keys and values around the group, two causally balanced chunks a device; 2 x C must divide "
+                     "--seq): --strategy 3d or auto, which try it for samples of 16K tokens or more");
 }
 
 void add_memory_options(CLI::App& command, InputOptions& options) {

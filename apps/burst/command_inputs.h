@@ -68,6 +68,7 @@ struct InputOptions {
   std::string tensor_parallel, pipeline_stages, micro_batch_size, schedule;
   std::optional<bool> sequence_parallel;  // --sequence-parallel / --no-sequence-parallel; none: searched
   std::string virtual_stages;             // --virtual-stages V (the interleaved schedule); empty: searched
+  std::string context_parallel;           // --context-parallel C (ring attention); empty: searched
 };
 
 // The pins above, which `burst plan` and `burst sim` share.

@@ -209,6 +209,11 @@ PlanEvaluations evaluate_with_baselines(const plan::Plan& plan, const plan::Plan
   baseline_options.program = inputs.program;
   const graph::Graph& graph = inputs.graph;
   const int devices = inputs.cluster.size();
+  // HSDP's shard groups are the plan's: the baselines shard fully where those do not apply
+  // to data parallelism over every device (a shard of 1 under context parallelism, one
+  // that does not divide the devices).
+  int& shard = baseline_options.program.fsdp_shard;
+  if (shard < 2 || devices % shard != 0) shard = 0;
   PlanEvaluations evaluations;
   evaluations.data_parallel = timing::evaluate_plan(plan::plan_data_parallel(graph, devices, inputs.global_batch),
                                                     context, baseline_options);

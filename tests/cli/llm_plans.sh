@@ -9,7 +9,8 @@
 # divide the group, sequence parallelism without a tensor group, over tokens it does not
 # divide or on a strategy without tensor splits, virtual stages beyond what the layers can be
 # cut into, under 1F1B, on the pipeline strategy or with micro-batches not in rounds of the
-# stages, --seq on a model without a sequence.
+# stages, context parallelism over tokens it does not cut into two chunks a device or on a
+# strategy without it, --seq on a model without a sequence.
 set -u
 
 # shellcheck source=common.sh
@@ -89,6 +90,23 @@ refused "interleaved micro-batches" plan --model "hf:$configs/llama-3.1-8b.json"
   --devices 32 --global-batch 30 --strategy 3d --tensor-parallel 8 --pipeline-stages 4 --micro-batch-size 1 \
   --virtual-stages 2
 contains_error "runs micro-batches in rounds of the 4 stages"
+ok cp plan --model "hf:$configs/llama-3.1-8b.json" --seq 131072 --device h100-sxm --devices 8 --global-batch 2 \
+  --strategy 3d --tensor-parallel 1 --context-parallel 4 --pipeline-stages 1 --zero 3 --recompute full \
+  --precision bf16 --json || true
+py_check "the CP plan holds 4 context ranks a group, 2 groups sharding its state" '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["parallelism"]["context"] == 4 and d["parallelism"]["data"] == 2, d["parallelism"]
+' "$work/cp.out"
+ok cp-auto plan --model "hf:$configs/llama-3.1-8b.json" --seq 131072 --device h100-sxm --devices 8 --global-batch 2 \
+  --strategy auto --precision bf16 || true
+contains cp-auto "x CP "
+refused "cp not dividing the tokens" plan --model "hf:$configs/llama-3.1-8b.json" --seq 131076 --device h100-sxm \
+  --devices 8 --global-batch 2 --strategy 3d --context-parallel 4
+contains_error "--context-parallel 4 cuts each sample's 131076 tokens (--seq) into 8 chunks"
+refused "cp on burst" plan --model "hf:$configs/llama-3.1-8b.json" --seq 32768 --device h100-sxm --devices 8 \
+  --global-batch 8 --strategy burst --context-parallel 2
+contains_error "--strategy burst does not split a sample's tokens"
 refused "seq on resnet" plan --model resnet50 --seq 128 --device a100 --devices 8 --global-batch 16
 refused "bad seq in spec" model show --model "hf:$configs/llama-3.1-8b.json:seq=x"
 

@@ -63,6 +63,7 @@ struct GpuSheet {
   double fp32, tf32, bf16, fp16, fp8;
   double bandwidth_gb_s, memory_gb;
   double gemm_tflops_16bit = 0;  // best bf16 GEMM rate measured (TFLOP/s; 0: none known)
+  double flash_tflops_16bit = 0;  // FlashAttention-2's best forward + backward rate (TFLOP/s; 0: none known)
 };
 
 DeviceSpec gpu(const GpuSheet& sheet) {
@@ -81,6 +82,7 @@ DeviceSpec gpu(const GpuSheet& sheet) {
   spec.memory = Bytes(sheet.memory_gb * 1e9);
   spec.overhead = Seconds::from_us(10);
   spec.gemm_efficiency_16bit = sheet.bf16 > 0 ? sheet.gemm_tflops_16bit / sheet.bf16 : 0;
+  spec.flash_attention_16bit = sheet.bf16 > 0 ? sheet.flash_tflops_16bit / sheet.bf16 : 0;
   spec.curves = {EfficiencyCurve{0.5, 8, Scale::Batch, 2}, EfficiencyCurve{0.6, 8, Scale::Batch, 2},
                  EfficiencyCurve{0.7, 2, Scale::Batch, 1.5}};
   return spec;
@@ -296,17 +298,21 @@ std::optional<std::string> catalog_kind_of_gpu(const std::string& name) {
 // The last figure is the best bf16 GEMM rate measured with cuBLAS (TFLOP/s): the "maximum
 // achievable matmul FLOPS" table of S. Bekman's ML Engineering book (mamf-finder.py, CUDA
 // 12.1): A100 SXM 267.9 (85.9% of 312), H100 SXM 792.1 (80.1% of 989). None is taken for
-// the V100 or the H200 (not in that table).
+// the V100 or the H200 (not in that table). The figure after it is FlashAttention-2's best
+// forward + backward rate (Dao 2023, "FlashAttention-2", §4.1: up to 73% of the A100's 312,
+// 228 TFLOP/s; "up to 335 TFLOPs/s" on the H100 SXM5, Fig. 7, head dim 128); the H200 has
+// the H100's compute and takes its figure; none is known for the V100 (FlashAttention-2
+// does not run there) or the Blackwell parts.
 const GpuSheet kGpuSheets[] = {
     {"v100", "NVIDIA V100-SXM2-32GB (FP32 15.7, FP16 125 TFLOP/s; 900 GB/s)", 15.7, 0, 0, 125, 0, 900, 32},
     {"a100", "NVIDIA A100-SXM4-40GB (TF32 156, BF16 312 TFLOP/s; 1555 GB/s)", 19.5, 156, 312, 312, 0, 1555, 40,
-     267.9},
+     267.9, 228},
     {"a100-80gb", "NVIDIA A100-SXM4-80GB (TF32 156, BF16 312 TFLOP/s; 2039 GB/s)", 19.5, 156, 312, 312, 0, 2039, 80,
-     267.9},
+     267.9, 228},
     {"h100-sxm", "NVIDIA H100-SXM5-80GB (TF32 495, BF16 989, FP8 1979 TFLOP/s dense; 3350 GB/s)", 67, 494.7, 989.4,
-     989.4, 1978.9, 3350, 80, 792.1},
+     989.4, 1978.9, 3350, 80, 792.1, 335},
     {"h200", "NVIDIA H200-SXM-141GB (TF32 495, BF16 989, FP8 1979 TFLOP/s dense; 4800 GB/s)", 67, 494.7, 989.4,
-     989.4, 1978.9, 4800, 141},
+     989.4, 1978.9, 4800, 141, 0, 335},
     {"b200", "NVIDIA B200 in HGX B200 (TF32 1125, BF16 2250, FP8 4500 TFLOP/s dense; 8000 GB/s)", 75, 1125, 2250,
      2250, 4500, 8000, 180},
     {"gb200", "NVIDIA GB200 NVL72's Blackwell GPU (TF32 1250, BF16 2500, FP8 5000 TFLOP/s dense; 8000 GB/s)", 80,
@@ -407,12 +413,14 @@ std::optional<Seconds> AnalyticCostModel::update(const graph::Graph& graph, grap
 }
 
 LayerTime AnalyticCostModel::attention_core_memory(const graph::Graph& graph, graph::LayerId id, int64_t batch,
-                                                   int64_t parts) const {
+                                                   int64_t parts, int64_t context) const {
   if (graph.layer(id).op() != graph::OpKind::SelfAttention) return LayerTime{};
   const auto& attrs = std::get<graph::SelfAttentionAttrs>(graph.layer(id).attrs);
   if (attrs.flash) return LayerTime{};  // a fused kernel keeps the scores on chip
   const double tokens = static_cast<double>(graph.info(id).output_shape.at(0));
-  const double elements = static_cast<double>(attrs.heads / parts) * tokens * tokens * static_cast<double>(batch);
+  // Under context parallelism a rank holds 1/context of the (causally balanced) score blocks.
+  const double elements = static_cast<double>(attrs.heads / parts) * tokens * tokens * static_cast<double>(batch) /
+                          static_cast<double>(context);
   const double value = value_bytes(device_.precision);
   const bool dropout = attrs.dropout > 0;
   // Element-wise kernels on the device's memory curve (the "softmax" op's: its class's where
@@ -442,7 +450,7 @@ std::optional<LayerEstimate> AnalyticCostModel::estimate(const graph::Graph& gra
   const auto& info = graph.info(id);
   const LayerWork work = layer_work(graph::op_name(graph.layer(id).op()), batch, info.forward_flops,
                                     input_bytes, info.output_bytes, info.params);
-  return LayerEstimate{time(work) + attention_core_memory(graph, id, batch, 1), CostSource::Analytic};
+  return LayerEstimate{attention_time(graph, id, work, 1, 1), CostSource::Analytic};
 }
 
 double AnalyticCostModel::compute_bound_share(const graph::Graph& graph, graph::LayerId id, int64_t batch) const {
@@ -463,17 +471,33 @@ double AnalyticCostModel::compute_bound_share(const graph::Graph& graph, graph::
 
 std::optional<LayerEstimate> AnalyticCostModel::estimate_tensor(const graph::Graph& graph, graph::LayerId id,
                                                                 int64_t batch, const TensorSplit& split) const {
-  if (!divides_weights(split.kind) && !divides_output(split.kind)) return estimate(graph, id, batch);
-  const int64_t k = split.parts;
+  if (!divides_weights(split.kind) && !divides_output(split.kind) && !split.divides_tokens()) {
+    return estimate(graph, id, batch);
+  }
+  const int64_t k = divides_weights(split.kind) || divides_output(split.kind) ? split.parts : 1;
+  const int64_t c = split.context;  // each rank's share of the tokens: 1/c of everything
   int64_t input_bytes = 0;
   for (const graph::LayerId input : graph.inputs(id)) input_bytes += graph.info(input).output_bytes;
   const auto& info = graph.info(id);
-  const LayerWork work = layer_work(graph::op_name(graph.layer(id).op()), batch, info.forward_flops / k,
-                                    divides_input(split.kind) ? input_bytes / k : input_bytes,
-                                    divides_output(split.kind) ? info.output_bytes / k : info.output_bytes,
+  const LayerWork work = layer_work(graph::op_name(graph.layer(id).op()), batch, info.forward_flops / (k * c),
+                                    (divides_input(split.kind) ? input_bytes / k : input_bytes) / c,
+                                    (divides_output(split.kind) ? info.output_bytes / k : info.output_bytes) / c,
                                     part_params(graph, id, split));
   const int64_t head_parts = split.kind == SplitKind::Heads ? k : 1;
-  return LayerEstimate{time(work) + attention_core_memory(graph, id, batch, head_parts), CostSource::Analytic};
+  return LayerEstimate{attention_time(graph, id, work, head_parts, c), CostSource::Analytic};
+}
+
+LayerTime AnalyticCostModel::attention_time(const graph::Graph& graph, graph::LayerId id, LayerWork work,
+                                            int64_t head_parts, int64_t context) const {
+  const auto* attrs = std::get_if<graph::SelfAttentionAttrs>(&graph.layer(id).attrs);
+  const double rate = device_.flash_attention_16bit * device_.peaks.at(Precision::Bf16);
+  const bool fused = attrs != nullptr && attrs->flash && rate > 0 &&
+                     (device_.precision == Precision::Bf16 || device_.precision == Precision::Fp16 ||
+                      device_.precision == Precision::Fp8);
+  if (!fused) return time(work) + attention_core_memory(graph, id, work.batch, head_parts, context);
+  const double core = work.flops * attention_core_forward_share(graph, id);
+  work.flops -= core;
+  return time(work) + LayerTime{Seconds(core / rate), Seconds(2.5 * core / rate)};
 }
 
 std::optional<LayerEstimate> LayeredCostModel::estimate_tensor(const graph::Graph& graph, graph::LayerId id,

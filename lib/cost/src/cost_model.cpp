@@ -29,14 +29,16 @@ LayerEstimate CostModel::require(const graph::Graph& graph, graph::LayerId id, i
 
 LayerEstimate CostModel::require_tensor(const graph::Graph& graph, graph::LayerId id, int64_t batch,
                                        const TensorSplit& split) const {
-  if (!split.splits()) return require(graph, id, batch);
+  if (!split.splits() && !split.divides_tokens()) return require(graph, id, batch);
   BURST_ASSERT(batch >= 1, "per-device batch must be positive");
   if (auto found = estimate_tensor(graph, id, batch, split)) return *found;
   const auto& layer = graph.layer(id);
-  throw UserError(fmt::format("no {} cost data for layer '{}' ({}) of model '{}' under a {}-way {} split at batch {}; "
+  throw UserError(fmt::format("no {} cost data for layer '{}' ({}) of model '{}' under a {}-way {} split{} at batch {}; "
                               "use a device with an analytic model",
                               device(), layer.name, graph::op_name(layer.op()), graph.name(), split.parts,
-                              split_kind_name(split.kind), batch));
+                              split_kind_name(split.kind),
+                              split.divides_tokens() ? fmt::format(" over {} context ranks", split.context) : "",
+                              batch));
 }
 
 }  // namespace burst::cost

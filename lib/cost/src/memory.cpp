@@ -53,6 +53,12 @@ AttentionShape attention_shape(const graph::Graph& graph, graph::LayerId id) {
 
 }  // namespace
 
+Bytes keys_values_per_sample(const graph::Graph& graph, graph::LayerId id) {
+  if (graph.layer(id).op() != graph::OpKind::SelfAttention) return Bytes(0);
+  const AttentionShape a = attention_shape(graph, id);
+  return Bytes(a.tokens * a.kv_heads * (a.head_dim + a.v_head_dim) * kFloatBytes);
+}
+
 Bytes attention_core_per_sample(const graph::Graph& graph, graph::LayerId id) {
   if (graph.layer(id).op() != graph::OpKind::SelfAttention) return Bytes(0);
   const AttentionShape a = attention_shape(graph, id);
@@ -83,10 +89,13 @@ LayerMemory layer_memory(const graph::Graph& graph, graph::LayerId id, int64_t b
   const auto& info = graph.info(id);
   const double params = static_cast<double>(part_params(graph, id, split));
   const double parts = static_cast<double>(split.parts);
-  const double output = static_cast<double>(info.output_bytes) / (divides_output(split.kind) ? parts : 1.0);
+  // Context parallelism keeps 1/context of every sample's tokens on a rank.
+  const double tokens = static_cast<double>(split.context);
+  const double output = static_cast<double>(info.output_bytes) / (divides_output(split.kind) ? parts : 1.0) / tokens;
   // A heads split keeps its heads' share of the core; a sequence split its tokens' share.
   const bool inside_divided = split.kind == SplitKind::Heads || split.kind == SplitKind::Sequence;
-  const double inside = saved_inside_per_sample(graph, id, options.recompute).value() / (inside_divided ? parts : 1.0);
+  const double inside =
+      saved_inside_per_sample(graph, id, options.recompute).value() / (inside_divided ? parts : 1.0) / tokens;
   // Graphs count fp32 bytes; a mixed-precision step keeps 2-byte values.
   const double moved = value_bytes(options.precision) / kFloatBytes;
   const double master = keeps_master_weights(options.precision) ? 1 : 0;

@@ -76,6 +76,7 @@ std::optional<LayerEstimate> ProfileCostModel::estimate_split(const graph::Graph
 
 std::optional<LayerEstimate> ProfileCostModel::estimate_tensor(const graph::Graph& graph, graph::LayerId id,
                                                                int64_t batch, const TensorSplit& split) const {
+  if (split.divides_tokens()) return std::nullopt;  // measured on whole samples only
   if (!split.splits() || !divides_weights(split.kind)) return CostModel::estimate_tensor(graph, id, batch, split);
   return from_curves(profile_key(graph::layer_signature(graph, id), split), batch, false);
 }

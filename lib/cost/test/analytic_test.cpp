@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "burst/cost/fake_cost_model.h"
+#include "burst/cost/memory.h"
 #include "burst/graph/builder.h"
 #include "burst/graph/zoo.h"
 #include "burst/util/error.h"
@@ -271,6 +272,47 @@ TEST(Analytic, GpuNamesMapToCatalogKinds) {
   for (const std::string name : {"NVIDIA H200", "NVIDIA A100-SXM4-80GB"}) {
     EXPECT_NO_THROW(catalog_device(*catalog_kind_of_gpu(name))) << name;
   }
+}
+
+}  // namespace
+}  // namespace burst::cost
+
+namespace burst::cost {
+namespace {
+
+// A flash attention layer's core (its causal T x T products) runs at the device's fused
+// attention rate, forward F / rate and backward 2.5 F / rate, beside the projections' GEMM
+// work on the matmul curve; without a rate, or in fp32, the whole layer is one GEMM.
+TEST(Analytic, AFusedAttentionCoreRunsAtTheKernelsRate) {
+  const graph::Graph graph = graph::build_zoo_model("llama:layers=1,width=64,heads=4,kv_heads=2,ffn=128,vocab=64,seq=16");
+  graph::LayerId attention = -1;
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
+    if (graph.layer(id).op() == graph::OpKind::SelfAttention) attention = id;
+  }
+  ASSERT_GE(attention, 0);
+  DeviceSpec device = round_device();
+  device.peaks.at(Precision::Bf16) = 100e9;
+  device.peaks.at(Precision::Fp32) = 100e9;
+  device.flash_attention_16bit = 0.25;  // 25 GFLOP/s
+  const AnalyticCostModel fused(at_precision(device, Precision::Bf16));
+  int64_t input_bytes = 0;
+  for (const graph::LayerId input : graph.inputs(attention)) input_bytes += graph.info(input).output_bytes;
+  const auto& info = graph.info(attention);
+  LayerWork work = layer_work("self_attention", 2, info.forward_flops, input_bytes, info.output_bytes, info.params);
+  const double core = work.flops * attention_core_forward_share(graph, attention);
+  ASSERT_GT(core, 0);
+  LayerWork projections = work;
+  projections.flops -= core;
+  const LayerTime expected = fused.time(projections);
+  const LayerTime t = fused.require(graph, attention, 2).time;
+  EXPECT_NEAR(t.forward.s(), expected.forward.s() + core / 25e9, 1e-15);
+  EXPECT_NEAR(t.backward.s(), expected.backward.s() + 2.5 * core / 25e9, 1e-15);
+  device.flash_attention_16bit = 0;
+  const AnalyticCostModel unfused(at_precision(device, Precision::Bf16));
+  EXPECT_DOUBLE_EQ(unfused.require(graph, attention, 2).time.forward.s(), unfused.time(work).forward.s());
+  device.flash_attention_16bit = 0.25;
+  const AnalyticCostModel fp32(at_precision(device, Precision::Fp32));
+  EXPECT_DOUBLE_EQ(fp32.require(graph, attention, 2).time.forward.s(), fp32.time(work).forward.s());
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "burst/cost/power.h"
+#include "burst/graph/language_model.h"
 #include "burst/util/error.h"
 #include "burst/util/hash.h"
 #include "burst/util/json_io.h"
@@ -33,6 +34,24 @@ std::vector<int> Plan::stage_ranks(int stage) const {
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
   return ranks;
+}
+
+int Plan::tensor_width() const {
+  int32_t width = 1;
+  for (const LayerPlacement& placement : layers) width = std::max(width, placement.split.parts);
+  return width;
+}
+
+int Plan::context_device(int group, int k) const {
+  if (context_parallel == 1) return group;
+  const int t = tensor_width();
+  return (group / t) * context_parallel * t + k * t + group % t;
+}
+
+cost::TensorSplit Plan::layer_split(graph::LayerId id) const {
+  cost::TensorSplit split = layers.at(static_cast<size_t>(id)).split;
+  split.context = context_parallel;
+  return split;
 }
 
 std::vector<std::pair<bool, int64_t>> stage_order(Schedule schedule, int stages, int stage, int64_t micro_batches) {
@@ -233,6 +252,25 @@ void validate_clocks(const Plan& plan, const cluster::Cluster& cluster) {
   }
 }
 
+// Context parallelism's: C devices a group, C dividing the cluster, and every sample's tokens
+// cut into 2C chunks (each rank takes two, one from each end, for causal balance).
+void validate_context(const Plan& plan, const graph::Graph& graph, const cluster::Cluster& cluster) {
+  const int c = plan.context_parallel;
+  if (c == 1) return;
+  if (c < 1 || cluster.size() % c != 0) {
+    throw UserError(fmt::format("plan: context parallelism over {} devices does not divide the cluster's {}", c,
+                                cluster.size()));
+  }
+  if (cluster.mixed()) throw UserError("plan: context parallelism on a cluster of mixed device kinds is not planned");
+  const std::optional<int64_t> tokens = graph::sequence_length(graph);
+  if (!tokens) throw UserError(fmt::format("plan: context parallelism needs a language model, not '{}'", graph.name()));
+  if (*tokens % (2 * c) != 0) {
+    throw UserError(fmt::format("plan: context parallelism over {} devices cuts each sample's {} tokens into {} "
+                                "chunks, which do not divide them",
+                                c, *tokens, 2 * c));
+  }
+}
+
 }  // namespace
 
 // Long: the refusals in the order a user fixes a plan file (model,
@@ -258,8 +296,10 @@ void validate_plan(const Plan& plan, const graph::Graph& graph, const cluster::C
     }
   }
   validate_clocks(plan, cluster);
+  validate_context(plan, graph, cluster);
+  const int groups = cluster.size() / plan.context_parallel;  // context groups: the ranks shards name
   if (plan.pipeline.micro_batches < 1 || plan.global_batch % plan.pipeline.micro_batches != 0) {
-    validate_pipeline(plan, graph, cluster.size());  // refuses the micro-batch count before the shards are read against it
+    validate_pipeline(plan, graph, groups);  // refuses the micro-batch count before the shards are read against it
   }
   const int64_t batch = plan.micro_batch();
   for (size_t id = 0; id < plan.layers.size(); ++id) {
@@ -273,9 +313,12 @@ void validate_plan(const Plan& plan, const graph::Graph& graph, const cluster::C
     if (placement.shards.empty()) throw UserError(where + ": runs on no rank");
     std::set<int> ranks;
     for (const cost::Shard& shard : placement.shards) {
-      if (shard.rank < 0 || shard.rank >= cluster.size()) {
-        throw UserError(fmt::format("{}: rank {} is not in the cluster of {} devices", where,
-                                    shard.rank, cluster.size()));
+      if (shard.rank < 0 || shard.rank >= groups) {
+        throw UserError(plan.context_parallel > 1
+                            ? fmt::format("{}: rank {} is not one of the {} context groups of {} devices", where,
+                                          shard.rank, groups, plan.context_parallel)
+                            : fmt::format("{}: rank {} is not in the cluster of {} devices", where, shard.rank,
+                                          cluster.size()));
       }
       if (!ranks.insert(shard.rank).second) {
         throw UserError(fmt::format("{}: rank {} appears twice", where, shard.rank));
@@ -311,7 +354,7 @@ void validate_plan(const Plan& plan, const graph::Graph& graph, const cluster::C
                                                                                  : "beyond the global batch"));
     }
   }
-  validate_pipeline(plan, graph, cluster.size());
+  validate_pipeline(plan, graph, groups);
 }
 
 std::vector<cost::Transfer> activation_transfers(const Plan& plan, graph::LayerId producer,

@@ -17,8 +17,10 @@ using cost::SplitKind;
 
 std::string shape_text(const ParallelShape& shape) {
   const std::string chunks = shape.virtual_stages > 1 ? fmt::format(" (V {})", shape.virtual_stages) : std::string();
-  return fmt::format("TP {}{} x PP {}{} x DP {}, micro-batch {}, {}", shape.tensor, shape.sequence_parallel ? " + SP" : "",
-                     shape.pipeline, chunks, shape.data, shape.micro_batch, plan::schedule_name(shape.schedule));
+  const std::string context = shape.context > 1 ? fmt::format(" x CP {}", shape.context) : std::string();
+  return fmt::format("TP {}{}{} x PP {}{} x DP {}, micro-batch {}, {}", shape.tensor,
+                     shape.sequence_parallel ? " + SP" : "", context, shape.pipeline, chunks, shape.data,
+                     shape.micro_batch, plan::schedule_name(shape.schedule));
 }
 
 namespace {
@@ -36,9 +38,9 @@ graph::LayerId first_undivided(const graph::Graph& graph, int parts) {
 }
 
 void check_sizes(const ParallelShape& shape) {
-  if (shape.tensor < 1 || shape.pipeline < 1 || shape.data < 1 || shape.micro_batch < 1) {
-    throw UserError(fmt::format("tensor-parallel, pipeline-stage, data-parallel and micro-batch sizes must be at "
-                                "least 1, got {}",
+  if (shape.tensor < 1 || shape.pipeline < 1 || shape.data < 1 || shape.micro_batch < 1 || shape.context < 1) {
+    throw UserError(fmt::format("tensor-parallel, context-parallel, pipeline-stage, data-parallel and micro-batch "
+                                "sizes must be at least 1, got {}",
                                 shape_text(shape)));
   }
 }
@@ -73,6 +75,20 @@ void check_sequence_split(const graph::Graph& graph, int tensor) {
   }
 }
 
+// Context parallelism cuts each sample's tokens into 2C chunks, two a rank (causal balance).
+void check_context_split(const graph::Graph& graph, int context) {
+  const std::optional<int64_t> tokens = graph::sequence_length(graph);
+  if (!tokens) {
+    throw UserError(fmt::format("--context-parallel {} splits a language model's tokens; '{}' is not one", context,
+                                graph.name()));
+  }
+  if (*tokens % (2 * context) != 0) {
+    throw UserError(fmt::format("--context-parallel {} cuts each sample's {} tokens (--seq) into {} chunks, two a "
+                                "rank, which do not divide them",
+                                context, *tokens, 2 * context));
+  }
+}
+
 }  // namespace
 
 void check_shape(const graph::Graph& graph, int devices, int64_t global_batch, const ParallelShape& shape) {
@@ -86,15 +102,16 @@ void check_shape(const graph::Graph& graph, int devices, int64_t global_batch, c
     }
   }
   if (shape.sequence_parallel) check_sequence_split(graph, shape.tensor);
+  if (shape.context > 1) check_context_split(graph, shape.context);
   const int stages = static_cast<int>(valid_stage_starts(graph).size()) + 1;
   if (shape.pipeline > stages) {
     throw UserError(fmt::format("--pipeline-stages {}: '{}' can be cut into at most {} stages", shape.pipeline,
                                 graph.name(), stages));
   }
   check_virtual_stages(shape, stages);
-  if (static_cast<int64_t>(shape.tensor) * shape.pipeline * shape.data != devices) {
-    throw UserError(fmt::format("{} uses {} devices, but the cluster has {}", shape_text(shape),
-                                static_cast<int64_t>(shape.tensor) * shape.pipeline * shape.data, devices));
+  const int64_t used = static_cast<int64_t>(shape.tensor) * shape.context * shape.pipeline * shape.data;
+  if (used != devices) {
+    throw UserError(fmt::format("{} uses {} devices, but the cluster has {}", shape_text(shape), used, devices));
   }
   if (global_batch % shape.data != 0) {
     throw UserError(fmt::format("global batch {} does not split evenly over {} data-parallel groups", global_batch,
@@ -128,6 +145,7 @@ class ShapePlanner {
     plan.strategy = "3d";
     plan.global_batch = batch_;
     plan.devices = context_.network.cluster().size();
+    plan.context_parallel = shape_.context;  // the shards below name context groups
     plan.pipeline.micro_batches = shape_.micro_batches(batch_);
     plan.pipeline.schedule = shape_.schedule;
     plan.pipeline.virtual_stages = shape_.virtual_stages;
@@ -180,7 +198,8 @@ class ShapePlanner {
     std::vector<double> times;
     for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph_.size()); ++id) {
       const SplitKind kind = kinds_[static_cast<size_t>(id)];
-      const cost::TensorSplit split = kind == SplitKind::Samples ? cost::TensorSplit{} : cost::TensorSplit{kind, shape_.tensor};
+      cost::TensorSplit split = kind == SplitKind::Samples ? cost::TensorSplit{} : cost::TensorSplit{kind, shape_.tensor};
+      split.context = shape_.context;
       times.push_back(context_.cost.require_tensor(graph_, id, shape_.micro_batch, split).time.total().s());
     }
     const Partitions partitions(StageTimes(times), valid_stage_starts(graph_), static_cast<graph::LayerId>(graph_.size()),

@@ -19,6 +19,7 @@ PlanDimensions plan_dimensions(const plan::Plan& plan, const program::ProgramOpt
     if (std::max(1, layer.split.parts) != dimensions.tensor) continue;
     dimensions.data = std::max(dimensions.data, static_cast<int>(layer.shards.size()) / dimensions.tensor);
   }
+  dimensions.context = plan.context_parallel;
   dimensions.pipeline = plan.physical_stages();
   dimensions.virtual_stages = plan.pipeline.virtual_stages;
   dimensions.fsdp_shard = program.fsdp_shard;
@@ -35,8 +36,9 @@ std::string dimensions_text(const PlanDimensions& d) {
   const std::string fsdp = d.fsdp_shard > 0 ? fmt::format(" (FSDP shard {})", d.fsdp_shard) : "";
   const std::string schedule = d.micro_batches > 1 ? fmt::format(", {}", plan::schedule_name(d.schedule)) : "";
   const std::string chunks = d.virtual_stages > 1 ? fmt::format(" (V {})", d.virtual_stages) : "";
-  return fmt::format("TP {}{} x PP {}{} x DP {}{}; {} micro-batch{} of {}{}; recompute {}, ZeRO {}, {}", d.tensor,
-                     d.sequence_parallel ? " + SP" : "", d.pipeline, chunks, d.data, fsdp, d.micro_batches,
+  const std::string context = d.context > 1 ? fmt::format(" x CP {}", d.context) : "";
+  return fmt::format("TP {}{}{} x PP {}{} x DP {}{}; {} micro-batch{} of {}{}; recompute {}, ZeRO {}, {}", d.tensor,
+                     d.sequence_parallel ? " + SP" : "", context, d.pipeline, chunks, d.data, fsdp, d.micro_batches,
                      d.micro_batches == 1 ? "" : "es", d.micro_batch, schedule, cost::recompute_name(d.recompute),
                      d.zero_stage, cost::precision_name(d.precision));
 }
@@ -44,6 +46,7 @@ std::string dimensions_text(const PlanDimensions& d) {
 nlohmann::json dimensions_json(const PlanDimensions& d) {
   return {{"tensor", d.tensor},
           {"sequence_parallel", d.sequence_parallel},
+          {"context", d.context},
           {"pipeline", d.pipeline},
           {"virtual_stages", d.virtual_stages},
           {"data", d.data},

@@ -35,11 +35,12 @@ class StageEstimate {
     const graph::Graph& graph = context_.graph;
     const plan::LayerPlacement& placement = plan_.layers[static_cast<size_t>(id)];
     const int64_t shard = placement.shards.front().samples.size();
-    const cost::LayerTime time = context_.cost.require_tensor(graph, id, shard, placement.split).time;
-    double seconds = time.total().s() + recomputed(id, time.forward.s());
+    const cost::LayerTime time = context_.cost.require_tensor(graph, id, shard, plan_.layer_split(id)).time;
+    double seconds = time.total().s() + recomputed(id, time.forward.s()) + ring(id, shard, time);
     if (!placement.split.splits()) return seconds;
+    // (each context rank's tensor collectives move its 1/C of the tokens)
     const auto bytes = [&](graph::LayerId of) {
-      return Bytes(static_cast<double>(shard * graph.info(of).output_bytes) * scale_);
+      return Bytes(static_cast<double>(shard * graph.info(of).output_bytes) * scale_ / plan_.context_parallel);
     };
     const program::TensorCollectives& tensor = collectives_[static_cast<size_t>(id)];
     if (tensor.after_forward) seconds += collective(*tensor.after_forward, bytes(id));
@@ -49,6 +50,22 @@ class StageEstimate {
   }
 
  private:
+  // Ring attention's exposed passes, as the timer prices CP_RING (step_tasks.cpp).
+  double ring(graph::LayerId id, int64_t shard, const cost::LayerTime& time) const {
+    const int c = plan_.context_parallel;
+    if (c == 1 || context_.graph.layer(id).op() != graph::OpKind::SelfAttention) return 0;
+    const plan::LayerPlacement& placement = plan_.layers[static_cast<size_t>(id)];
+    const double heads = placement.split.kind == cost::SplitKind::Heads ? placement.split.parts : 1;
+    const double bytes = cost::keys_values_per_sample(context_.graph, id).value() * scale_ / heads / c *
+                         static_cast<double>(shard);
+    const double pass = context_.network.point_to_point(0, shape_.tensor, Bytes(bytes)).s();
+    const double core = cost::attention_core_forward_share(context_.graph, id);
+    const auto exposed = [&](double passes, double core_s) { return (c - 1) * std::max(0.0, passes * pass - core_s / c); };
+    const double forward = exposed(1, time.forward.s() * core);
+    const double reruns = program_.recompute != cost::Recompute::None ? forward : 0.0;
+    return forward + exposed(2, time.backward.s() * core) + reruns;
+  }
+
   double recomputed(graph::LayerId id, double forward) const {
     if (program_.recompute == cost::Recompute::Full) return forward;
     if (program_.recompute != cost::Recompute::Selective) return 0;
@@ -86,10 +103,11 @@ double estimate_3d(const plan::PlanContext& context, const plan::Plan& plan, con
     stage[s] += stage_estimate.layer(id);
     const plan::LayerPlacement& placement = plan.layers[static_cast<size_t>(id)];
     params[s] += static_cast<double>(cost::part_params(graph, id, placement.split)) * cost::value_bytes(program.precision);
-    update[s] += context.cost.update_or_zero(graph, id).s() / (program.zero_stage >= 1 ? shape.data : 1);
+    update[s] += context.cost.update_or_zero(graph, id).s() / (program.zero_stage >= 1 ? shape.data * shape.context : 1);
     if (id > 0 && plan.stage_of(id - 1) != plan.stage_of(id)) {
-      const double bytes = static_cast<double>(shape.micro_batch * graph.info(id - 1).output_bytes) * scale;
-      boundary = std::max(boundary, context.network.point_to_point(0, shape.data * shape.tensor, Bytes(bytes)).s());
+      const double bytes = static_cast<double>(shape.micro_batch * graph.info(id - 1).output_bytes) * scale / shape.context;
+      const int next_stage = plan.context_device(shape.data * shape.tensor, 0);
+      boundary = std::max(boundary, context.network.point_to_point(0, next_stage, Bytes(bytes)).s());
     }
   }
   const auto slowest = static_cast<size_t>(std::max_element(stage.begin(), stage.end()) - stage.begin());
@@ -99,20 +117,25 @@ double estimate_3d(const plan::PlanContext& context, const plan::Plan& plan, con
   const double v = shape.virtual_stages;
   double seconds = (m + (shape.pipeline - 1) / v) * stage[slowest] +
                    2 * (shape.pipeline * v - 1) * boundary + update[slowest];
-  if (shape.data > 1) {
+  if (shape.data * shape.context > 1) {
+    // Every sample group's and every context rank's copy of part 0 (the gradients of a
+    // token share are partial sums).
     std::vector<int> replicas;
-    for (int g = 0; g < shape.data; ++g) replicas.push_back(g * shape.tensor);
+    for (int g = 0; g < shape.data; ++g) {
+      for (int k = 0; k < shape.context; ++k) replicas.push_back(plan.context_device(g * shape.tensor, k));
+    }
     // HSDP: gathers and reduce-scatters within the first shard group, the shard all-reduced
     // across the groups (program_options.h, fsdp_shard).
+    // (a shard group's sample groups with their context ranks)
     const int shard = program.fsdp_shard > 0 && program.fsdp_shard < shape.data ? program.fsdp_shard : shape.data;
-    const std::vector<int> gathered(replicas.begin(), replicas.begin() + shard);
+    const std::vector<int> gathered(replicas.begin(), replicas.begin() + shard * shape.context);
     std::vector<int> across;
-    for (int g = 0; g < shape.data; g += shard) across.push_back(replicas[static_cast<size_t>(g)]);
+    for (size_t g = 0; g < replicas.size(); g += static_cast<size_t>(shard * shape.context)) across.push_back(replicas[g]);
     const Bytes stage_bytes(params[slowest]);
     // All-reduce, or reduce-scatter + all-gather (the same time): not overlapped here.
     seconds += shard == shape.data ? context.network.allreduce(replicas, stage_bytes).s()
                                    : context.network.reduce_scatter(gathered, stage_bytes).s() +
-                                         context.network.allreduce(across, Bytes(params[slowest] / shard)).s();
+                                         context.network.allreduce(across, Bytes(params[slowest] / static_cast<double>(gathered.size()))).s();
     // ZeRO 3 gathers the stage's weights before each micro-batch's forward and backward.
     if (program.zero_stage == 3) seconds += 2 * m * context.network.all_gather(gathered, stage_bytes).s();
   }

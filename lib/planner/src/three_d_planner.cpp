@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "burst/cost/tensor_split.h"
+#include "burst/graph/language_model.h"
 #include "burst/planner/pipeline_planner.h"
 #include "burst/timing/evaluate.h"
 #include "burst/util/error.h"
@@ -104,30 +105,51 @@ class ThreeDSearch {
   std::vector<ParallelShape> shapes() const {
     std::vector<ParallelShape> found;
     for (const int t : tensor_sizes()) {
-      if (devices_ % t != 0) continue;
-      const std::vector<int> stage_counts =
-          options_.pins.pipeline ? std::vector<int>{*options_.pins.pipeline} : divisors(devices_ / t, stages_);
-      for (const int p : stage_counts) {
-        if ((devices_ / t) % p != 0) continue;
-        const int d = devices_ / t / p;
-        if (batch_ % d != 0) continue;
-        const std::vector<int> micro = options_.pins.micro_batch
-                                           ? std::vector<int>{static_cast<int>(*options_.pins.micro_batch)}
-                                           : powers_of_two_dividing(batch_ / d, kLargestMicroBatch);
-        for (const int b : micro) {
-          for (const bool sequence : sequence_choices(t)) {
-            for (const auto& [schedule, v] : schedule_choices(p)) {
-              const ParallelShape shape{t, p, d, b, schedule, sequence, v};
-              // (A V the search chose itself is dropped quietly where it cannot be.)
-              if (pinned_all() && (v == 1 || options_.pins.virtual_stages)) check_shape(graph_, devices_, batch_, shape);
-              if (shape_fits_graph(shape)) found.push_back(shape);
-            }
-          }
-        }
+      for (const int c : context_sizes()) {
+        if (devices_ % (t * c) == 0) add_shapes(t, c, found);
       }
     }
     if (found.empty()) check_pins_alone();
     return found;
+  }
+  // Every (p, d, b, SP, schedule) for tensor groups of t and context groups of c.
+  void add_shapes(int t, int c, std::vector<ParallelShape>& found) const {
+    const int width = t * c;
+    const std::vector<int> stage_counts =
+        options_.pins.pipeline ? std::vector<int>{*options_.pins.pipeline} : divisors(devices_ / width, stages_);
+    for (const int p : stage_counts) {
+      if ((devices_ / width) % p != 0) continue;
+      const int d = devices_ / width / p;
+      if (batch_ % d != 0) continue;
+      const std::vector<int> micro = options_.pins.micro_batch
+                                         ? std::vector<int>{static_cast<int>(*options_.pins.micro_batch)}
+                                         : powers_of_two_dividing(batch_ / d, kLargestMicroBatch);
+      for (const int b : micro) {
+        for (const bool sequence : sequence_choices(t)) {
+          for (const auto& [schedule, v] : schedule_choices(p)) {
+            ParallelShape shape{t, p, d, b, schedule, sequence, v};
+            shape.context = c;
+            // (A V the search chose itself is dropped quietly where it cannot be.)
+            if (pinned_all() && (v == 1 || options_.pins.virtual_stages)) check_shape(graph_, devices_, batch_, shape);
+            if (shape_fits_graph(shape)) found.push_back(shape);
+          }
+        }
+      }
+    }
+  }
+  // C as pinned, else 1 and, for samples of 16K tokens or more, powers of two that leave
+  // each rank 8K tokens or more (ring attention's passes hide behind a block's core only on
+  // long blocks; torchtitan's CP runs start at 32K).
+  std::vector<int> context_sizes() const {
+    if (options_.pins.context_parallel) return {*options_.pins.context_parallel};
+    std::vector<int> sizes{1};
+    const std::optional<int64_t> tokens = graph::sequence_length(graph_);
+    if (!tokens) return sizes;
+    constexpr int64_t kFewestTokensARank = 8192;
+    for (int c = 2; c <= devices_ && *tokens / c >= kFewestTokensARank; c *= 2) {
+      if (*tokens % (2 * c) == 0) sizes.push_back(c);
+    }
+    return sizes;
   }
   // (schedule, V) as pinned (interleaved alone: V = 2 and 4), else 1F1B and, with stages,
   // interleaved 1F1B at V = 2 (shape_fits_graph drops those the graph or the micro-batches
@@ -165,10 +187,11 @@ class ThreeDSearch {
     shape.tensor = options_.pins.tensor.value_or(1);
     shape.pipeline = options_.pins.pipeline.value_or(1);
     shape.micro_batch = options_.pins.micro_batch.value_or(1);
-    shape.data = std::max(1, devices_ / std::max(1, shape.tensor * shape.pipeline));
     shape.sequence_parallel = options_.pins.sequence_parallel.value_or(false);
     shape.schedule = options_.pins.schedule.value_or(plan::Schedule::OneFOneB);
     shape.virtual_stages = options_.pins.virtual_stages.value_or(1);
+    shape.context = options_.pins.context_parallel.value_or(1);
+    shape.data = std::max(1, devices_ / std::max(1, shape.tensor * shape.pipeline * shape.context));
     if (shape.sequence_parallel && !options_.pins.tensor) shape.tensor = std::max(shape.tensor, 2);
     check_shape(graph_, devices_, batch_, shape);
     throw UserError(fmt::format("no 3-D shape satisfies the pins on {} devices at global batch {}", devices_, batch_));
@@ -200,13 +223,13 @@ class ThreeDSearch {
     if (zero != 3) return {0};
     if (options_.program.fsdp_shard > 0) return {options_.program.fsdp_shard};
     const int per_node = context_.network.cluster().devices_per_node();
-    const int in_node = std::max(1, per_node / std::max(1, shape.tensor));
+    const int in_node = std::max(1, per_node / std::max(1, shape.tensor * shape.context));
     if (in_node >= 2 && in_node < shape.data && shape.data % in_node == 0) return {0, in_node};
     return {0};
   }
   std::vector<int> zero_stages(const ParallelShape& shape) const {
     if (options_.pins.zero_stage) return {*options_.pins.zero_stage};
-    if (shape.data == 1) return {0};
+    if (shape.data * shape.context == 1) return {0};  // (context ranks share the weights too)
     return {0, 1, 2, 3};
   }
   std::vector<Recompute> recomputes() const {

@@ -141,6 +141,45 @@ TEST(ThreeDPlanner, MirroredReplicasTimeAsEveryRank) {
   }
 }
 
+// Context parallelism's program is the context groups' lifted onto their devices: it passes
+// check_step_program with tensor groups (and SP), stages, data parallelism, ZeRO and HSDP
+// beside it, and one rank per class times as every rank.
+TEST(ThreeDPlanner, ContextGroupsLiftOntoTheirDevices) {
+  const TinyGpt gpt;
+  const auto with_context = [](ParallelShape shape, int context) {
+    shape.context = context;
+    return shape;
+  };
+  const std::vector<ParallelShape> shapes = {
+      with_context(ParallelShape{2, 2, 2, 1, plan::Schedule::OneFOneB, true}, 2),
+      with_context(ParallelShape{1, 2, 2, 2, plan::Schedule::OneFOneB}, 4),
+      with_context(ParallelShape{2, 1, 2, 1, plan::Schedule::OneFOneB}, 4),
+      with_context(ParallelShape{2, 2, 1, 1, plan::Schedule::OneFOneB}, 4)};
+  for (const ParallelShape& shape : shapes) {
+    const plan::Plan plan = plan_shape(gpt.context(), 16, shape);
+    plan::validate_plan(plan, gpt.graph, gpt.network.cluster());
+    EXPECT_EQ(plan.context_parallel, shape.context);
+    for (const int zero : {0, 3}) {
+      for (const int shard : {0, 1, 2}) {  // (shard 1: each sample group over its context ranks alone)
+        if (shard > 0 && (zero != 3 || shape.data % shard != 0)) continue;
+        timing::EvaluateOptions reduced, every_rank;
+        reduced.program.zero_stage = every_rank.program.zero_stage = zero;
+        reduced.program.fsdp_shard = every_rank.program.fsdp_shard = shard;
+        reduced.program.recompute = every_rank.program.recompute = cost::Recompute::Selective;
+        every_rank.time_each_rank = true;
+        const program::StepProgram program = program::build_step_program(gpt.graph, plan, reduced.program);
+        program::check_step_program(program, gpt.graph, plan);
+        const timing::PlanEvaluation a = timing::evaluate_plan(plan, gpt.context(), reduced);
+        const timing::PlanEvaluation b = timing::evaluate_plan(plan, gpt.context(), every_rank);
+        EXPECT_DOUBLE_EQ(a.iteration_time.s(), b.iteration_time.s()) << shape_text(shape) << ", ZeRO " << zero;
+      }
+    }
+  }
+  EXPECT_EQ(refusal(gpt, 16, with_context(ParallelShape{1, 1, 1, 1}, 16)),
+            "--context-parallel 16 cuts each sample's 16 tokens (--seq) into 32 chunks, two a rank, which do not "
+            "divide them");
+}
+
 // The search counts the memory of one data-parallel replica (the ranks holding samples
 // [0, b) of a micro-batch): every replica needs the same, so its peak is the plan's.
 TEST(ThreeDPlanner, OneReplicaNeedsWhatEveryReplicaNeeds) {

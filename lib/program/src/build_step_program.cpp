@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "burst/program/recompute_units.h"
+#include "context_lift.h"
 #include "burst/program/tensor_collectives.h"
 #include "burst/program/step_program.h"
 #include "burst/util/error.h"
@@ -36,9 +37,13 @@ std::vector<int> sorted_ranks(const std::vector<cost::Shard>& shards) {
 // subsequence of the ops it takes part in, so building costs O(ops), not ranks x layers.
 class ProgramBuilder {
  public:
+  // `context`: the devices each rank of `plan` will be lifted to (context_lift.h): above 1, a
+  // rank alone still shares its gradients (with its context ranks), so groups of one rank
+  // are kept for the lift to spread.
   ProgramBuilder(const graph::Graph& graph, const plan::Plan& plan, const ProgramOptions& options,
-                 const BuildScope& scope)
-      : graph_(graph), plan_(plan), options_(options), scope_(scope), layer_count_(static_cast<graph::LayerId>(graph.size())) {
+                 const BuildScope& scope, int context = 1)
+      : graph_(graph), plan_(plan), options_(options), scope_(scope), layer_count_(static_cast<graph::LayerId>(graph.size())),
+        fewest_sharing_(context > 1 ? 1 : 2) {
     BURST_ASSERT(plan.layers.size() == graph.size(), "build_step_program needs a validated plan");
     program_.ranks = plan.devices;
     program_.rank_clocks_mhz = plan.rank_clocks_mhz;
@@ -128,7 +133,8 @@ class ProgramBuilder {
   bool has_gradients(graph::LayerId id) const {
     if (!tied_group_[static_cast<size_t>(id)].empty()) return true;
     if (graph_.info(id).params == 0) return false;
-    return sequence_split(id) ? placement(id).shards.size() >= 2 : placement(id).sample_groups() >= 2;
+    return sequence_split(id) ? placement(id).shards.size() >= fewest_sharing_
+                              : placement(id).sample_groups() >= fewest_sharing_;
   }
   bool sequence_split(graph::LayerId id) const {
     return placement(id).split.splits() && placement(id).split.kind == cost::SplitKind::Sequence;
@@ -184,12 +190,12 @@ class ProgramBuilder {
     }
     std::vector<int> world(static_cast<size_t>(program_.ranks));
     std::iota(world.begin(), world.end(), 0);
-    if (options_.clip_grad_norm > 0 && world.size() >= 2) all.push_back(world);  // the gradient norm's sum
+    if (options_.clip_grad_norm > 0 && world.size() >= fewest_sharing_) all.push_back(world);  // the gradient norm's sum
     std::sort(all.begin(), all.end());
     all.erase(std::unique(all.begin(), all.end()), all.end());
     program_.groups = all;
-    const auto group_index = [&all](const std::vector<int>& ranks) {
-      if (ranks.size() < 2) return -1;
+    const auto group_index = [&all, this](const std::vector<int>& ranks) {
+      if (ranks.size() < fewest_sharing_) return -1;
       const auto found = std::lower_bound(all.begin(), all.end(), ranks);
       return found == all.end() || *found != ranks ? -1 : static_cast<int32_t>(found - all.begin());
     };
@@ -231,6 +237,9 @@ class ProgramBuilder {
                          std::vector<std::vector<int>>& all) {
     const auto shard = static_cast<size_t>(options_.fsdp_shard);
     if (shard == 0) return;
+    if (shard < fewest_sharing_) {  // (under context parallelism a group of one is its C devices)
+      throw UserError("--fsdp-shard 1 shards over one rank, which shards nothing: use --zero 0, 1 or 2 to replicate");
+    }
     for (const std::vector<int>& ranks : groups) {
       if (ranks.size() <= shard || hybrid_ranks_.count(ranks) > 0) continue;
       if (ranks.size() % shard != 0) {
@@ -795,6 +804,7 @@ class ProgramBuilder {
   std::vector<std::vector<int32_t>> closes_;  // by layer: the buckets its backward completes (one per part)
   std::vector<Bucket> pending_buckets_;
   uint32_t next_tag_ = 0;
+  size_t fewest_sharing_;  // ranks a gradient or clipping group needs (2; 1 before a context lift)
   RecomputeUnits units_;  // under full recomputation; empty otherwise
 };
 
@@ -803,6 +813,11 @@ class ProgramBuilder {
 StepProgram build_step_program(const graph::Graph& graph, const plan::Plan& plan, const ProgramOptions& options,
                                const BuildScope& scope) {
   check_program_options(options);
+  if (plan.context_parallel > 1) {
+    const plan::Plan groups = context_group_plan(plan);
+    return lift_context(graph, plan, options, scope,
+                        ProgramBuilder(graph, groups, options, scope, plan.context_parallel).build());
+  }
   return ProgramBuilder(graph, plan, options, scope).build();
 }
 

@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "burst/program/step_program.h"
 #include "burst/program/tensor_collectives.h"
@@ -44,13 +45,18 @@ void check_coverage(const StepProgram& program, const graph::Graph& graph, const
         cost::Block{piece.receiver, piece.samples, piece.features});
   }
   int32_t micro = 0;
-  auto check_tiles = [&](bool gradient, graph::LayerId consumer, size_t k, const cost::Block& want) {
-    const auto found = received.find({gradient, consumer, static_cast<int32_t>(k), want.rank, micro});
-    if (found != received.end() && tiles_once(want, found->second)) return;
+  // A block of a context group's rank is received by each of its C devices.
+  auto check_tiles = [&](bool gradient, graph::LayerId consumer, size_t k, const cost::Block& group_want) {
+    for (int context = 0; context < plan.context_parallel; ++context) {
+      cost::Block want = group_want;
+      want.rank = plan.context_device(group_want.rank, context);
+      const auto found = received.find({gradient, consumer, static_cast<int32_t>(k), want.rank, micro});
+      if (found != received.end() && tiles_once(want, found->second)) continue;
     throw UserError(fmt::format("step program: {} of layer '{}' input {} on rank {}: samples [{}, {}) x features "
                                 "[{}, {}) of micro-batch {} are not received exactly once",
                                 gradient ? "gradient" : "activation", graph.layer(consumer).name, k, want.rank,
                                 want.samples.begin, want.samples.end, want.features.begin, want.features.end, micro));
+    }
   };
   for (graph::LayerId consumer = 0; consumer < static_cast<graph::LayerId>(graph.size()); ++consumer) {
     for (size_t k = 0; k < graph.inputs(consumer).size(); ++k) {
@@ -176,10 +182,6 @@ void check_compute_and_buckets(const StepProgram& program, const graph::Graph& g
   }
 }
 
-bool tensor_collective(OpKind kind) {
-  return kind == OpKind::TensorAllReduce || kind == OpKind::TensorReduceScatter || kind == OpKind::TensorAllGather;
-}
-
 // Where a tensor collective stands: right after its layer's F or B, or (a backward gather
 // or reduce-scatter of the output gradient) right before its B.
 struct TensorCollectiveRun {
@@ -273,6 +275,38 @@ void check_clipping(const StepProgram& program) {
   }
 }
 
+// Context parallelism: every F and B of a self_attention layer comes with one CP_RING of its
+// micro-batch and direction, over C devices with the rank among them; no other layer rings.
+void check_context_rings(const StepProgram& program, const graph::Graph& graph, const plan::Plan& plan) {
+  for (int rank = 0; rank < program.ranks; ++rank) {
+    std::map<std::tuple<graph::LayerId, int32_t, bool>, int> rings;
+    for (const Op& op : program.ops[static_cast<size_t>(rank)]) {
+      if (op.kind != OpKind::ContextRing) continue;
+      const std::vector<int>& group = program.groups[static_cast<size_t>(op.group)];
+      if (group.size() != static_cast<size_t>(plan.context_parallel) ||
+          !std::binary_search(group.begin(), group.end(), rank)) {
+        throw UserError(fmt::format("step program: rank {} rings layer '{}' over ranks {}, not its {} context ranks",
+                                    rank, graph.layer(op.layer).name, fmt::join(group, " "), plan.context_parallel));
+      }
+      ++rings[{op.layer, op.micro, op.backward}];
+    }
+    for (const Op& op : program.ops[static_cast<size_t>(rank)]) {
+      const bool compute = op.kind == OpKind::Forward || op.kind == OpKind::Backward;
+      if (!compute || plan.context_parallel == 1 || graph.layer(op.layer).op() != graph::OpKind::SelfAttention) continue;
+      const auto found = rings.find({op.layer, op.micro, op.kind == OpKind::Backward});
+      if (found == rings.end() || found->second != 1) {
+        throw UserError(fmt::format("step program: rank {} runs the {} of layer '{}' without exactly one CP_RING", rank,
+                                    op.kind == OpKind::Backward ? "backward" : "forward", graph.layer(op.layer).name));
+      }
+      rings.erase(found);
+    }
+    if (!rings.empty()) {
+      throw UserError(fmt::format("step program: rank {} runs a CP_RING of layer '{}' that no attention needs", rank,
+                                  graph.layer(std::get<0>(rings.begin()->first)).name));
+    }
+  }
+}
+
 }  // namespace
 
 void check_step_program(const StepProgram& program, const graph::Graph& graph, const plan::Plan& plan) {
@@ -286,6 +320,7 @@ void check_step_program(const StepProgram& program, const graph::Graph& graph, c
   check_compute_and_buckets(program, graph);
   check_tensor_collectives(program, graph);
   check_clipping(program);
+  check_context_rings(program, graph, plan);
 }
 
 }  // namespace burst::program

@@ -26,6 +26,7 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::ClipGradNorm: return "CLIP_GRAD_NORM";
     case OpKind::TensorReduceScatter: return "TP_REDUCE_SCATTER";
     case OpKind::TensorAllGather: return "TP_ALL_GATHER";
+    case OpKind::ContextRing: return "CP_RING";
   }
   return "?";
 }
@@ -102,6 +103,7 @@ std::string op_text(const StepProgram& program, const graph::Graph& graph, int r
     case OpKind::TensorAllReduce:
     case OpKind::TensorReduceScatter:
     case OpKind::TensorAllGather:
+    case OpKind::ContextRing:
       return fmt::format("{}{}_{}{}  {} ranks {}, {} B", op.segment, op_kind_name(op.kind), op.backward ? "B" : "F",
                          op.micro, graph.layer(op.layer).name, program.groups[static_cast<size_t>(op.group)], op.bytes);
     case OpKind::SyncBatchNorm:

@@ -51,11 +51,27 @@ class MemoryCounter {
     for (DeviceMemory& device : devices_) {
       if (counted(static_cast<size_t>(device.rank))) kept.push_back(std::move(device));
     }
-    return kept;
+    return selection_ == nullptr ? on_devices(std::move(kept)) : kept;
   }
 
  private:
   bool counted(size_t rank) const { return selection_ == nullptr || selection_->selected[rank] != 0; }
+  double context() const { return plan_.context_parallel; }
+
+  // Context parallelism counted its context groups: each group's C devices hold the same.
+  std::vector<DeviceMemory> on_devices(std::vector<DeviceMemory> groups) const {
+    if (plan_.context_parallel == 1) return groups;
+    std::vector<DeviceMemory> devices;
+    for (const DeviceMemory& group : groups) {
+      if (group.rank >= plan_.devices / plan_.context_parallel) continue;
+      for (int k = 0; k < plan_.context_parallel; ++k) {
+        devices.push_back(group);
+        devices.back().rank = plan_.context_device(group.rank, k);
+      }
+    }
+    std::sort(devices.begin(), devices.end(), [](const DeviceMemory& a, const DeviceMemory& b) { return a.rank < b.rank; });
+    return devices;
+  }
   double value_scale() const { return cost::value_bytes(options_.precision) / cost::kFloatBytes; }
 
   // What one shard of a layer adds to its rank, at its sample count.
@@ -68,11 +84,14 @@ class MemoryCounter {
 
   ShardMemory shard_memory(graph::LayerId id, const plan::LayerPlacement& placement, int64_t samples, int64_t held) const {
     const int replicas = static_cast<int>(placement.sample_groups());
-    // HSDP shards over its shard groups (ProgramOptions::fsdp_shard), not the whole group.
-    const int sharded = options_.fsdp_shard > 0 ? std::min(replicas, options_.fsdp_shard) : replicas;
+    // HSDP shards over its shard groups (ProgramOptions::fsdp_shard), not the whole group;
+    // each of them over its C context ranks too.
+    const int sharded = (options_.fsdp_shard > 0 ? std::min(replicas, options_.fsdp_shard) : replicas) *
+                        plan_.context_parallel;
+    const cost::TensorSplit split = plan_.layer_split(id);
     ShardMemory shard;
-    shard.use = cost::shard_state(cost::layer_memory(graph_, id, samples * held, memory_, placement.split),
-                                  options_.zero_stage, sharded);
+    shard.use = cost::shard_state(cost::layer_memory(graph_, id, samples * held, memory_, split), options_.zero_stage,
+                                  sharded);
     if (options_.recompute == cost::Recompute::Full) {
       // One micro-batch of it is rebuilt while its unit runs backward; only a unit's kept
       // inputs stay for every micro-batch in flight.
@@ -80,13 +99,21 @@ class MemoryCounter {
       shard.use.activations = units_.kept[static_cast<size_t>(id)] ? kept_output(id, placement, samples * held) : Bytes(0);
     }
     if (options_.recompute == cost::Recompute::Selective) {
-      const double heads = placement.split.kind == cost::SplitKind::Heads ? placement.split.parts : 1;
-      shard.core = cost::attention_core_per_sample(graph_, id).value() * value_scale() / heads * static_cast<double>(samples);
+      shard.core = cost::attention_core_per_sample(graph_, id).value() * value_scale() / heads(placement) / context() *
+                   static_cast<double>(samples);
     }
-    if (options_.zero_stage == 3 && replicas > 1) {
+    // Ring attention's blocks while the layer runs: the keys and values it computes on, the
+    // pair arriving, and (backward) their two gradients.
+    shard.core += 4 * cost::keys_values_per_sample(graph_, id).value() * value_scale() / heads(placement) / context() *
+                  static_cast<double>(samples) * (plan_.context_parallel > 1 ? 1 : 0);
+    if (options_.zero_stage == 3 && sharded > 1) {
       shard.gathered = cost::layer_memory(graph_, id, 0, memory_, placement.split).weights.value();
     }
     return shard;
+  }
+
+  static double heads(const plan::LayerPlacement& placement) {
+    return placement.split.kind == cost::SplitKind::Heads ? placement.split.parts : 1;
   }
 
   // Each shard's memory on its rank; shards of one size are counted once (data parallelism
@@ -123,7 +150,8 @@ class MemoryCounter {
   // A unit's kept input: the layer's output alone (what it keeps inside is recomputed).
   Bytes kept_output(graph::LayerId id, const plan::LayerPlacement& placement, int64_t samples) const {
     const double sliced = cost::divides_output(placement.split.kind) ? placement.split.parts : 1;
-    return Bytes(static_cast<double>(graph_.info(id).output_bytes) / sliced * value_scale() * static_cast<double>(samples));
+    return Bytes(static_cast<double>(graph_.info(id).output_bytes) / sliced / context() * value_scale() *
+                 static_cast<double>(samples));
   }
 
   // ZeRO-3: a rank's two largest whole weights (the layer computing and the one gathered ahead).
@@ -144,7 +172,8 @@ class MemoryCounter {
       if (graph_.tied_heads(embedding).empty()) continue;
       const std::vector<int> holders = plan::weight_holders(plan_, graph_, embedding);
       const cost::LayerMemory copy = cost::shard_state(cost::layer_memory(graph_, embedding, 0, memory_),
-                                                       options_.zero_stage, static_cast<int>(holders.size()));
+                                                       options_.zero_stage,
+                                                       static_cast<int>(holders.size()) * plan_.context_parallel);
       const auto& own = plan_.layers[static_cast<size_t>(embedding)].shards;
       for (const int rank : holders) {
         if (!counted(static_cast<size_t>(rank))) continue;

@@ -167,6 +167,11 @@ void refuse_unrun_dimensions(const graph::Graph& graph, const plan::Plan& plan, 
                                 "(docs/llm.md)",
                                 plan.pipeline.virtual_stages));
   }
+  if (plan.context_parallel > 1) {
+    throw UserError(fmt::format("burst plans context parallelism (each sample's tokens over {} devices) but does not "
+                                "train it yet (docs/llm.md)",
+                                plan.context_parallel));
+  }
   for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
     const plan::LayerPlacement& placement = plan.layers[static_cast<size_t>(id)];
     if (placement.split.splits() && graph.layer(id).op() == graph::OpKind::SoftmaxCrossEntropy) {

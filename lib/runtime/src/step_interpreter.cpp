@@ -197,6 +197,9 @@ class StepInterpreter {
       case OpKind::TensorAllGather:
         BURST_ASSERT(false, "sequence-parallel plans are refused before a step runs (plan_executor)");
         return;
+      case OpKind::ContextRing:
+        BURST_ASSERT(false, "context-parallel plans are refused before a step runs (plan_executor)");
+        return;
       case OpKind::RecvGradient: return receive_gradient(op);
       case OpKind::SendGradient: return send_gradient(op);
       case OpKind::Backward: return backward(op.segment, op.micro);

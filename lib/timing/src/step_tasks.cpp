@@ -99,7 +99,7 @@ class ShardTimes {
   cost::LayerTime resolve(graph::LayerId id, int64_t batch, const cost::CostModel& model) {
     const graph::Graph& graph = context_.graph;
     const cost::TensorSplit& tensor = program_.splits[static_cast<size_t>(id)];
-    if (tensor.splits()) {
+    if (tensor.splits() || tensor.divides_tokens()) {
       const cost::CostModel* co_located = this->co_located(id);
       if (co_located != nullptr) {
         if (auto estimate = co_located->estimate_tensor(graph, id, batch, tensor)) return estimate->time;
@@ -331,6 +331,9 @@ class Lowering {
       case OpKind::TensorAllGather:
         cursor.waits.push_back(join_collective(layer_collective(op, tensor_work(op.kind)), cursor));
         break;
+      case OpKind::ContextRing:
+        cursor.waits.push_back(join_collective(context_ring(rank, op, cursor), cursor));
+        break;
       case OpKind::AllReduce:
       case OpKind::ReduceScatter:
         join_collective(bucket_reduction(op), cursor);
@@ -468,6 +471,47 @@ class Lowering {
     const auto found = layer_task_.find(key);
     if (found != layer_task_.end()) return found->second;
     const int32_t index = collective(op.group, static_cast<double>(op.bytes), work, op.layer);
+    layer_task_.emplace(key, index);
+    return index;
+  }
+  // Ring attention over a context group of C: C - 1 passes of a rank's keys and values to
+  // its neighbour (the slowest link of the ring), each overlapped with the attention core's
+  // work on the block it holds (1/C of the rank's core). What the core cannot hide is the
+  // task: forward (C - 1) x max(0, pass - core / C); the backward passes keys and values and
+  // their gradients (2 x the bytes) beside the backward's core, and reruns the forward's
+  // ring where recomputation reruns the core.
+  int32_t context_ring(int rank, const program::Op& op, RankCursor& cursor) {
+    const auto key = std::make_tuple(op.layer, op.backward, op.micro, op.group, TaskWork::ContextRing);
+    const auto found = layer_task_.find(key);
+    if (found != layer_task_.end()) return found->second;
+    const std::vector<int>& ring = step_.groups[static_cast<size_t>(op.group)];
+    const double c = static_cast<double>(ring.size());
+    const auto pass = [&](double bytes) {
+      double slowest = 0;
+      for (size_t k = 0; k < ring.size(); ++k) {
+        slowest = std::max(slowest, context_.network.point_to_point(ring[k], ring[(k + 1) % ring.size()], Bytes(bytes)).s());
+      }
+      return slowest;
+    };
+    const int64_t shard = shard_size(rank, op.segment, cursor);
+    const cost::LayerTime& time = times_.at(op.layer, shard, kind_[static_cast<size_t>(rank)]);
+    const double core = cost::attention_core_forward_share(context_.graph, op.layer);
+    const double bytes = static_cast<double>(op.bytes);
+    const auto exposed = [&](double passed, double core_s) { return (c - 1) * std::max(0.0, pass(passed) - core_s / c); };
+    double seconds = exposed(bytes, time.forward.s() * core);
+    if (op.backward) {
+      const bool reruns = options_.program.recompute != cost::Recompute::None;
+      seconds = exposed(2 * bytes, time.backward.s() * core) + (reruns ? seconds : 0.0);
+    }
+    Task task;
+    task.kind = TaskKind::Collective;
+    task.work = TaskWork::ContextRing;
+    task.layer = op.layer;
+    task.group = op.group;
+    task.bytes = bytes * (c - 1) * (op.backward ? 2 : 1);
+    task.duration_s = seconds;
+    const int32_t index = add(task);
+    collectives_.push_back(index);
     layer_task_.emplace(key, index);
     return index;
   }

@@ -78,6 +78,11 @@ struct DeviceSpec {
   // bf16 and fp16, in place of the eff_max fitted on measurements at the default precision.
   // 0 where no such figure is known: the fitted curve serves every precision.
   double gemm_efficiency_16bit = 0;
+  // The fraction of the bf16/fp16 peak a fused attention kernel reaches, forward and backward
+  // together (docs/cost-model.md, "Fused attention"): FlashAttention-2's published best. A
+  // flash self_attention layer's core runs at it under 16-bit and fp8 steps; 0 where no
+  // figure is known: the core runs on the layer's matmul curve.
+  double flash_attention_16bit = 0;
 
   // The curve for an op: its own when fitted, else its class's.
   const EfficiencyCurve& curve(const std::string& op) const;
@@ -167,7 +172,15 @@ class AnalyticCostModel : public CostModel {
   // memory by the unfused attention core (scores, softmax, dropout, the product with V),
   // forward and backward, for `batch` samples with its heads divided into `parts`; zero for
   // other ops. The roofline of time() counts the core's FLOPs but not this traffic.
-  LayerTime attention_core_memory(const graph::Graph& graph, graph::LayerId id, int64_t batch, int64_t parts) const;
+  LayerTime attention_core_memory(const graph::Graph& graph, graph::LayerId id, int64_t batch, int64_t parts,
+                                  int64_t context = 1) const;
+  // time(work) of a layer, but a flash self_attention layer's core (its share of the work's
+  // FLOPs, attention_core_forward_share) taken out and run at the device's fused-attention
+  // rate where it has one (flash_attention_16bit, 16-bit and fp8 steps): forward F / rate,
+  // backward 2.5 F / rate (FlashAttention-2's backward recomputes the scores: five matrix
+  // products to the forward's two); plus attention_core_memory for an unfused core.
+  LayerTime attention_time(const graph::Graph& graph, graph::LayerId id, LayerWork work, int64_t head_parts,
+                           int64_t context) const;
   // What an fp8 GEMM (fp8_gemm) adds to time() under Precision::Fp8: its operands' scaling
   // and casts, memory-bound (docs/cost-model.md, "FP8"); zero otherwise.
   LayerTime fp8_casts(const LayerWork& work) const;

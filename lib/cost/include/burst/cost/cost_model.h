@@ -64,7 +64,8 @@ class CostModel {
   // part runs the whole layer on its samples), nothing for the kinds that divide the work.
   virtual std::optional<LayerEstimate> estimate_tensor(const graph::Graph& graph, graph::LayerId id, int64_t batch,
                                                        const TensorSplit& split) const {
-    if (split.kind == SplitKind::Samples || split.kind == SplitKind::Replicate) return estimate(graph, id, batch);
+    const bool whole = split.kind == SplitKind::Samples || split.kind == SplitKind::Replicate;
+    if (whole && !split.divides_tokens()) return estimate(graph, id, batch);
     return std::nullopt;
   }
   // estimate_tensor(), or a UserError naming the layer and the split when there is no data.

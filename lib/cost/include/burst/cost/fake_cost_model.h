@@ -4,6 +4,7 @@
 // backward separately. Layers not in the map have no estimate.
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "burst/cost/cost_model.h"
@@ -50,19 +51,21 @@ class FakeCostModel : public CostModel {
     return LayerEstimate{{found->second.forward.at(batch), found->second.backward.at(batch)},
                          CostSource::Measured};
   }
-  // Times stated for (layer name, parts) by with_tensor; for the kinds that do not divide
-  // weights (samples, replicate, features) without one, estimate().
+  // Times stated for (layer name, parts, context) by with_tensor; for the kinds that do not
+  // divide weights (samples, replicate, features) without one and without context, estimate().
   std::optional<LayerEstimate> estimate_tensor(const graph::Graph& graph, graph::LayerId id, int64_t batch,
                                                const TensorSplit& split) const override {
-    const bool stated = tensor_by_layer_name_.count({graph.layer(id).name, split.parts}) > 0;
-    if (!divides_weights(split.kind) && !stated) return estimate(graph, id, batch);
-    const auto found = tensor_by_layer_name_.find({graph.layer(id).name, split.parts});
+    const auto key = std::make_tuple(graph.layer(id).name, split.parts, split.context);
+    const bool stated = tensor_by_layer_name_.count(key) > 0;
+    if (!divides_weights(split.kind) && !split.divides_tokens() && !stated) return estimate(graph, id, batch);
+    const auto found = tensor_by_layer_name_.find(key);
     if (found == tensor_by_layer_name_.end()) return std::nullopt;
     return LayerEstimate{{found->second.forward.at(batch), found->second.backward.at(batch)}, CostSource::Measured};
   }
-  // A part's time of layer `name` split `parts` ways (any divided kind).
-  FakeCostModel& with_tensor(const std::string& name, int32_t parts, FakeLayerCost cost) {
-    tensor_by_layer_name_[{name, parts}] = cost;
+  // A part's time of layer `name` split `parts` ways (any divided kind), on its 1/`context`
+  // of the tokens.
+  FakeCostModel& with_tensor(const std::string& name, int32_t parts, FakeLayerCost cost, int32_t context = 1) {
+    tensor_by_layer_name_[std::make_tuple(name, parts, context)] = cost;
     return *this;
   }
   std::optional<Seconds> update(const graph::Graph& graph, graph::LayerId id) const override {
@@ -76,7 +79,7 @@ class FakeCostModel : public CostModel {
   std::map<std::string, FakeLayerCost> by_layer_name_;
   std::map<std::string, Seconds> update_by_layer_name_;
   std::map<std::string, FakeLayerCost> split_by_layer_name_;
-  std::map<std::pair<std::string, int32_t>, FakeLayerCost> tensor_by_layer_name_;
+  std::map<std::tuple<std::string, int32_t, int32_t>, FakeLayerCost> tensor_by_layer_name_;
 };
 
 // A power model with round numbers for tests to derive energies by hand: idle 100 W,

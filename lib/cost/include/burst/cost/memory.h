@@ -71,6 +71,9 @@ Bytes attention_core_per_sample(const graph::Graph& graph, graph::LayerId id);
 // its core's FLOPs (QK^T and the probabilities times V, 2 x 2 x T x T x D a sample) over the
 // layer's; 0 for other ops. The projections are not recomputed.
 double attention_core_forward_share(const graph::Graph& graph, graph::LayerId id);
+// A self_attention layer's keys and values per sample, fp32 bytes: T x KV x (hd + vd) values
+// (0 for other layers). Ring attention passes a rank's share of them around its context group.
+Bytes keys_values_per_sample(const graph::Graph& graph, graph::LayerId id);
 
 // Under a tensor split, one part's: its part_params, a sliced output's slice, and a heads
 // split's share of what attention keeps inside (each part's heads). Activations in the

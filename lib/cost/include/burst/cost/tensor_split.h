@@ -30,7 +30,14 @@
 // output read only by sequence splits is reduce-scattered over tokens instead of
 // all-reduced; a sequence split's output is all-gathered where a layer reads it whole; the
 // backward mirrors both (docs/step-program.md). Pieces between segments never carry a
-// token slice: a sequence split's output leaves its segment gathered. No libtorch.
+// token slice: a sequence split's output leaves its segment gathered.
+//
+// Context parallelism (`context` = c > 1) splits every sample's tokens over c ranks for
+// every layer of a plan, beside any of the kinds above: each rank computes its 1/c of the
+// tokens (a self_attention layer its 1/c of the causal score blocks, balanced as ring
+// attention with two chunks a rank), so its compute, its activations and its messages are
+// 1/c of the layer's at the same samples (docs/step-program.md, "Context parallelism").
+// No libtorch.
 #include <cstdint>
 #include <string>
 
@@ -46,10 +53,15 @@ SplitKind split_kind_from_name(const std::string& name);
 
 struct TensorSplit {
   SplitKind kind = SplitKind::Samples;
-  int32_t parts = 1;  // ranks per sample group; 1 for samples
+  int32_t parts = 1;    // ranks per sample group; 1 for samples
+  int32_t context = 1;  // ranks sharing each sample's tokens (context parallelism); 1 without
 
   bool splits() const { return parts > 1; }
-  bool operator==(const TensorSplit& other) const { return kind == other.kind && parts == other.parts; }
+  // What a rank computes of the layer at the same samples: 1 / (parts dividing it x context).
+  bool divides_tokens() const { return context > 1; }
+  bool operator==(const TensorSplit& other) const {
+    return kind == other.kind && parts == other.parts && context == other.context;
+  }
   bool operator!=(const TensorSplit& other) const { return !(*this == other); }
 };
 

@@ -86,6 +86,12 @@ struct Plan {
   // micro-batch j's samples are those shifted by j x micro_batch().
   std::vector<LayerPlacement> layers;  // one per graph layer, in graph order
   Pipeline pipeline;
+  // C, context parallelism (strategy "3d"): every sample's tokens are cut over C devices
+  // for every layer (cost/tensor_split.h, TensorSplit::context). With C > 1 the layers'
+  // shards name context groups, devices / C of them: group r stands for the C devices
+  // context_device(r, k), k = 0..C-1, which hold the same samples and parts, each its 1/C
+  // of the tokens (docs/step-program.md, "Context parallelism").
+  int context_parallel = 1;
 
   int64_t micro_batch() const { return global_batch / pipeline.micro_batches; }
   int stage_count() const { return static_cast<int>(pipeline.stage_starts.size()) + 1; }
@@ -95,6 +101,14 @@ struct Plan {
   int stage_of(graph::LayerId layer) const;
   // The ranks of stage `stage`: every rank of its layers, ascending.
   std::vector<int> stage_ranks(int stage) const;
+  // t: the widest tensor split's parts (tensor groups are blocks of t consecutive ranks).
+  int tensor_width() const;
+  // The device of context rank k of context group `group`: the tensor group stays on
+  // consecutive devices, its C context copies next to it ((group / t) x C x t + k x t +
+  // group % t); `group` itself without context parallelism.
+  int context_device(int group, int k) const;
+  // Layer `id`'s split as a rank runs it: the placement's, with the plan's context.
+  cost::TensorSplit layer_split(graph::LayerId id) const;
 };
 
 // Stage s's micro-batch order under `schedule` with `stages` stages: (backward, j) pairs.

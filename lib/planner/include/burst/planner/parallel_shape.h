@@ -27,12 +27,14 @@ struct ParallelShape {
   plan::Schedule schedule = plan::Schedule::OneFOneB;
   bool sequence_parallel = false;  // SP: the tensor groups' norms and element-wise layers on token slices (t > 1)
   int virtual_stages = 1;          // V: model chunks a stage's ranks hold (the interleaved schedule; 1 otherwise)
-  int devices() const { return tensor * pipeline * data; }
+  int context = 1;                 // C: devices sharing each sample's tokens (context parallelism, ring attention)
+  int devices() const { return tensor * context * pipeline * data; }
   // Micro-batches of the step: the global batch / (d x b).
   int64_t micro_batches(int64_t global_batch) const { return global_batch / (static_cast<int64_t>(data) * micro_batch); }
 };
 
-// "TP 8 x PP 4 x DP 32, micro-batch 2, 1f1b"; "TP 8 + SP x ..." with sequence parallelism.
+// "TP 8 x PP 4 x DP 32, micro-batch 2, 1f1b"; "TP 8 + SP x ..." with sequence parallelism,
+// "... x CP 4 x PP ..." with context parallelism.
 std::string shape_text(const ParallelShape& shape);
 
 // UserError naming the values for a shape the model, the cluster or the batch cannot take:
@@ -40,8 +42,8 @@ std::string shape_text(const ParallelShape& shape);
 // can be cut into, t x p x d not the cluster's devices, d not dividing the global batch, b
 // not dividing the batch share of a sample group (global batch / d), virtual stages with a
 // schedule other than interleaved (or fewer than 2 with it), p x V more than the stages the
-// graph can be cut into, or micro-batches not a multiple of p under interleaving; in that
-// order.
+// graph can be cut into, micro-batches not a multiple of p under interleaving, or 2 x C not
+// dividing a sample's tokens; in that order.
 void check_shape(const graph::Graph& graph, int devices, int64_t global_batch, const ParallelShape& shape);
 
 // The plan of `shape` (check_shape first), strategy "3d".

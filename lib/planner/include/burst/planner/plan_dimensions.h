@@ -17,6 +17,7 @@ namespace burst::planner {
 struct PlanDimensions {
   int tensor = 1;                  // the most parts of any layer's tensor split
   bool sequence_parallel = false;  // some layer takes a sequence split
+  int context = 1;                 // devices sharing each sample's tokens (context parallelism)
   int pipeline = 1;                // stages the ranks hold (physical)
   int virtual_stages = 1;          // model chunks each of them holds (interleaving)
   int data = 1;                    // the most sample groups of a layer split `tensor` ways
@@ -31,7 +32,7 @@ struct PlanDimensions {
 
 PlanDimensions plan_dimensions(const plan::Plan& plan, const program::ProgramOptions& program);
 
-// "TP 8 + SP x PP 4 (V 2) x DP 32 (FSDP shard 8); 16 micro-batches of 2, interleaved;
+// "TP 8 + SP x CP 2 x PP 4 (V 2) x DP 32 (FSDP shard 8); 16 micro-batches of 2, interleaved;
 // recompute selective, ZeRO 3, bf16".
 std::string dimensions_text(const PlanDimensions& dimensions);
 

@@ -35,6 +35,13 @@
 // bucket's ALLREDUCE comes in the last micro-batch's backward, so it still overlaps the
 // rest of that backward, and the step ends as above.
 //
+// Context parallelism (plan::Plan::context_parallel = C > 1): the program of the plan's
+// context groups, each rank of it run by C devices (Plan::context_device) on their 1/C of
+// every sample's tokens: pieces and tensor collectives carry 1/C of the bytes between the
+// same context ranks of the groups, gradient buckets, ZeRO's gathers and reduce-scatters,
+// clipping and the loss span every context rank (the gradients of a token share are
+// partial sums), and each self_attention layer's F and B come with a CP_RING over the C
+// devices of the group (docs/step-program.md, "Context parallelism").
 // Segments: a maximal run of consecutive layers (graph order) with the same placement (the
 // same shards; tensor splits of one segment share their parts) in which every layer reads
 // its inputs from the segment as they are (a sliced output feeds sliced inputs, a whole one
@@ -102,8 +109,17 @@ enum class OpKind : uint8_t {
   TensorAllGather,      // sequence parallelism: the blocking all-gather over tokens of a
                         // sequence split's output (forward) or of the output gradient a
                         // sequence split hands back to a whole layer (backward)
+  ContextRing,          // context parallelism (plan::Plan::context_parallel): ring attention's
+                        // passes of keys and values around the context group, right before a
+                        // self_attention layer's F (forward) or before its B and the tensor
+                        // collectives before it (backward: keys, values and their gradients,
+                        // and the forward's again where recomputation reruns the core)
 };
 const char* op_kind_name(OpKind kind);  // "F", "SEND_F", ...
+// TP_ALLREDUCE, TP_REDUCE_SCATTER and TP_ALL_GATHER.
+inline bool tensor_collective(OpKind kind) {
+  return kind == OpKind::TensorAllReduce || kind == OpKind::TensorReduceScatter || kind == OpKind::TensorAllGather;
+}
 
 // A tag no message has: local pieces (copies) and ops that are not pieces.
 inline constexpr uint32_t kNoTag = UINT32_MAX;
@@ -152,7 +168,8 @@ struct Op {
   bool backward = false;      // SYNC_BN, TP_*, ALL_GATHER of a layer: of the backward
   int32_t micro = 0;          // F, B, RECOMPUTE, SYNC_BN, TP_*, messages: the micro-batch
   // TP_ALLREDUCE, TP_REDUCE_SCATTER, TP_ALL_GATHER: the whole tensor (the group's samples x
-  // tokens x features); ALL_GATHER: the whole weights gathered; at the step's precision.
+  // tokens x features); ALL_GATHER: the whole weights gathered; CP_RING: the keys and values
+  // one rank holds (one pass of the ring); at the step's precision.
   int64_t bytes = 0;
   // REDUCE_SCATTER under HSDP (ProgramOptions::fsdp_shard): `group` is the rank's shard
   // group, and its shard is then all-reduced over this replica group; -1 otherwise.

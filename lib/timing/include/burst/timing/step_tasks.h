@@ -70,6 +70,7 @@ enum class TaskWork : uint8_t {
   GradNorm,       // gradient clipping: the world sum of the squared gradient norm (layer -1)
   TensorReduceScatter,  // sequence parallelism: a tensor group's reduce-scatter over tokens
   TensorAllGather,      // sequence parallelism: a tensor group's all-gather over tokens
+  ContextRing,          // context parallelism: what ring attention's passes leave exposed
 };
 
 struct Task {
