@@ -457,8 +457,10 @@ void add_shape_options(CLI::App& command, InputOptions& options) {
                      "Pin the samples of one data-parallel group in one micro-batch (must divide its share of the "
                      "global batch): --strategy 3d, or auto (narrowed to it)");
   command.add_option("--schedule", options.schedule,
-                     "Pin the pipeline schedule: gpipe, 1f1b (the default of pipeline and hybrid) or interleaved "
-                     "(Megatron's interleaved 1F1B, V model chunks a rank: --strategy 3d or auto, which also try it)");
+                     "Pin the pipeline schedule: gpipe, 1f1b (the default of pipeline and hybrid), interleaved "
+                     "(Megatron's interleaved 1F1B, V model chunks a rank) or zb-h1 (zero-bubble ZB-H1: backwards "
+                     "split into input and weight gradients, the latter deferred into the bubble); the last two "
+                     "--strategy 3d or auto, which also try them");
   command.add_option("--virtual-stages", options.virtual_stages,
                      "Pin V, the model chunks each pipeline rank holds under --schedule interleaved (implies it): "
                      "--strategy 3d or auto; the layers must cut into pipeline stages x V stages");

@@ -107,6 +107,16 @@ contains_error "--context-parallel 4 cuts each sample's 131076 tokens (--seq) in
 refused "cp on burst" plan --model "hf:$configs/llama-3.1-8b.json" --seq 32768 --device h100-sxm --devices 8 \
   --global-batch 8 --strategy burst --context-parallel 2
 contains_error "--strategy burst does not split a sample's tokens"
+ok zb plan --model "hf:$configs/llama-3.1-8b.json" --device h100-sxm --devices 32 --global-batch 32 \
+  --strategy 3d --tensor-parallel 8 --pipeline-stages 4 --schedule zb-h1 --precision bf16 --json || true
+py_check "the ZB-H1 plan names its schedule" '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["parallelism"]["schedule"] == "zb-h1" and d["parallelism"]["pipeline"] == 4, d["parallelism"]
+' "$work/zb.out"
+refused "zb-h1 on pipeline" plan --model "hf:$configs/llama-3.1-8b.json" --device h100-sxm --devices 32 \
+  --global-batch 32 --strategy pipeline --schedule zb-h1
+contains_error "--strategy pipeline does not split its backwards"
 refused "seq on resnet" plan --model resnet50 --seq 128 --device a100 --devices 8 --global-batch 16
 refused "bad seq in spec" model show --model "hf:$configs/llama-3.1-8b.json:seq=x"
 

@@ -53,6 +53,16 @@ AttentionShape attention_shape(const graph::Graph& graph, graph::LayerId id) {
 
 }  // namespace
 
+double weight_gradient_share(const graph::Graph& graph, graph::LayerId id) {
+  const graph::LayerInfo& info = graph.info(id);
+  const double params = static_cast<double>(info.active_params > 0 ? info.active_params : info.params);
+  if (!(params > 0)) return 0;
+  const double flops = static_cast<double>(info.forward_flops);
+  if (!(flops > 0)) return 1;
+  const double tokens = info.output_shape.size() >= 2 ? static_cast<double>(info.output_shape.at(0)) : 1.0;
+  return std::min(0.5, tokens * params / flops);
+}
+
 Bytes keys_values_per_sample(const graph::Graph& graph, graph::LayerId id) {
   if (graph.layer(id).op() != graph::OpKind::SelfAttention) return Bytes(0);
   const AttentionShape a = attention_shape(graph, id);

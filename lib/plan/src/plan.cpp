@@ -76,11 +76,30 @@ std::vector<std::pair<bool, int64_t>> stage_order(Schedule schedule, int stages,
 
 int64_t in_flight_micro_batches(Schedule schedule, int stages, int stage, int64_t micro_batches) {
   int64_t held = 0, peak = 0;
+  if (schedule == Schedule::ZeroBubbleH1) {  // a micro-batch's activations go with its W
+    for (const PipelineStep& step : zero_bubble_order(stages, stage, micro_batches)) {
+      held += step.weight ? -1 : step.backward ? 0 : 1;
+      peak = std::max(peak, held);
+    }
+    return peak;
+  }
   for (const auto& [backward, j] : stage_order(schedule, stages, stage, micro_batches)) {
     held += backward ? -1 : 1;
     peak = std::max(peak, held);
   }
   return peak;
+}
+
+std::vector<PipelineStep> zero_bubble_order(int stages, int stage, int64_t micro_batches) {
+  std::vector<PipelineStep> order;
+  const int64_t lag = stage;  // W j waits for B (j + lag): p micro-batches in flight on every stage
+  int64_t next_weight = 0;
+  for (const auto& [backward, j] : stage_order(Schedule::OneFOneB, stages, stage, micro_batches)) {
+    order.push_back(PipelineStep{stage, backward, j});
+    if (backward && j >= lag) order.push_back(PipelineStep{stage, false, next_weight++, true});
+  }
+  while (next_weight < micro_batches) order.push_back(PipelineStep{stage, false, next_weight++, true});
+  return order;
 }
 
 namespace {
@@ -111,6 +130,7 @@ std::vector<PipelineStep> physical_stage_order(const Plan& plan, int stage) {
   const int p = plan.physical_stages();
   BURST_ASSERT(stage >= 0 && stage < p, "physical_stage_order out of range");
   if (v > 1) return interleaved_order(p, v, stage, plan.pipeline.micro_batches);
+  if (plan.pipeline.schedule == Schedule::ZeroBubbleH1) return zero_bubble_order(p, stage, plan.pipeline.micro_batches);
   std::vector<PipelineStep> order;
   for (const auto& [backward, j] : stage_order(plan.pipeline.schedule, p, stage, plan.pipeline.micro_batches)) {
     order.push_back(PipelineStep{stage, backward, j});
@@ -122,8 +142,9 @@ int64_t chunk_in_flight(const Plan& plan, int chunk) {
   const int stage = chunk % plan.physical_stages();
   std::vector<int64_t> held(static_cast<size_t>(plan.stage_count()), 0);
   int64_t total = 0, peak = 0, at_peak = 0;
+  const bool split = plan.pipeline.schedule == Schedule::ZeroBubbleH1;  // activations go with W, not B
   for (const PipelineStep& step : physical_stage_order(plan, stage)) {
-    const int64_t change = step.backward ? -1 : 1;
+    const int64_t change = step.weight ? -1 : step.backward ? (split ? 0 : -1) : 1;
     held[static_cast<size_t>(step.chunk)] += change;
     total += change;
     if (total > peak) {

@@ -155,7 +155,7 @@ std::string json_refusal(const std::string& pipeline) {
 
 TEST(PipelinePlans, BadPipelinesAreRefusedInOneLine) {
   EXPECT_EQ(json_refusal(R"({"micro_batches": 1, "schedule": "zb"})"),
-            "unknown pipeline schedule 'zb' (known: gpipe, 1f1b, interleaved)");
+            "unknown pipeline schedule 'zb' (known: gpipe, 1f1b, interleaved, zb-h1)");
   EXPECT_EQ(json_refusal(R"({"micro_batches": 1, "stage_starts": ["b"]})"),
             "plan pipeline: field 'stage_starts' names 'b', which is not a layer of the plan");
 

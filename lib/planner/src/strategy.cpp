@@ -68,6 +68,12 @@ std::string pins_refusal(Strategy strategy, const ShapePins& pins) {
                        "take it: 3d, auto",
                        strategy_name(strategy));
   }
+  if (pins.schedule && *pins.schedule == plan::Schedule::ZeroBubbleH1 && strategy != Strategy::ThreeD &&
+      strategy != Strategy::Auto) {
+    return fmt::format("--schedule zb-h1: --strategy {} does not split its backwards; the strategies that take it: 3d, "
+                       "auto",
+                       strategy_name(strategy));
+  }
   if (pins.context_parallel && *pins.context_parallel > 1 && strategy != Strategy::ThreeD && strategy != Strategy::Auto) {
     return fmt::format("--context-parallel {}: --strategy {} does not split a sample's tokens; the strategies that "
                        "take it: 3d, auto",

@@ -31,11 +31,25 @@ class StageEstimate {
     }
   }
 
-  double layer(graph::LayerId id) const {
+  // One micro-batch of layer `id` on a rank of its stage: all of it, and (for ZB-H1's
+  // estimate) its weight gradients' share.
+  struct LayerSeconds {
+    double total = 0;
+    double weights = 0;
+  };
+  LayerSeconds layer(graph::LayerId id) const {
     const graph::Graph& graph = context_.graph;
     const plan::LayerPlacement& placement = plan_.layers[static_cast<size_t>(id)];
     const int64_t shard = placement.shards.front().samples.size();
     const cost::LayerTime time = context_.cost.require_tensor(graph, id, shard, plan_.layer_split(id)).time;
+    const double weights = time.backward.s() * cost::weight_gradient_share(graph, id);
+    return {layer_total(id, shard, time), weights};
+  }
+
+ private:
+  double layer_total(graph::LayerId id, int64_t shard, const cost::LayerTime& time) const {
+    const graph::Graph& graph = context_.graph;
+    const plan::LayerPlacement& placement = plan_.layers[static_cast<size_t>(id)];
     double seconds = time.total().s() + recomputed(id, time.forward.s()) + ring(id, shard, time);
     if (!placement.split.splits()) return seconds;
     // (each context rank's tensor collectives move its 1/C of the tokens)
@@ -49,7 +63,6 @@ class StageEstimate {
     return seconds;
   }
 
- private:
   // Ring attention's exposed passes, as the timer prices CP_RING (step_tasks.cpp).
   double ring(graph::LayerId id, int64_t shard, const cost::LayerTime& time) const {
     const int c = plan_.context_parallel;
@@ -95,12 +108,14 @@ double estimate_3d(const plan::PlanContext& context, const plan::Plan& plan, con
   const graph::Graph& graph = context.graph;
   const StageEstimate stage_estimate(context, plan, shape, program);
   std::vector<double> stage(static_cast<size_t>(shape.pipeline), 0.0), params(stage.size(), 0.0),
-      update(stage.size(), 0.0);
+      update(stage.size(), 0.0), weights(stage.size(), 0.0);
   double boundary = 0;
   const double scale = cost::value_bytes(program.precision) / cost::kFloatBytes;
   for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
     const auto s = static_cast<size_t>(plan.stage_of(id) % shape.pipeline);  // chunk c on physical stage c % p
-    stage[s] += stage_estimate.layer(id);
+    const auto seconds = stage_estimate.layer(id);
+    stage[s] += seconds.total;
+    weights[s] += seconds.weights;
     const plan::LayerPlacement& placement = plan.layers[static_cast<size_t>(id)];
     params[s] += static_cast<double>(cost::part_params(graph, id, placement.split)) * cost::value_bytes(program.precision);
     update[s] += context.cost.update_or_zero(graph, id).s() / (program.zero_stage >= 1 ? shape.data * shape.context : 1);
@@ -115,8 +130,11 @@ double estimate_3d(const plan::PlanContext& context, const plan::Plan& plan, con
   // Interleaving's V chunks a rank cut the bubble to (p - 1) / V of a micro-batch's stage
   // time and cross p x V - 1 boundaries each way.
   const double v = shape.virtual_stages;
-  double seconds = (m + (shape.pipeline - 1) / v) * stage[slowest] +
-                   2 * (shape.pipeline * v - 1) * boundary + update[slowest];
+  // ZB-H1's bubble: (p - 1) x (F + B - W) of a micro-batch, the stage time less twice its W.
+  const double bubble = shape.schedule == plan::Schedule::ZeroBubbleH1
+                            ? (shape.pipeline - 1) * std::max(0.0, stage[slowest] - 2 * weights[slowest])
+                            : (shape.pipeline - 1) / v * stage[slowest];
+  double seconds = m * stage[slowest] + bubble + 2 * (shape.pipeline * v - 1) * boundary + update[slowest];
   if (shape.data * shape.context > 1) {
     // Every sample group's and every context rank's copy of part 0 (the gradients of a
     // token share are partial sums).

@@ -152,8 +152,8 @@ class ThreeDSearch {
     return sizes;
   }
   // (schedule, V) as pinned (interleaved alone: V = 2 and 4), else 1F1B and, with stages,
-  // interleaved 1F1B at V = 2 (shape_fits_graph drops those the graph or the micro-batches
-  // cannot take).
+  // interleaved 1F1B at V = 2 and ZB-H1 (shape_fits_graph drops those the graph or the
+  // micro-batches cannot take).
   std::vector<std::pair<plan::Schedule, int>> schedule_choices(int p) const {
     const auto& pins = options_.pins;
     if (pins.schedule && *pins.schedule == plan::Schedule::Interleaved) {
@@ -162,7 +162,7 @@ class ThreeDSearch {
     }
     if (pins.schedule || pins.virtual_stages) return {{pins.schedule.value_or(plan::Schedule::OneFOneB), pins.virtual_stages.value_or(1)}};
     if (p == 1) return {{plan::Schedule::OneFOneB, 1}};
-    return {{plan::Schedule::OneFOneB, 1}, {plan::Schedule::Interleaved, 2}};
+    return {{plan::Schedule::OneFOneB, 1}, {plan::Schedule::Interleaved, 2}, {plan::Schedule::ZeroBubbleH1, 1}};
   }
 
   // Sequence parallelism as pinned, else on wherever there is a tensor group: it keeps a

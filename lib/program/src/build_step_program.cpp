@@ -50,6 +50,7 @@ class ProgramBuilder {
     program_.global_batch = plan.global_batch;
     program_.micro_batches = plan.pipeline.micro_batches;
     program_.micro_batch = plan.micro_batch();
+    program_.split_backward = plan.pipeline.schedule == plan::Schedule::ZeroBubbleH1;
     program_.ops.resize(static_cast<size_t>(plan.devices));
     for (const plan::LayerPlacement& layer : plan.layers) program_.splits.push_back(layer.split);
     split_plan_ = plan::has_tensor_split(plan);
@@ -655,19 +656,44 @@ class ProgramBuilder {
       segments[static_cast<size_t>(plan_.stage_of(program_.segments[static_cast<size_t>(s)].layers.front()))].push_back(s);
     }
     const std::vector<plan::PipelineStep> order = plan::physical_stage_order(plan_, stage);
+    // A chunk's gradients are whole after its last backward, or (split) its last W.
+    const bool split = program_.split_backward;
     std::vector<int64_t> last_backward(segments.size(), -1);
     for (const plan::PipelineStep& step : order) {
-      if (step.backward) last_backward[static_cast<size_t>(step.chunk)] = step.micro;
+      if (split ? step.weight : step.backward) last_backward[static_cast<size_t>(step.chunk)] = step.micro;
     }
     for (const plan::PipelineStep& step : order) {
       const auto micro = static_cast<int32_t>(step.micro);
       const std::vector<int32_t>& chunk = segments[static_cast<size_t>(step.chunk)];
-      if (!step.backward) {
+      if (!step.backward && !step.weight) {
         for (const int32_t s : chunk) add_segment_forward(s, micro);
         continue;
       }
       const bool last = step.micro == last_backward[static_cast<size_t>(step.chunk)];
-      for (auto s = chunk.rbegin(); s != chunk.rend(); ++s) add_segment_backward(*s, micro, last);
+      for (auto s = chunk.rbegin(); s != chunk.rend(); ++s) {
+        if (step.weight) {
+          add_segment_weights(*s, micro, last);
+        } else {
+          add_segment_backward(*s, micro, last && !split);
+        }
+      }
+    }
+  }
+
+  // ZB-H1's W step of a segment: each layer with parameters, in reverse graph order; the
+  // last micro-batch's starts the gradient buckets its layers close.
+  void add_segment_weights(int32_t segment, int32_t micro, bool reduces) {
+    const std::vector<graph::LayerId>& layers = program_.segments[static_cast<size_t>(segment)].layers;
+    for (auto id = layers.rbegin(); id != layers.rend(); ++id) {
+      if (graph_.info(*id).params == 0) continue;
+      Op op;
+      op.kind = OpKind::BackwardWeight;
+      op.layer = *id;
+      op.segment = segment;
+      op.micro = micro;
+      for (const cost::Shard& shard : program_.segments[static_cast<size_t>(segment)].shards) emit(shard.rank, op);
+      if (!reduces) continue;
+      for (const int32_t bucket : closes_[static_cast<size_t>(*id)]) emit_allreduce(*id, bucket);
     }
   }
 

@@ -307,6 +307,45 @@ void check_context_rings(const StepProgram& program, const graph::Graph& graph, 
   }
 }
 
+// ZB-H1: on every rank, each layer with parameters runs one W a micro-batch after its B, and
+// a bucket starts after the last W of each of its layers; without the split, no W at all.
+void check_weight_passes(const StepProgram& program, const graph::Graph& graph) {
+  const auto micro_batches = static_cast<size_t>(program.micro_batches);
+  for (int rank = 0; rank < program.ranks; ++rank) {
+    std::vector<char> backward_done(graph.size() * micro_batches, 0);
+    std::vector<int> weights(graph.size(), 0), backwards(graph.size(), 0);
+    for (const Op& op : program.ops[static_cast<size_t>(rank)]) {
+      const auto at = static_cast<size_t>(op.layer) * micro_batches + static_cast<size_t>(op.micro);
+      if (op.kind == OpKind::Backward) {
+        backward_done[at] = 1;
+        ++backwards[static_cast<size_t>(op.layer)];
+      }
+      if (op.kind == OpKind::BackwardWeight && (!program.split_backward || !backward_done[at])) {
+        throw UserError(fmt::format("step program: rank {} runs a W of layer '{}' on micro-batch {} {}", rank,
+                                    graph.layer(op.layer).name, op.micro,
+                                    program.split_backward ? "before its B" : "in a program without split backwards"));
+      }
+      if (op.kind == OpKind::BackwardWeight) ++weights[static_cast<size_t>(op.layer)];
+      if (program.split_backward && (op.kind == OpKind::AllReduce || op.kind == OpKind::ReduceScatter)) {
+        for (const graph::LayerId id : program.buckets[static_cast<size_t>(op.bucket)].layers) {
+          if (weights[static_cast<size_t>(id)] != backwards[static_cast<size_t>(id)]) {
+            throw UserError(fmt::format("step program: rank {} starts bucket {} before the W of layer '{}'", rank,
+                                        op.bucket, graph.layer(id).name));
+          }
+        }
+      }
+    }
+    for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
+      const int expected = program.split_backward && graph.info(id).params > 0 ? backwards[static_cast<size_t>(id)] : 0;
+      if (weights[static_cast<size_t>(id)] != expected) {
+        throw UserError(fmt::format("step program: rank {} runs {} W of layer '{}' for {} backwards", rank,
+                                    weights[static_cast<size_t>(id)], graph.layer(id).name,
+                                    backwards[static_cast<size_t>(id)]));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void check_step_program(const StepProgram& program, const graph::Graph& graph, const plan::Plan& plan) {
@@ -321,6 +360,7 @@ void check_step_program(const StepProgram& program, const graph::Graph& graph, c
   check_tensor_collectives(program, graph);
   check_clipping(program);
   check_context_rings(program, graph, plan);
+  check_weight_passes(program, graph);
 }
 
 }  // namespace burst::program

@@ -27,6 +27,7 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::TensorReduceScatter: return "TP_REDUCE_SCATTER";
     case OpKind::TensorAllGather: return "TP_ALL_GATHER";
     case OpKind::ContextRing: return "CP_RING";
+    case OpKind::BackwardWeight: return "W";
   }
   return "?";
 }
@@ -97,6 +98,7 @@ std::string op_text(const StepProgram& program, const graph::Graph& graph, int r
     }
     case OpKind::Forward:
     case OpKind::Backward:
+    case OpKind::BackwardWeight:
     case OpKind::Recompute:
       return fmt::format("{}{}{}  {} {}{}", op.segment, op_kind_name(op.kind), op.micro, graph.layer(op.layer).name,
                          samples_text(shard_of(program, op.segment, rank)), part_text(program, op.segment, op.layer, rank));

@@ -167,6 +167,10 @@ void refuse_unrun_dimensions(const graph::Graph& graph, const plan::Plan& plan, 
                                 "(docs/llm.md)",
                                 plan.pipeline.virtual_stages));
   }
+  if (plan.pipeline.schedule == plan::Schedule::ZeroBubbleH1) {
+    throw UserError("burst plans the ZB-H1 schedule (backward split into input and weight gradients) but does not "
+                    "train it yet (docs/llm.md)");
+  }
   if (plan.context_parallel > 1) {
     throw UserError(fmt::format("burst plans context parallelism (each sample's tokens over {} devices) but does not "
                                 "train it yet (docs/llm.md)",

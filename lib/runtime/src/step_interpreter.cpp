@@ -200,6 +200,9 @@ class StepInterpreter {
       case OpKind::ContextRing:
         BURST_ASSERT(false, "context-parallel plans are refused before a step runs (plan_executor)");
         return;
+      case OpKind::BackwardWeight:
+        BURST_ASSERT(false, "ZB-H1 plans are refused before a step runs (plan_executor)");
+        return;
       case OpKind::RecvGradient: return receive_gradient(op);
       case OpKind::SendGradient: return send_gradient(op);
       case OpKind::Backward: return backward(op.segment, op.micro);

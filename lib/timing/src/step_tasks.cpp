@@ -307,14 +307,11 @@ class Lowering {
   void lower_op(int rank, const program::Op& op, Seconds update, RankCursor& cursor) {
     switch (op.kind) {
       case OpKind::Forward:
-      case OpKind::Backward: {
-        const int64_t shard = shard_size(rank, op.segment, cursor);
-        const cost::LayerTime& time = times_.at(op.layer, shard, kind_[static_cast<size_t>(rank)]);
-        const bool forward = op.kind == OpKind::Forward;
-        add_compute(rank, op.layer, forward ? time.forward : time.backward, compute_bound(rank, op.layer, shard),
-                    forward ? TaskWork::Forward : TaskWork::Backward, cursor);
+      case OpKind::Backward:
+      case OpKind::BackwardWeight:
+      case OpKind::Recompute:
+        lower_compute(rank, op, cursor);
         break;
-      }
       case OpKind::SendActivation:
       case OpKind::SendGradient:
         if (cursor.last_compute >= 0) depend(cursor.last_compute, message(op.piece));
@@ -341,13 +338,6 @@ class Lowering {
       case OpKind::AllGather:
         cursor.waits.push_back(join_collective(op.bucket >= 0 ? bucket_gather(op) : layer_collective(op, TaskWork::AllGather), cursor));
         break;
-      case OpKind::Recompute: {
-        const int64_t shard = shard_size(rank, op.segment, cursor);
-        const cost::LayerTime& time = times_.at(op.layer, shard, kind_[static_cast<size_t>(rank)]);
-        add_compute(rank, op.layer, time.forward * recomputed_share(op.layer), compute_bound(rank, op.layer, shard),
-                    TaskWork::Recompute, cursor);
-        break;
-      }
       case OpKind::WaitAllReduce:
         cursor.waits.push_back(bucket_task_[static_cast<size_t>(op.bucket)]);
         break;
@@ -361,6 +351,20 @@ class Lowering {
       case OpKind::ReduceLoss:  // not timed (logged steps only)
       case OpKind::WaitSends:   // the step's end waits for every message
         break;
+    }
+  }
+
+  // A layer's F, B (or a split backward's B or W) or RECOMPUTE on its shard.
+  void lower_compute(int rank, const program::Op& op, RankCursor& cursor) {
+    const int64_t shard = shard_size(rank, op.segment, cursor);
+    const cost::LayerTime& time = times_.at(op.layer, shard, kind_[static_cast<size_t>(rank)]);
+    const double bound = compute_bound(rank, op.layer, shard);
+    if (op.kind == OpKind::Recompute) {
+      add_compute(rank, op.layer, time.forward * recomputed_share(op.layer), bound, TaskWork::Recompute, cursor);
+    } else if (op.kind == OpKind::Forward) {
+      add_compute(rank, op.layer, time.forward, bound, TaskWork::Forward, cursor);
+    } else {
+      add_compute(rank, op.layer, time.backward * backward_share(op), bound, TaskWork::Backward, cursor);
     }
   }
 
@@ -416,6 +420,14 @@ class Lowering {
     index = add(task);
     messages_.push_back(index);
     return index;
+  }
+
+  // What of a layer's backward a B or W runs: all of it, but a split backward's B the input
+  // gradients and its W the weight gradients (cost::weight_gradient_share).
+  double backward_share(const program::Op& op) const {
+    if (!program_.split_backward) return 1.0;
+    const double weights = cost::weight_gradient_share(context_.graph, op.layer);
+    return op.kind == OpKind::BackwardWeight ? weights : 1.0 - weights;
   }
 
   // What of a layer's forward a RECOMPUTE runs again: all of it under full recomputation,

@@ -71,6 +71,13 @@ Bytes attention_core_per_sample(const graph::Graph& graph, graph::LayerId id);
 // its core's FLOPs (QK^T and the probabilities times V, 2 x 2 x T x T x D a sample) over the
 // layer's; 0 for other ops. The projections are not recomputed.
 double attention_core_forward_share(const graph::Graph& graph, graph::LayerId id);
+// The share of a layer's backward that computes its weight gradients (ZB-H1's W pass): a
+// weight's gradient costs what its product did in the forward, 2 x tokens x (active)
+// parameters FLOPs of a backward of 2 x the forward's, so tokens x parameters / forward
+// FLOPs, at most 1/2 (a linear: 1/2; attention: 1/2 of the projections' share); 1 for a
+// layer with weights and no FLOPs (an embedding's backward is its weights' scatter-add), 0
+// without weights.
+double weight_gradient_share(const graph::Graph& graph, graph::LayerId id);
 // A self_attention layer's keys and values per sample, fp32 bytes: T x KV x (hd + vd) values
 // (0 for other layers). Ring attention passes a rank's share of them around its context group.
 Bytes keys_values_per_sample(const graph::Graph& graph, graph::LayerId id);

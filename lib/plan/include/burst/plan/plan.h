@@ -45,12 +45,19 @@ struct LayerPlacement {
 // (docs/pipelines.md): GPipe, every forward then every backward; 1F1B (PipeDream-Flush),
 // p - 1 - s forwards of warm-up on stage s of p, then one forward and one backward in turn;
 // interleaved 1F1B (Megatron-LM's, Narayanan et al. SC'21), each rank holding V model chunks
-// (Pipeline::virtual_stages), 1F1B over chunk-micro-batches, which cuts the bubble by V.
-enum class Schedule : uint8_t { GPipe, OneFOneB, Interleaved };
-inline constexpr EnumNames<Schedule, 3> kScheduleNames{
+// (Pipeline::virtual_stages), 1F1B over chunk-micro-batches, which cuts the bubble by V;
+// ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024): 1F1B with each backward
+// split into B (input gradients) and W (weight gradients), stage s deferring its W passes
+// by s so that every stage holds p micro-batches in flight, 1F1B's peak; the deferred W's fill
+// the tail bubble, a third of 1F1B's when F, B and W take equal times.
+enum class Schedule : uint8_t { GPipe, OneFOneB, Interleaved, ZeroBubbleH1 };
+inline constexpr EnumNames<Schedule, 4> kScheduleNames{
     "pipeline schedule",
-    {{{Schedule::GPipe, "gpipe"}, {Schedule::OneFOneB, "1f1b"}, {Schedule::Interleaved, "interleaved"}}}};
-const char* schedule_name(Schedule schedule);  // "gpipe", "1f1b", "interleaved"
+    {{{Schedule::GPipe, "gpipe"},
+      {Schedule::OneFOneB, "1f1b"},
+      {Schedule::Interleaved, "interleaved"},
+      {Schedule::ZeroBubbleH1, "zb-h1"}}}};
+const char* schedule_name(Schedule schedule);  // "gpipe", "1f1b", "interleaved", "zb-h1"
 // UserError naming the known ones for any other name.
 Schedule schedule_from_name(const std::string& name);
 
@@ -118,20 +125,25 @@ std::vector<std::pair<bool, int64_t>> stage_order(Schedule schedule, int stages,
 int64_t in_flight_micro_batches(Schedule schedule, int stages, int stage, int64_t micro_batches);
 
 // One forward or backward of one micro-batch of one chunk (a stage of Plan::stage_count()).
+// Under ZB-H1 a backward step is B (input gradients) and a `weight` step W (weight gradients).
 struct PipelineStep {
   int chunk = 0;
   bool backward = false;
   int64_t micro = 0;
+  bool weight = false;
   bool operator==(const PipelineStep& other) const {
-    return chunk == other.chunk && backward == other.backward && micro == other.micro;
+    return chunk == other.chunk && backward == other.backward && micro == other.micro && weight == other.weight;
   }
 };
 // What the ranks of physical stage `stage` run, in order: stage_order's for one chunk a rank
 // (chunk = stage), or interleaved 1F1B over its V chunks stage, stage + p, ...: forward k
 // (of m x V) is chunk (k / p) % V of micro-batch (k / pV) p + k % p, backward k the same with
 // the chunks from the last; (p - s - 1) x 2 + (V - 1) x p warm-up forwards, then one forward
-// and one backward in turn (m a multiple of p: validate_plan).
+// and one backward in turn (m a multiple of p: validate_plan); under ZB-H1 1F1B's order with
+// W j right after B (j + s), the last s W's at the end.
 std::vector<PipelineStep> physical_stage_order(const Plan& plan, int stage);
+// ZB-H1's order on stage `stage` of `stages` (physical_stage_order's, one chunk a rank).
+std::vector<PipelineStep> zero_bubble_order(int stages, int stage, int64_t micro_batches);
 // The micro-batches of chunk `chunk` whose activations its ranks hold when they hold the
 // most chunk-micro-batches at once (in_flight_micro_batches for one chunk a rank).
 int64_t chunk_in_flight(const Plan& plan, int chunk);

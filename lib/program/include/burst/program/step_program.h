@@ -31,7 +31,8 @@
 // With micro-batches and stages (plan::Pipeline, docs/pipelines.md), each rank runs its
 // stage's forward and backward of every micro-batch (the ops above, restricted to the
 // stage's segments, each op carrying its micro-batch) in its stage's order
-// (plan::stage_order: GPipe or 1F1B). Gradients accumulate over the micro-batches; a
+// (plan::physical_stage_order: GPipe, 1F1B, interleaved 1F1B or ZB-H1, whose W steps run a
+// segment's W ops in reverse graph order, ALLREDUCE after the closing layer's last W). Gradients accumulate over the micro-batches; a
 // bucket's ALLREDUCE comes in the last micro-batch's backward, so it still overlaps the
 // rest of that backward, and the step ends as above.
 //
@@ -109,6 +110,8 @@ enum class OpKind : uint8_t {
   TensorAllGather,      // sequence parallelism: the blocking all-gather over tokens of a
                         // sequence split's output (forward) or of the output gradient a
                         // sequence split hands back to a whole layer (backward)
+  BackwardWeight,       // ZB-H1 (StepProgram::split_backward): one layer's weight gradients (W),
+                        // after its B (which then computes the input gradients only)
   ContextRing,          // context parallelism (plan::Plan::context_parallel): ring attention's
                         // passes of keys and values around the context group, right before a
                         // self_attention layer's F (forward) or before its B and the tensor
@@ -208,6 +211,10 @@ struct StepProgram {
   // By rank: the rank whose ops stand for its own (itself, without
   // BuildScope::one_rank_per_class); -1 for a rank that holds no shard.
   std::vector<int32_t> representative;
+  // ZB-H1 (plan::Schedule::ZeroBubbleH1): each B computes its layer's input gradients only,
+  // and a W (BackwardWeight) of each layer with parameters its weight gradients, where the
+  // schedule puts it (plan::zero_bubble_order); a bucket's reduction follows its layers' last W.
+  bool split_backward = false;
   // Whether classes of ranks that exchange messages were merged because they mirror each
   // other (BuildScope::one_rank_per_class; the builder verifies it): the representatives'
   // messages and ports stand for their members'.
