@@ -9,7 +9,10 @@
 # rows pin selective recomputation with sequence parallelism, the others none. Rows whose
 # evaluation does not finish within the timeout are printed as such, not left out. Rows are
 # planned without a memory limit (--device-memory 10000) so that each gets its time; the
-# predicted peak per GPU (GB) says whether burst thinks it fits the 80 GB.
+# predicted peak per GPU (GB) says whether burst thinks it fits the 80 GB. Then each row
+# again as burst's own plan (`--strategy 3d`, only the precision and the optimizer given, in
+# the GPUs' 80 GB): the gain it claims over the published configuration and each term of the
+# difference (planner::StepTerms), with what of it no checked run covers. OWN=0 skips them.
 #
 # usage: bench/published_results.sh [BURST] [TIMEOUT_S] [ROWS]   (default build/release/apps/burst/burst, 600, all)
 set -euo pipefail
@@ -54,6 +57,7 @@ rows=(
   "BLOOM-176B|70,14336,112,250880|a100-80gb|384|50|2048|4|12|1|2|fp16|full|no|1|104.70|BigScience tr11 log, iteration 85376"
 )
 # ROWS (optional): only the rows whose name contains it.
+names=()
 printf '| run | GPUs | TP x PP (V) x DP, MBS | measured s | burst s | burst / measured | burst peak GB | planner s | source |\n'
 printf '|---|---|---|---|---|---|---|---|---|\n'
 for row in "${rows[@]}"; do
@@ -72,6 +76,7 @@ for row in "${rows[@]}"; do
              --micro-batch-size "$mbs" --precision "$precision" --recompute "$recompute" --zero "$zero" \
              "${schedule[@]}" "$sequence" --device-memory 10000 \
              --optimizer adam --json > "$work/out.json" 2> "$work/err.txt"; then
+    cp "$work/out.json" "$work/pinned-${#names[@]}.json"
     seconds=$(python3 -c 'import json,sys; print("%.2f" % (json.load(open(sys.argv[1]))["iteration_time_ms"] / 1e3))' "$work/out.json")
     memory=$(python3 -c 'import json,sys; print("%.1f" % (json.load(open(sys.argv[1]))["memory"]["peak_bytes"] / 1e9))' "$work/out.json")
     ratio=$(python3 -c 'import sys; print("%.2f" % (float(sys.argv[1]) / float(sys.argv[2])))' "$seconds" "$measured")
@@ -84,4 +89,33 @@ for row in "${rows[@]}"; do
   took=$(python3 -c 'import sys; print("%.1f" % (float(sys.argv[2]) - float(sys.argv[1])))' "$start" "$(date +%s.%N)")
   printf '| %s | %s | %s x %s (%s) x %s, %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$gpus" "$tp" "$pp" "$v" "$dp" \
     "$mbs" "$measured" "$seconds" "$ratio" "$memory" "$took" "$source"
+  if [ "${OWN:-1}" != 0 ]; then
+    timeout "$limit" "$burst" plan --model "gpt2:layers=$layers,width=$width,heads=$heads,seq=2048,vocab=$vocab,positions=2048" \
+      --cluster "$file" --global-batch "$batch" --strategy 3d --precision "$precision" --optimizer adam --json \
+      > "$work/own-${#names[@]}.json" 2> "$work/err.txt" || rm -f "$work/own-${#names[@]}.json"
+  fi
+  names+=("$name")
+done
+
+[ "${OWN:-1}" = 0 ] && exit 0
+printf '\n| run | own plan | claimed gain | compute | recompute | bubble | communication | unchecked |\n|---|---|---|---|---|---|---|---|\n'
+for i in "${!names[@]}"; do
+  python3 - "${names[$i]}" "$work/pinned-$i.json" "$work/own-$i.json" <<'PY'
+import json, os, sys
+name, pinned_path, own_path = sys.argv[1:]
+if not (os.path.exists(pinned_path) and os.path.exists(own_path)):
+    print("| %s | - | - | - | - | - | - | - |" % name)
+    sys.exit()
+a, b = json.load(open(pinned_path)), json.load(open(own_path))
+p = b["parallelism"]
+shape = "TP %d%s x PP %d%s x DP %d, mbs %d, %s, %s, ZeRO %d" % (
+    p["tensor"], " + SP" if p["sequence_parallel"] else "", p["pipeline"],
+    " (V %d)" % p["virtual_stages"] if p["virtual_stages"] > 1 else "", p["data"], p["micro_batch"], p["schedule"],
+    p["recompute"], p["zero"])
+ta, tb = a.get("step_terms"), b.get("step_terms")
+keys = ("compute_ms", "recompute_ms", "bubble_ms", "exposed_communication_ms")
+terms = ["%+.0f" % (ta[k] - tb[k]) if ta and tb else "-" for k in keys]
+print("| %s | %s | %.2fx | %s | %s |" % (name, shape, a["iteration_time_ms"] / b["iteration_time_ms"],
+                                        " | ".join(terms), "; ".join(b.get("unchecked", [])) or "-"))
+PY
 done

@@ -64,6 +64,7 @@ PY
 }
 
 printf '| row | measured tok/s | plan | predicted tok/s | ratio | predicted GiB (measured) | memory ratio |\n|---|---|---|---|---|---|---|\n'
+names=()
 for row in "${rows[@]}"; do
   IFS='|' read -r name config gpus batch tp pp mbs precision recompute tps gib cp seq <<< "$row"
   [ -n "${ROWS:-}" ] && ! grep -qE "$ROWS" <<< "$name" && continue
@@ -80,6 +81,7 @@ for row in "${rows[@]}"; do
     args=("${pinned[@]}")
     [ "$kind" = own ] && args=(--strategy auto)
     if "$burst" "${common[@]}" "${args[@]}" > "$work/out.json" 2> "$work/err.txt"; then
+      cp "$work/out.json" "$work/$(printf '%02d' "${#names[@]}")-$kind.json"
       IFS='|' read -r strategy predicted ratio mem mem_ratio < <(summary "$work/out.json" "$tps" "$gib")
       printf '| %s (%s) | %s | %s | %s | %s | %s (%s) | %s |\n' "$name" "$kind" "$tps" "$strategy" "$predicted" "$ratio" \
         "$mem" "$gib" "$mem_ratio"
@@ -87,4 +89,31 @@ for row in "${rows[@]}"; do
       printf '| %s (%s) | %s | refused: %s | - | - | - | - |\n' "$name" "$kind" "$tps" "$(head -c 200 "$work/err.txt" | tr '\n' ' ')"
     fi
   done
+  names+=("$name")
+done
+
+# burst's own plan against the published configuration, row by row: the gain it claims
+# (pinned time / own time), its shape, and each term of the difference (pinned - own, ms of
+# the step; planner::StepTerms: compute, recompute, bubble, exposed communication), with
+# the dimensions of the own plan no checked published run covers.
+printf '\n| row | own plan | claimed gain | compute | recompute | bubble | communication | unchecked |\n|---|---|---|---|---|---|---|---|\n'
+for i in "${!names[@]}"; do
+  python3 - "${names[$i]}" "$work/$(printf '%02d' "$i")-pinned.json" "$work/$(printf '%02d' "$i")-own.json" <<'PY'
+import json, os, sys
+name, pinned_path, own_path = sys.argv[1:]
+if not (os.path.exists(pinned_path) and os.path.exists(own_path)):
+    print("| %s | - | - | - | - | - | - | - |" % name)
+    sys.exit()
+a, b = json.load(open(pinned_path)), json.load(open(own_path))
+p = b["parallelism"]
+shape = "TP %d%s x CP %d x PP %d%s x DP %d, mbs %d, %s, %s, ZeRO %d" % (
+    p["tensor"], " + SP" if p["sequence_parallel"] else "", p["context"], p["pipeline"],
+    " (V %d)" % p["virtual_stages"] if p["virtual_stages"] > 1 else "", p["data"], p["micro_batch"], p["schedule"],
+    p["recompute"], p["zero"])
+ta, tb = a.get("step_terms"), b.get("step_terms")
+keys = ("compute_ms", "recompute_ms", "bubble_ms", "exposed_communication_ms")
+terms = ["%+.0f" % (ta[k] - tb[k]) if ta and tb else "-" for k in keys]
+print("| %s | %s | %.2fx | %s | %s |" % (name, shape, a["iteration_time_ms"] / b["iteration_time_ms"],
+                                        " | ".join(terms), "; ".join(b.get("unchecked", [])) or "-"))
+PY
 done

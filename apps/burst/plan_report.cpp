@@ -102,6 +102,27 @@ json tried_json(const PlanReport& report) {
   return entries;
 }
 
+// The step's terms in ms (planner::StepTerms; 3-D plans), "-" without them.
+std::string terms_text(const PlanReport& report) {
+  if (!report.terms) return "-";
+  const planner::StepTerms& t = *report.terms;
+  return fmt::format("compute {:.1f} ms, recompute {:.1f} ms, bubble {:.1f} ms, exposed communication {:.1f} ms on "
+                     "the busiest rank (docs/planner.md, \"Why one plan beats another\")",
+                     t.compute * 1e3, t.recompute * 1e3, t.bubble * 1e3, t.communication * 1e3);
+}
+json terms_json(const PlanReport& report) {
+  if (!report.terms) return nullptr;
+  const planner::StepTerms& t = *report.terms;
+  return {{"iteration_ms", t.iteration * 1e3}, {"compute_ms", t.compute * 1e3}, {"recompute_ms", t.recompute * 1e3},
+          {"bubble_ms", t.bubble * 1e3}, {"exposed_communication_ms", t.communication * 1e3}};
+}
+// Dimensions no checked published run covers (planner::unchecked_dimensions), "-" for none.
+std::string unchecked_text(const PlanReport& report) {
+  const std::vector<std::string> unchecked =
+      planner::unchecked_dimensions(planner::plan_dimensions(report.plan, report.program));
+  return unchecked.empty() ? "-" : fmt::format("{} (its prediction leans on them)", fmt::join(unchecked, "; "));
+}
+
 }  // namespace
 
 json pipeline_json(const plan::Plan& plan) {
@@ -261,6 +282,8 @@ std::vector<std::pair<std::string, std::string>> summary_lines(const PlanReport&
                    100 * ratio(evaluation.idle_device_seconds, iteration * devices), devices, iteration.ms())},
       {"devices used", fmt::format("{} of {} (the most any layer runs on)", devices_used(report.plan), devices)},
       {"parallelism", planner::dimensions_text(planner::plan_dimensions(report.plan, report.program))},
+      {"step terms", terms_text(report)},
+      {"unchecked", unchecked_text(report)},
       {"pipeline", pipeline_text(report.plan)},
       {"strategies tried", report.tried != nullptr && !report.tried->empty() ? strategies_text(*report.tried) : "-"},
       {"peak memory per device", report.memory_line.empty() ? "-" : report.memory_line},
@@ -367,6 +390,8 @@ json plan_report_json(const PlanReport& report) {
           {"peak_tflops", report.peak_flops > 0 ? json(report.peak_flops / 1e12) : json(nullptr)},
           {"memory", memory_json(report)},
           {"parallelism", planner::dimensions_json(planner::plan_dimensions(report.plan, report.program))},
+          {"step_terms", terms_json(report)},
+          {"unchecked", planner::unchecked_dimensions(planner::plan_dimensions(report.plan, report.program))},
           {"pipeline", pipeline_json(report.plan)},
           {"strategies_tried", tried_json(report)},
           {"layers", std::move(layers)}};

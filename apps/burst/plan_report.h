@@ -10,6 +10,7 @@
 
 #include "burst/cluster/cluster.h"
 #include "burst/graph/graph.h"
+#include "burst/planner/step_terms.h"
 #include "burst/timing/evaluate.h"
 #include "burst/plan/plan.h"
 #include "burst/program/step_memory.h"
@@ -25,6 +26,7 @@ struct PlanEvaluations {
   timing::PlanEvaluation evaluation;
   timing::PlanEvaluation data_parallel;  // plan_data_parallel on all devices
   timing::PlanEvaluation one_device;     // plan_single_device
+  std::optional<planner::StepTerms> terms;  // 3-D plans: what the step's time is made of
 };
 
 // Everything `burst plan` prints about one plan. The subject and its evaluations are set at
@@ -37,7 +39,8 @@ struct PlanReport {
         plan(plan_),
         evaluation(evaluations.evaluation),
         data_parallel(evaluations.data_parallel),
-        one_device(evaluations.one_device) {}
+        one_device(evaluations.one_device),
+        terms(evaluations.terms) {}
 
   const graph::Graph& graph;
   const cluster::Cluster& cluster;
@@ -49,6 +52,7 @@ struct PlanReport {
   const timing::PlanEvaluation& evaluation;
   const timing::PlanEvaluation& data_parallel;
   const timing::PlanEvaluation& one_device;
+  const std::optional<planner::StepTerms>& terms;
   // What the burst planner reported with its plan (empty for other plans): the limit it
   // planned under (it raises the asked one rather than be slower than data parallelism;
   // nullopt: none) and its own prediction (an estimate where branches run concurrently).

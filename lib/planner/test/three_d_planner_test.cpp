@@ -7,6 +7,7 @@
 #include "burst/cost/network.h"
 #include "burst/graph/zoo.h"
 #include "burst/planner/parallel_shape.h"
+#include "burst/planner/step_terms.h"
 #include "burst/planner/three_d_planner.h"
 #include "burst/program/step_memory.h"
 #include "burst/program/step_program.h"
@@ -178,6 +179,38 @@ TEST(ThreeDPlanner, ContextGroupsLiftOntoTheirDevices) {
   EXPECT_EQ(refusal(gpt, 16, with_context(ParallelShape{1, 1, 1, 1}, 16)),
             "--context-parallel 16 cuts each sample's 16 tokens (--seq) into 32 chunks, two a rank, which do not "
             "divide them");
+}
+
+// A step's terms add up to its time: compute and recompute on the busiest rank, the bubble
+// with free links, and the communication the free links take away.
+TEST(StepTerms, AddUpToTheStepAndNameWhatTheyCount) {
+  const TinyGpt gpt;
+  const plan::Plan plan = plan_shape(gpt.context(), 16, ParallelShape{2, 2, 4, 1, plan::Schedule::OneFOneB});
+  program::ProgramOptions program;
+  program.recompute = cost::Recompute::Full;
+  const StepTerms terms = step_terms(plan, gpt.context(), program);
+  timing::EvaluateOptions options;
+  options.program = program;
+  EXPECT_DOUBLE_EQ(terms.iteration, timing::evaluate_plan(plan, gpt.context(), options).iteration_time.s());
+  EXPECT_NEAR(terms.compute + terms.recompute + terms.bubble + terms.communication, terms.iteration,
+              1e-12 * terms.iteration);
+  EXPECT_GT(terms.recompute, 0);
+  EXPECT_GT(terms.bubble, 0);         // 2 stages, 2 micro-batches
+  EXPECT_GT(terms.communication, 0);  // tensor all-reduces on NVLink
+  program.recompute = cost::Recompute::None;
+  EXPECT_EQ(step_terms(plan, gpt.context(), program).recompute, 0);
+}
+
+TEST(StepTerms, MarksDimensionsNoCheckedRunCovers) {
+  PlanDimensions d;
+  EXPECT_TRUE(unchecked_dimensions(d).empty());
+  d.schedule = plan::Schedule::ZeroBubbleH1;
+  d.zero_stage = 3;
+  d.data = 256;
+  const std::vector<std::string> unchecked = unchecked_dimensions(d);
+  ASSERT_EQ(unchecked.size(), 2u);
+  EXPECT_EQ(unchecked[0], "ZB-H1: no published run checks it");
+  EXPECT_EQ(unchecked[1], "ZeRO 3 over 256 data-parallel ranks: the largest checked is 128 (torchtitan Table 3)");
 }
 
 // The search counts the memory of one data-parallel replica (the ranks holding samples
