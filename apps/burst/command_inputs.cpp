@@ -243,6 +243,9 @@ planner::ShapePins parse_pins(const InputOptions& options, const program::Progra
     pins.virtual_stages = static_cast<int>(parse_whole(options.virtual_stages, "--virtual-stages", 1, kMostDevices));
     if (!pins.schedule && *pins.virtual_stages > 1) pins.schedule = plan::Schedule::Interleaved;
   }
+  if (!options.expert_parallel.empty()) {
+    pins.expert_parallel = static_cast<int>(parse_whole(options.expert_parallel, "--expert-parallel", 1, kMostDevices));
+  }
   if (!options.context_parallel.empty()) {
     pins.context_parallel = static_cast<int>(parse_whole(options.context_parallel, "--context-parallel", 1, kMostDevices));
   }
@@ -410,6 +413,10 @@ void add_program_options(CLI::App& command, ProgramOptionsText& options) {
                      "HSDP: shard weights, gradients and optimizer state within groups of N data-parallel ranks "
                      "and replicate across them (FSDP2's hybrid sharding; implies --zero 3); 0: shard over all")
       ->capture_default_str();
+  command.add_option("--moe-imbalance", options.moe_imbalance,
+                     "Expert parallelism's token imbalance: the busiest expert rank's routed tokens over the mean "
+                     "(1: balanced); its moe layers' expert work is timed at that share")
+      ->capture_default_str();
   command.add_option("--power-cap", options.power_cap,
                      "Every device's power limit in watts (as nvidia-smi -pl): compute runs at the highest clock "
                      "whose power is within it; between the device's idle power and its board maximum; 0: none")
@@ -432,6 +439,8 @@ program::ProgramOptions parse_program_options(const ProgramOptionsText& options,
   program.clip_grad_norm =
       parse_finite(options.clip_grad_norm, "--clip-grad-norm", 0, "a finite number > 0 (or 0: no clipping)");
   program.power_cap_w = parse_finite(options.power_cap, "--power-cap", 0, "a number of watts > 0 (or 0: none)");
+  program.moe_imbalance =
+      parse_finite(options.moe_imbalance, "--moe-imbalance", 1, "a finite number of at least 1 (1: balanced)");
   program::check_program_options(program);
   return program;
 }
@@ -470,6 +479,11 @@ void add_shape_options(CLI::App& command, InputOptions& options) {
       "Pin Megatron's sequence parallelism on (or off) in tensor groups: norms and element-wise layers on each "
       "part's slice of the tokens, reduce-scatters and all-gathers in place of the all-reduces (default: "
       "--strategy 3d and auto try both; tensor off)");
+  command.add_option("--expert-parallel", options.expert_parallel,
+                     "Pin E, the data-parallel sample groups that share each moe layer's experts (expert "
+                     "parallelism: E / experts a device, tokens dispatched and combined by all-to-alls; E must divide "
+                     "the experts and the data-parallel groups, without tensor or context parallelism): --strategy 3d "
+                     "or auto, which try 2, 4 and 8");
   command.add_option("--context-parallel", options.context_parallel,
                      "Pin C, the devices that share each sample's tokens (context parallelism: ring attention passing "
                      "keys and values around the group, two causally balanced chunks a device; 2 x C must divide "

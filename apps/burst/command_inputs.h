@@ -38,6 +38,7 @@ struct ProgramOptionsText {
   std::string clip_grad_norm = "0";  // 0: no clipping
   std::string power_cap = "0";       // watts per device; 0: none
   std::string fsdp_shard = "0";      // HSDP's shard group; 0: the whole data-parallel group
+  std::string moe_imbalance = "1";   // expert parallelism: the busiest expert rank's tokens over the mean
   static std::string default_bucket_mib();  // ProgramOptions' default, in MiB
 };
 void add_program_options(CLI::App& command, ProgramOptionsText& options);
@@ -69,6 +70,7 @@ struct InputOptions {
   std::optional<bool> sequence_parallel;  // --sequence-parallel / --no-sequence-parallel; none: searched
   std::string virtual_stages;             // --virtual-stages V (the interleaved schedule); empty: searched
   std::string context_parallel;           // --context-parallel C (ring attention); empty: searched
+  std::string expert_parallel;            // --expert-parallel E (moe layers' experts over E sample groups); empty: searched
 };
 
 // The pins above, which `burst plan` and `burst sim` share.

@@ -117,6 +117,24 @@ assert d["parallelism"]["schedule"] == "zb-h1" and d["parallelism"]["pipeline"] 
 refused "zb-h1 on pipeline" plan --model "hf:$configs/llama-3.1-8b.json" --device h100-sxm --devices 32 \
   --global-batch 32 --strategy pipeline --schedule zb-h1
 contains_error "--strategy pipeline does not split its backwards"
+ok ep plan --model "hf:$configs/mixtral-8x7b.json" --seq 4096 --device h100-sxm --devices 64 --global-batch 256 \
+  --strategy 3d --tensor-parallel 1 --pipeline-stages 4 --expert-parallel 8 --moe-imbalance 1.2 --precision bf16 \
+  --json || true
+py_check "the EP plan spreads the experts over 8 sample groups" '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["parallelism"]["experts"] == 8 and d["parallelism"]["data"] == 16, d["parallelism"]
+' "$work/ep.out"
+refused "ep not dividing the experts" plan --model "hf:$configs/mixtral-8x7b.json" --seq 4096 --device h100-sxm \
+  --devices 48 --global-batch 48 --strategy 3d --tensor-parallel 1 --pipeline-stages 1 --expert-parallel 3
+contains_error "--expert-parallel 3 does not divide the 8 experts of 'model.layers.0.block_sparse_moe'"
+refused "ep with tp" plan --model "hf:$configs/mixtral-8x7b.json" --seq 4096 --device h100-sxm --devices 64 \
+  --global-batch 64 --strategy 3d --tensor-parallel 2 --expert-parallel 8
+refused "ep on a dense model" plan --model "hf:$configs/llama-3.1-8b.json" --device h100-sxm --devices 8 \
+  --global-batch 8 --strategy 3d --expert-parallel 2
+contains_error "has no moe layer"
+refused "moe imbalance below 1" plan --model "hf:$configs/mixtral-8x7b.json" --device h100-sxm --devices 8 \
+  --global-batch 8 --moe-imbalance 0.5
 refused "seq on resnet" plan --model resnet50 --seq 128 --device a100 --devices 8 --global-batch 16
 refused "bad seq in spec" model show --model "hf:$configs/llama-3.1-8b.json:seq=x"
 

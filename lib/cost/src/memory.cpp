@@ -63,6 +63,16 @@ double weight_gradient_share(const graph::Graph& graph, graph::LayerId id) {
   return std::min(0.5, tokens * params / flops);
 }
 
+double expert_compute_share(const graph::Graph& graph, graph::LayerId id) {
+  const auto* moe = std::get_if<graph::MoeAttrs>(&graph.layer(id).attrs);
+  const double flops = static_cast<double>(graph.info(id).forward_flops);
+  if (moe == nullptr || !(flops > 0)) return 0;
+  const auto& shape = graph.info(id).output_shape;  // [T, D]
+  const double experts = static_cast<double>(moe->top_k) * 2 * static_cast<double>(shape.at(0)) * 3 *
+                         static_cast<double>(shape.at(1)) * static_cast<double>(moe->expert_ffn);
+  return std::min(1.0, experts / flops);
+}
+
 Bytes keys_values_per_sample(const graph::Graph& graph, graph::LayerId id) {
   if (graph.layer(id).op() != graph::OpKind::SelfAttention) return Bytes(0);
   const AttentionShape a = attention_shape(graph, id);

@@ -79,6 +79,19 @@ Seconds NetworkModel::point_to_point(int src, int dst, Bytes size) const {
   return src == dst ? Seconds(0) : message_time(link, size);
 }
 
+Seconds NetworkModel::all_to_all(const std::vector<int>& ranks, Bytes size) const {
+  const double n = static_cast<double>(ranks.size());
+  double busiest = 0;
+  for (const int from : ranks) {
+    double sending = 0;
+    for (const int to : ranks) {
+      if (to != from) sending += point_to_point(from, to, Bytes(size.value() / n)).s();
+    }
+    busiest = std::max(busiest, sending);
+  }
+  return Seconds(busiest);
+}
+
 Seconds NetworkModel::reduce_scatter(const std::vector<int>& ranks, Bytes size) const {
   return allreduce(ranks, size) / 2;
 }

@@ -114,6 +114,12 @@ int64_t part_params(const graph::Graph& graph, graph::LayerId layer, const Tenso
       const int64_t width = out_bias ? output_features(graph, layer) : 0;
       return (params - width) / k + width;
     }
+    case SplitKind::Samples: {
+      if (split.experts <= 1) return params;
+      const auto& moe = std::get<graph::MoeAttrs>(graph.layer(layer).attrs);
+      const int64_t per_expert = 3 * output_features(graph, layer) * moe.expert_ffn;  // SwiGLU: gate, up, down
+      return params - moe.experts * per_expert + moe.experts / split.experts * per_expert;
+    }
     default: return params;
   }
 }

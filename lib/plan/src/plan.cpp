@@ -48,9 +48,10 @@ int Plan::context_device(int group, int k) const {
   return (group / t) * context_parallel * t + k * t + group % t;
 }
 
-cost::TensorSplit Plan::layer_split(graph::LayerId id) const {
+cost::TensorSplit Plan::layer_split(const graph::Graph& graph, graph::LayerId id) const {
   cost::TensorSplit split = layers.at(static_cast<size_t>(id)).split;
   split.context = context_parallel;
+  if (expert_parallel > 1 && graph.layer(id).op() == graph::OpKind::Moe) split.experts = expert_parallel;
   return split;
 }
 
@@ -292,6 +293,33 @@ void validate_context(const Plan& plan, const graph::Graph& graph, const cluster
   }
 }
 
+// Expert parallelism's: E a positive size; every moe layer whole on each of its ranks (no
+// tensor split), with sample groups in whole expert groups of E and E dividing its experts.
+void validate_experts(const Plan& plan, const graph::Graph& graph) {
+  const int e = plan.expert_parallel;
+  if (e < 1) throw UserError(fmt::format("plan: expert parallelism over {} sample groups", e));
+  if (e == 1) return;
+  if (plan.context_parallel > 1) throw UserError("plan: expert parallelism with context parallelism is not planned");
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
+    if (graph.layer(id).op() != graph::OpKind::Moe) continue;
+    const LayerPlacement& placement = plan.layers[static_cast<size_t>(id)];
+    const int64_t experts = std::get<graph::MoeAttrs>(graph.layer(id).attrs).experts;
+    if (experts % e != 0) {
+      throw UserError(fmt::format("--expert-parallel {} does not divide the {} experts of '{}'", e, experts,
+                                  placement.layer));
+    }
+    if (placement.split.splits()) {
+      throw UserError(fmt::format("plan layer '{}': expert parallelism of a tensor-split moe layer is not planned "
+                                  "(use --tensor-parallel 1)",
+                                  placement.layer));
+    }
+    if (placement.sample_groups() % static_cast<size_t>(e) != 0) {
+      throw UserError(fmt::format("--expert-parallel {} does not divide the {} data-parallel sample groups of '{}'", e,
+                                  placement.sample_groups(), placement.layer));
+    }
+  }
+}
+
 }  // namespace
 
 // Long: the refusals in the order a user fixes a plan file (model,
@@ -376,6 +404,7 @@ void validate_plan(const Plan& plan, const graph::Graph& graph, const cluster::C
     }
   }
   validate_pipeline(plan, graph, groups);
+  validate_experts(plan, graph);
 }
 
 std::vector<cost::Transfer> activation_transfers(const Plan& plan, graph::LayerId producer,

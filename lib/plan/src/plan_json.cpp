@@ -69,6 +69,7 @@ std::string plan_to_json_text(const Plan& plan) {
   // at full clock read anywhere.
   std::string kinds = plan.rank_kinds.empty() ? "" : fmt::format("  \"rank_kinds\": {},\n", json(plan.rank_kinds).dump());
   if (plan.context_parallel > 1) kinds += fmt::format("  \"context_parallel\": {},\n", plan.context_parallel);
+  if (plan.expert_parallel > 1) kinds += fmt::format("  \"expert_parallel\": {},\n", plan.expert_parallel);
   if (!plan.rank_clocks_mhz.empty()) kinds += fmt::format("  \"rank_clocks_mhz\": {},\n", json(plan.rank_clocks_mhz).dump());
   const int version = !plan.rank_clocks_mhz.empty() ? 5 : !plan.rank_kinds.empty() ? 4 : 3;
   std::string text = fmt::format(
@@ -129,6 +130,7 @@ Plan plan_from_json_text(const std::string& text) {
   const json* kinds = version >= 4 ? reader.find("rank_kinds") : nullptr;
   const json* clocks = version >= 5 ? reader.find("rank_clocks_mhz") : nullptr;
   plan.context_parallel = static_cast<int>(reader.get_int("context_parallel", 1));
+  plan.expert_parallel = static_cast<int>(reader.get_int("expert_parallel", 1));
   reader.reject_unknown_keys();
   if (clocks != nullptr) {
     if (!clocks->is_array() || clocks->size() != static_cast<size_t>(plan.devices)) {

@@ -18,8 +18,9 @@ using cost::SplitKind;
 std::string shape_text(const ParallelShape& shape) {
   const std::string chunks = shape.virtual_stages > 1 ? fmt::format(" (V {})", shape.virtual_stages) : std::string();
   const std::string context = shape.context > 1 ? fmt::format(" x CP {}", shape.context) : std::string();
-  return fmt::format("TP {}{}{} x PP {}{} x DP {}, micro-batch {}, {}", shape.tensor,
-                     shape.sequence_parallel ? " + SP" : "", context, shape.pipeline, chunks, shape.data,
+  const std::string experts = shape.experts > 1 ? fmt::format(" (EP {})", shape.experts) : std::string();
+  return fmt::format("TP {}{}{} x PP {}{} x DP {}{}, micro-batch {}, {}", shape.tensor,
+                     shape.sequence_parallel ? " + SP" : "", context, shape.pipeline, chunks, shape.data, experts,
                      shape.micro_batch, plan::schedule_name(shape.schedule));
 }
 
@@ -38,7 +39,8 @@ graph::LayerId first_undivided(const graph::Graph& graph, int parts) {
 }
 
 void check_sizes(const ParallelShape& shape) {
-  if (shape.tensor < 1 || shape.pipeline < 1 || shape.data < 1 || shape.micro_batch < 1 || shape.context < 1) {
+  if (shape.tensor < 1 || shape.pipeline < 1 || shape.data < 1 || shape.micro_batch < 1 || shape.context < 1 ||
+      shape.experts < 1) {
     throw UserError(fmt::format("tensor-parallel, context-parallel, pipeline-stage, data-parallel and micro-batch "
                                 "sizes must be at least 1, got {}",
                                 shape_text(shape)));
@@ -89,6 +91,30 @@ void check_context_split(const graph::Graph& graph, int context) {
   }
 }
 
+// Expert parallelism spreads each moe layer's experts over E of the d sample groups.
+void check_expert_split(const graph::Graph& graph, const ParallelShape& shape) {
+  bool moe = false;
+  for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph.size()); ++id) {
+    if (graph.layer(id).op() != graph::OpKind::Moe) continue;
+    moe = true;
+    const int64_t experts = std::get<graph::MoeAttrs>(graph.layer(id).attrs).experts;
+    if (experts % shape.experts != 0) {
+      throw UserError(fmt::format("--expert-parallel {} does not divide the {} experts of '{}'", shape.experts, experts,
+                                  graph.layer(id).name));
+    }
+  }
+  if (!moe) throw UserError(fmt::format("--expert-parallel {}: '{}' has no moe layer", shape.experts, graph.name()));
+  if (shape.tensor > 1 || shape.context > 1) {
+    throw UserError(fmt::format("--expert-parallel {} with --tensor-parallel {} or --context-parallel {}: expert "
+                                "parallelism beside tensor or context parallelism is not planned",
+                                shape.experts, shape.tensor, shape.context));
+  }
+  if (shape.data % shape.experts != 0) {
+    throw UserError(fmt::format("--expert-parallel {} does not divide the {} data-parallel groups", shape.experts,
+                                shape.data));
+  }
+}
+
 }  // namespace
 
 void check_shape(const graph::Graph& graph, int devices, int64_t global_batch, const ParallelShape& shape) {
@@ -103,6 +129,7 @@ void check_shape(const graph::Graph& graph, int devices, int64_t global_batch, c
   }
   if (shape.sequence_parallel) check_sequence_split(graph, shape.tensor);
   if (shape.context > 1) check_context_split(graph, shape.context);
+  if (shape.experts > 1) check_expert_split(graph, shape);
   const int stages = static_cast<int>(valid_stage_starts(graph).size()) + 1;
   if (shape.pipeline > stages) {
     throw UserError(fmt::format("--pipeline-stages {}: '{}' can be cut into at most {} stages", shape.pipeline,
@@ -146,6 +173,7 @@ class ShapePlanner {
     plan.global_batch = batch_;
     plan.devices = context_.network.cluster().size();
     plan.context_parallel = shape_.context;  // the shards below name context groups
+    plan.expert_parallel = shape_.experts;
     plan.pipeline.micro_batches = shape_.micro_batches(batch_);
     plan.pipeline.schedule = shape_.schedule;
     plan.pipeline.virtual_stages = shape_.virtual_stages;

@@ -20,6 +20,7 @@ PlanDimensions plan_dimensions(const plan::Plan& plan, const program::ProgramOpt
     dimensions.data = std::max(dimensions.data, static_cast<int>(layer.shards.size()) / dimensions.tensor);
   }
   dimensions.context = plan.context_parallel;
+  dimensions.experts = plan.expert_parallel;
   dimensions.pipeline = plan.physical_stages();
   dimensions.virtual_stages = plan.pipeline.virtual_stages;
   dimensions.fsdp_shard = program.fsdp_shard;
@@ -37,8 +38,9 @@ std::string dimensions_text(const PlanDimensions& d) {
   const std::string schedule = d.micro_batches > 1 ? fmt::format(", {}", plan::schedule_name(d.schedule)) : "";
   const std::string chunks = d.virtual_stages > 1 ? fmt::format(" (V {})", d.virtual_stages) : "";
   const std::string context = d.context > 1 ? fmt::format(" x CP {}", d.context) : "";
-  return fmt::format("TP {}{}{} x PP {}{} x DP {}{}; {} micro-batch{} of {}{}; recompute {}, ZeRO {}, {}", d.tensor,
-                     d.sequence_parallel ? " + SP" : "", context, d.pipeline, chunks, d.data, fsdp, d.micro_batches,
+  const std::string experts = d.experts > 1 ? fmt::format(" (EP {})", d.experts) : "";
+  return fmt::format("TP {}{}{} x PP {}{} x DP {}{}{}; {} micro-batch{} of {}{}; recompute {}, ZeRO {}, {}", d.tensor,
+                     d.sequence_parallel ? " + SP" : "", context, d.pipeline, chunks, d.data, experts, fsdp, d.micro_batches,
                      d.micro_batches == 1 ? "" : "es", d.micro_batch, schedule, cost::recompute_name(d.recompute),
                      d.zero_stage, cost::precision_name(d.precision));
 }
@@ -47,6 +49,7 @@ nlohmann::json dimensions_json(const PlanDimensions& d) {
   return {{"tensor", d.tensor},
           {"sequence_parallel", d.sequence_parallel},
           {"context", d.context},
+          {"experts", d.experts},
           {"pipeline", d.pipeline},
           {"virtual_stages", d.virtual_stages},
           {"data", d.data},

@@ -79,6 +79,11 @@ std::string pins_refusal(Strategy strategy, const ShapePins& pins) {
                        "take it: 3d, auto",
                        *pins.context_parallel, strategy_name(strategy));
   }
+  if (pins.expert_parallel && *pins.expert_parallel > 1 && strategy != Strategy::ThreeD && strategy != Strategy::Auto) {
+    return fmt::format("--expert-parallel {}: --strategy {} does not spread experts; the strategies that take it: 3d, "
+                       "auto",
+                       *pins.expert_parallel, strategy_name(strategy));
+  }
   if (pins.micro_batch && !has.micro_batch) {
     return refusal(strategy, fmt::format("--micro-batch-size {}", *pins.micro_batch),
                    "chooses no micro-batch size of its own", &Dimensions::micro_batch);

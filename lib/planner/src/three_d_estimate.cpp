@@ -41,7 +41,7 @@ class StageEstimate {
     const graph::Graph& graph = context_.graph;
     const plan::LayerPlacement& placement = plan_.layers[static_cast<size_t>(id)];
     const int64_t shard = placement.shards.front().samples.size();
-    const cost::LayerTime time = context_.cost.require_tensor(graph, id, shard, plan_.layer_split(id)).time;
+    const cost::LayerTime time = context_.cost.require_tensor(graph, id, shard, plan_.layer_split(context_.graph, id)).time;
     const double weights = time.backward.s() * cost::weight_gradient_share(graph, id);
     return {layer_total(id, shard, time), weights};
   }
@@ -50,7 +50,8 @@ class StageEstimate {
   double layer_total(graph::LayerId id, int64_t shard, const cost::LayerTime& time) const {
     const graph::Graph& graph = context_.graph;
     const plan::LayerPlacement& placement = plan_.layers[static_cast<size_t>(id)];
-    double seconds = time.total().s() + recomputed(id, time.forward.s()) + ring(id, shard, time);
+    double seconds = time.total().s() + recomputed(id, time.forward.s()) + ring(id, shard, time) +
+                     experts(id, shard, time);
     if (!placement.split.splits()) return seconds;
     // (each context rank's tensor collectives move its 1/C of the tokens)
     const auto bytes = [&](graph::LayerId of) {
@@ -61,6 +62,21 @@ class StageEstimate {
     if (tensor.before_backward) seconds += collective(*tensor.before_backward, bytes(id));
     if (tensor.after_backward) seconds += collective(*tensor.after_backward, bytes(tensor.input));
     return seconds;
+  }
+
+  // Expert parallelism, as the timer prices it (step_tasks.cpp): a dispatch and a combine
+  // each way over the first E sample groups' ranks, and the busiest rank's imbalance.
+  double experts(graph::LayerId id, int64_t shard, const cost::LayerTime& time) const {
+    const int e = shape_.experts;
+    if (e == 1 || context_.graph.layer(id).op() != graph::OpKind::Moe) return 0;
+    const auto& moe = std::get<graph::MoeAttrs>(context_.graph.layer(id).attrs);
+    const graph::Shape& out = context_.graph.info(id).output_shape;  // [T, D]
+    const double bytes = static_cast<double>(shard * out.at(0) * moe.top_k * out.at(1)) * cost::kFloatBytes * scale_;
+    std::vector<int> group;
+    for (int g = 0; g < e; ++g) group.push_back(g);
+    const double exchange = context_.network.all_to_all(group, Bytes(bytes)).s();
+    const double busiest = (program_.moe_imbalance - 1) * cost::expert_compute_share(context_.graph, id);
+    return 4 * exchange + busiest * (time.total().s() + recomputed(id, time.forward.s()));
   }
 
   // Ring attention's exposed passes, as the timer prices CP_RING (step_tasks.cpp).

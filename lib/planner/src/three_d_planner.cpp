@@ -112,7 +112,7 @@ class ThreeDSearch {
     if (found.empty()) check_pins_alone();
     return found;
   }
-  // Every (p, d, b, SP, schedule) for tensor groups of t and context groups of c.
+  // Every (p, d, b, SP, schedule, E) for tensor groups of t and context groups of c.
   void add_shapes(int t, int c, std::vector<ParallelShape>& found) const {
     const int width = t * c;
     const std::vector<int> stage_counts =
@@ -129,13 +129,37 @@ class ThreeDSearch {
           for (const auto& [schedule, v] : schedule_choices(p)) {
             ParallelShape shape{t, p, d, b, schedule, sequence, v};
             shape.context = c;
-            // (A V the search chose itself is dropped quietly where it cannot be.)
-            if (pinned_all() && (v == 1 || options_.pins.virtual_stages)) check_shape(graph_, devices_, batch_, shape);
-            if (shape_fits_graph(shape)) found.push_back(shape);
+            for (const int e : expert_sizes(t, c, d)) {
+              shape.experts = e;
+              add_shape(shape, found);
+            }
           }
         }
       }
     }
+  }
+  void add_shape(const ParallelShape& shape, std::vector<ParallelShape>& found) const {
+    // (A V the search chose itself is dropped quietly where it cannot be.)
+    if (pinned_all() && (shape.virtual_stages == 1 || options_.pins.virtual_stages)) {
+      check_shape(graph_, devices_, batch_, shape);
+    }
+    if (shape_fits_graph(shape)) found.push_back(shape);
+  }
+  // E as pinned, else 1 and, for a model with moe layers and neither tensor nor context
+  // groups, the powers of two up to 8 dividing d and every moe layer's experts.
+  std::vector<int> expert_sizes(int t, int c, int d) const {
+    if (options_.pins.expert_parallel) return {*options_.pins.expert_parallel};
+    std::vector<int> sizes{1};
+    if (t > 1 || c > 1) return sizes;
+    int64_t experts = 0;
+    for (graph::LayerId id = 0; id < static_cast<graph::LayerId>(graph_.size()); ++id) {
+      if (graph_.layer(id).op() == graph::OpKind::Moe) experts = std::get<graph::MoeAttrs>(graph_.layer(id).attrs).experts;
+    }
+    constexpr int kLargestExpertGroup = 8;
+    for (int e = 2; experts > 0 && e <= kLargestExpertGroup; e *= 2) {
+      if (d % e == 0 && experts % e == 0) sizes.push_back(e);
+    }
+    return sizes;
   }
   // C as pinned, else 1 and, for samples of 16K tokens or more, powers of two that leave
   // each rank 8K tokens or more (ring attention's passes hide behind a block's core only on
@@ -191,6 +215,7 @@ class ThreeDSearch {
     shape.schedule = options_.pins.schedule.value_or(plan::Schedule::OneFOneB);
     shape.virtual_stages = options_.pins.virtual_stages.value_or(1);
     shape.context = options_.pins.context_parallel.value_or(1);
+    shape.experts = options_.pins.expert_parallel.value_or(1);
     shape.data = std::max(1, devices_ / std::max(1, shape.tensor * shape.pipeline * shape.context));
     if (shape.sequence_parallel && !options_.pins.tensor) shape.tensor = std::max(shape.tensor, 2);
     check_shape(graph_, devices_, batch_, shape);

@@ -52,7 +52,7 @@ class ProgramBuilder {
     program_.micro_batch = plan.micro_batch();
     program_.split_backward = plan.pipeline.schedule == plan::Schedule::ZeroBubbleH1;
     program_.ops.resize(static_cast<size_t>(plan.devices));
-    for (const plan::LayerPlacement& layer : plan.layers) program_.splits.push_back(layer.split);
+    for (graph::LayerId id = 0; id < layer_count_; ++id) program_.splits.push_back(plan.layer_split(graph, id));
     split_plan_ = plan::has_tensor_split(plan);
     find_tied_groups();
     // Each rank's physical stage. Without stages every rank is of stage 0 (not asked of each
@@ -189,6 +189,7 @@ class ProgramBuilder {
     for (const std::vector<int>& group : tied_group_) {
       if (!group.empty()) all.push_back(group);
     }
+    const std::vector<ExpertRanks> experts = add_expert_groups(all);
     std::vector<int> world(static_cast<size_t>(program_.ranks));
     std::iota(world.begin(), world.end(), 0);
     if (options_.clip_grad_norm > 0 && world.size() >= fewest_sharing_) all.push_back(world);  // the gradient norm's sum
@@ -216,6 +217,55 @@ class ProgramBuilder {
     }
     world_group_ = group_index(world);
     index_hybrid_groups(group_index);
+    index_expert_groups(experts, group_index);
+  }
+
+  // Expert parallelism (plan::Plan::expert_parallel = E): for each moe layer, the ranks of
+  // each E consecutive sample groups (its expert groups: they exchange tokens) and of the
+  // sample groups holding the same E-th of the experts (replicas: their gradients are summed).
+  struct ExpertRanks {
+    graph::LayerId layer = -1;
+    std::vector<std::vector<int>> exchanges;  // by expert group, sorted
+    std::vector<std::vector<int>> replicas;   // by expert slice, sorted
+  };
+  std::vector<ExpertRanks> expert_ranks() const {
+    std::vector<ExpertRanks> found;
+    const auto e = static_cast<size_t>(plan_.expert_parallel);
+    if (e < 2) return found;
+    for (graph::LayerId id = 0; id < layer_count_; ++id) {
+      if (graph_.layer(id).op() != graph::OpKind::Moe) continue;
+      const std::vector<cost::Shard>& shards = placement(id).shards;  // one a sample group (validate_plan)
+      ExpertRanks ranks{id, std::vector<std::vector<int>>(shards.size() / e), std::vector<std::vector<int>>(e)};
+      for (size_t g = 0; g < shards.size(); ++g) {
+        ranks.exchanges[g / e].push_back(shards[g].rank);
+        ranks.replicas[g % e].push_back(shards[g].rank);
+      }
+      for (auto* lists : {&ranks.exchanges, &ranks.replicas}) {
+        for (std::vector<int>& list : *lists) std::sort(list.begin(), list.end());
+      }
+      found.push_back(std::move(ranks));
+    }
+    return found;
+  }
+  std::vector<ExpertRanks> add_expert_groups(std::vector<std::vector<int>>& all) const {
+    std::vector<ExpertRanks> experts = expert_ranks();
+    for (const ExpertRanks& ranks : experts) {
+      all.insert(all.end(), ranks.exchanges.begin(), ranks.exchanges.end());
+      all.insert(all.end(), ranks.replicas.begin(), ranks.replicas.end());
+    }
+    return experts;
+  }
+  // expert_exchange_ and expert_replica_ by rank, from expert_ranks' lists.
+  template <typename GroupIndex>
+  void index_expert_groups(const std::vector<ExpertRanks>& experts, const GroupIndex& group_index) {
+    for (const ExpertRanks& ranks : experts) {
+      auto& exchange = expert_exchange_[ranks.layer];
+      for (const std::vector<int>& list : ranks.exchanges) {
+        for (const int rank : list) exchange[rank] = group_index(list);
+      }
+      std::vector<int32_t>& replicas = expert_replicas_[ranks.layer];
+      for (const std::vector<int>& list : ranks.replicas) replicas.push_back(group_index(list));
+    }
   }
 
   // hybrid_ from hybrid_ranks_, by the groups' indices: rank ranks[i] of a gradient group is
@@ -485,7 +535,7 @@ class ProgramBuilder {
     std::vector<graph::LayerId> last_of_group(program_.groups.size(), -1);  // lowest id
     for (graph::LayerId id = 0; id < layer_count_; ++id) {
       if (!has_gradients(id)) continue;
-      for (const int32_t group : layer_groups_[static_cast<size_t>(id)]) {
+      for (const auto& [group, params] : gradient_shares(id)) {
         graph::LayerId& last = last_of_group[static_cast<size_t>(group)];
         if (last < 0) last = id;
       }
@@ -494,9 +544,8 @@ class ProgramBuilder {
     std::vector<char> started(program_.groups.size(), 0);  // a bucket of the group has closed
     for (graph::LayerId id = layer_count_ - 1; id >= 0; --id) {
       if (!has_gradients(id)) continue;
-      const int64_t params = cost::part_params(graph_, id, placement(id).split);
-      const int64_t bytes = at_precision(params * 4);
-      for (const int32_t group : layer_groups_[static_cast<size_t>(id)]) {
+      for (const auto& [group, params] : gradient_shares(id)) {
+        const int64_t bytes = at_precision(params * 4);
         Bucket& bucket = open_bucket(open[static_cast<size_t>(group)], group);
         bucket.layers.push_back(id);
         bucket.bytes += bytes;
@@ -527,6 +576,34 @@ class ProgramBuilder {
       for (int32_t& bucket : buckets) bucket = renumber[static_cast<size_t>(bucket)];
     }
   }
+  // The gradient groups of layer `id` with the parameters each sums: the layer's groups with
+  // its part's parameters; under expert parallelism a moe layer's router and shared experts
+  // over its group, and each E-th of its experts over the sample groups that hold it.
+  std::vector<std::pair<int32_t, int64_t>> gradient_shares(graph::LayerId id) const {
+    std::vector<std::pair<int32_t, int64_t>> shares;
+    const auto replicas = expert_replicas_.find(id);
+    const int64_t params = cost::part_params(graph_, id, placement(id).split);
+    int64_t experts = 0;  // (a rank's share of the experts)
+    if (replicas != expert_replicas_.end()) {
+      cost::TensorSplit split = placement(id).split;
+      split.experts = plan_.expert_parallel;
+      experts = cost::part_params(graph_, id, split) - (params - expert_params(id));
+    }
+    for (const int32_t group : layer_groups_[static_cast<size_t>(id)]) {
+      if (group >= 0) shares.emplace_back(group, params - (replicas != expert_replicas_.end() ? expert_params(id) : 0));
+    }
+    if (replicas == expert_replicas_.end()) return shares;
+    for (const int32_t group : replicas->second) {
+      if (group >= 0) shares.emplace_back(group, experts);
+    }
+    return shares;
+  }
+  // All of a moe layer's experts' parameters (SwiGLU: 3 x D x expert_ffn each).
+  int64_t expert_params(graph::LayerId id) const {
+    const auto& moe = std::get<graph::MoeAttrs>(graph_.layer(id).attrs);
+    return moe.experts * 3 * cost::output_features(graph_, id) * moe.expert_ffn;
+  }
+
   Bucket& open_bucket(int32_t& index, int32_t group) {
     if (index < 0) {
       index = static_cast<int32_t>(pending_buckets_.size());
@@ -570,7 +647,7 @@ class ProgramBuilder {
     op.segment = segment;
     op.backward = backward;
     op.micro = micro;
-    op.bytes = at_precision(cost::part_params(graph_, id, placement(id).split) * 4);
+    op.bytes = at_precision(cost::part_params(graph_, id, plan_.layer_split(graph_, id)) * 4);
     for (size_t i = 0; i < seg.shards.size(); ++i) {
       const std::vector<int32_t>& groups = layer_groups_[static_cast<size_t>(id)];  // by part, or one for all
       const int32_t group = groups[groups.size() == 1 ? 0 : i % parts];
@@ -611,7 +688,9 @@ class ProgramBuilder {
     op.layer = id;
     op.segment = segment;
     op.micro = micro;
+    emit_expert_exchange(backward ? OpKind::ExpertCombine : OpKind::ExpertDispatch, segment, id, backward, micro);
     for (const cost::Shard& shard : shards) emit(shard.rank, op);
+    emit_expert_exchange(backward ? OpKind::ExpertDispatch : OpKind::ExpertCombine, segment, id, backward, micro);
     if (syncs_batchnorm(id)) {
       Op sync;
       sync.kind = OpKind::SyncBatchNorm;
@@ -625,6 +704,26 @@ class ProgramBuilder {
     if (!backward && tensor.after_forward) emit_tensor_collective(*tensor.after_forward, segment, id, id, false, micro);
     if (backward && tensor.after_backward) {
       emit_tensor_collective(*tensor.after_backward, segment, id, tensor.input, true, micro);
+    }
+  }
+
+  // Expert parallelism: a moe layer's all-to-all of its tokens' top-k copies over each rank's
+  // expert group (its shard's samples x tokens x top_k x D at the step's precision).
+  void emit_expert_exchange(OpKind kind, int32_t segment, graph::LayerId id, bool backward, int32_t micro) {
+    const auto exchange = expert_exchange_.find(id);
+    if (exchange == expert_exchange_.end()) return;
+    const auto& moe = std::get<graph::MoeAttrs>(graph_.layer(id).attrs);
+    const graph::Shape& shape = graph_.info(id).output_shape;  // [T, D]
+    for (const cost::Shard& shard : program_.segments[static_cast<size_t>(segment)].shards) {
+      Op op;
+      op.kind = kind;
+      op.layer = id;
+      op.segment = segment;
+      op.backward = backward;
+      op.micro = micro;
+      op.group = exchange->second.at(shard.rank);
+      op.bytes = at_precision(shard.samples.size() * shape.at(0) * moe.top_k * shape.at(1) * 4);
+      emit(shard.rank, op);
     }
   }
 
@@ -805,6 +904,8 @@ class ProgramBuilder {
   // By layer, by part: its gradient group (-1: one sample group, or nothing to sync); a
   // tied embedding's is its tied group.
   std::vector<std::vector<int32_t>> layer_groups_;
+  std::map<graph::LayerId, std::map<int, int32_t>> expert_exchange_;  // moe layer -> rank -> its expert group
+  std::map<graph::LayerId, std::vector<int32_t>> expert_replicas_;    // moe layer -> by expert slice (-1: one rank)
   std::vector<std::vector<int32_t>> tensor_groups_;  // by segment, by sample group (split segments)
   bool split_plan_ = false;                          // some layer has a tensor split
   std::vector<std::vector<int>> tied_group_;  // find_tied_groups

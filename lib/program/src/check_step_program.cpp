@@ -307,6 +307,35 @@ void check_context_rings(const StepProgram& program, const graph::Graph& graph, 
   }
 }
 
+// Expert parallelism: every F and B of a moe layer comes with one EP_DISPATCH and one
+// EP_COMBINE of its micro-batch and direction, over a group with the rank in it; none
+// without expert parallelism.
+void check_expert_exchanges(const StepProgram& program, const graph::Graph& graph, const plan::Plan& plan) {
+  for (int rank = 0; rank < program.ranks; ++rank) {
+    std::map<std::tuple<graph::LayerId, int32_t, bool>, std::pair<int, int>> exchanges;  // dispatches, combines
+    int computes = 0;
+    for (const Op& op : program.ops[static_cast<size_t>(rank)]) {
+      const bool moe = op.layer >= 0 && graph.layer(op.layer).op() == graph::OpKind::Moe;
+      if (moe && plan.expert_parallel > 1 && (op.kind == OpKind::Forward || op.kind == OpKind::Backward)) ++computes;
+      if (op.kind != OpKind::ExpertDispatch && op.kind != OpKind::ExpertCombine) continue;
+      const std::vector<int>& group = program.groups[static_cast<size_t>(op.group)];
+      if (!moe || plan.expert_parallel < 2 || !std::binary_search(group.begin(), group.end(), rank)) {
+        throw UserError(fmt::format("step program: rank {} runs a {} of layer '{}' outside an expert group of its own",
+                                    rank, op_kind_name(op.kind), graph.layer(op.layer).name));
+      }
+      auto& [dispatches, combines] = exchanges[{op.layer, op.micro, op.backward}];
+      ++(op.kind == OpKind::ExpertDispatch ? dispatches : combines);
+    }
+    const bool paired = std::all_of(exchanges.begin(), exchanges.end(),
+                                    [](const auto& entry) { return entry.second == std::make_pair(1, 1); });
+    if (!paired || static_cast<int>(exchanges.size()) != computes) {
+      throw UserError(fmt::format("step program: rank {} does not run one dispatch and one combine with each of its "
+                                  "moe layers' {} forwards and backwards",
+                                  rank, computes));
+    }
+  }
+}
+
 // ZB-H1: on every rank, each layer with parameters runs one W a micro-batch after its B, and
 // a bucket starts after the last W of each of its layers; without the split, no W at all.
 void check_weight_passes(const StepProgram& program, const graph::Graph& graph) {
@@ -361,6 +390,7 @@ void check_step_program(const StepProgram& program, const graph::Graph& graph, c
   check_clipping(program);
   check_context_rings(program, graph, plan);
   check_weight_passes(program, graph);
+  check_expert_exchanges(program, graph, plan);
 }
 
 }  // namespace burst::program

@@ -28,6 +28,8 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::TensorAllGather: return "TP_ALL_GATHER";
     case OpKind::ContextRing: return "CP_RING";
     case OpKind::BackwardWeight: return "W";
+    case OpKind::ExpertDispatch: return "EP_DISPATCH";
+    case OpKind::ExpertCombine: return "EP_COMBINE";
   }
   return "?";
 }
@@ -106,6 +108,8 @@ std::string op_text(const StepProgram& program, const graph::Graph& graph, int r
     case OpKind::TensorReduceScatter:
     case OpKind::TensorAllGather:
     case OpKind::ContextRing:
+    case OpKind::ExpertDispatch:
+    case OpKind::ExpertCombine:
       return fmt::format("{}{}_{}{}  {} ranks {}, {} B", op.segment, op_kind_name(op.kind), op.backward ? "B" : "F",
                          op.micro, graph.layer(op.layer).name, program.groups[static_cast<size_t>(op.group)], op.bytes);
     case OpKind::SyncBatchNorm:

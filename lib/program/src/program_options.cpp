@@ -29,6 +29,11 @@ void check_program_options(const ProgramOptions& options) {
     throw UserError(fmt::format("--clip-grad-norm must be a finite number > 0 (or 0: no clipping), got {}",
                                 options.clip_grad_norm));
   }
+  if (!(options.moe_imbalance >= 1) || !std::isfinite(options.moe_imbalance)) {
+    throw UserError(fmt::format("--moe-imbalance is the busiest expert rank's tokens over the mean: a finite number of "
+                                "at least 1, got {}",
+                                options.moe_imbalance));
+  }
   if (!(options.power_cap_w >= 0) || !std::isfinite(options.power_cap_w)) {
     throw UserError(fmt::format("--power-cap must be a number of watts > 0 (or 0: none), got {}", options.power_cap_w));
   }

@@ -88,7 +88,7 @@ class MemoryCounter {
     // each of them over its C context ranks too.
     const int sharded = (options_.fsdp_shard > 0 ? std::min(replicas, options_.fsdp_shard) : replicas) *
                         plan_.context_parallel;
-    const cost::TensorSplit split = plan_.layer_split(id);
+    const cost::TensorSplit split = plan_.layer_split(graph_, id);
     ShardMemory shard;
     shard.use = cost::shard_state(cost::layer_memory(graph_, id, samples * held, memory_, split), options_.zero_stage,
                                   sharded);

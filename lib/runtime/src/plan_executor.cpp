@@ -171,6 +171,11 @@ void refuse_unrun_dimensions(const graph::Graph& graph, const plan::Plan& plan, 
     throw UserError("burst plans the ZB-H1 schedule (backward split into input and weight gradients) but does not "
                     "train it yet (docs/llm.md)");
   }
+  if (plan.expert_parallel > 1) {
+    throw UserError(fmt::format("burst plans expert parallelism (experts over {} sample groups) but does not train it "
+                                "yet (docs/llm.md)",
+                                plan.expert_parallel));
+  }
   if (plan.context_parallel > 1) {
     throw UserError(fmt::format("burst plans context parallelism (each sample's tokens over {} devices) but does not "
                                 "train it yet (docs/llm.md)",

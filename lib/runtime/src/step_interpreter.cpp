@@ -200,6 +200,10 @@ class StepInterpreter {
       case OpKind::ContextRing:
         BURST_ASSERT(false, "context-parallel plans are refused before a step runs (plan_executor)");
         return;
+      case OpKind::ExpertDispatch:
+      case OpKind::ExpertCombine:
+        BURST_ASSERT(false, "expert-parallel plans are refused before a step runs (plan_executor)");
+        return;
       case OpKind::BackwardWeight:
         BURST_ASSERT(false, "ZB-H1 plans are refused before a step runs (plan_executor)");
         return;

@@ -53,7 +53,9 @@ EventKind event_kind(timing::TaskWork work) {
     case timing::TaskWork::TensorAllReduce:
     case timing::TaskWork::TensorReduceScatter:
     case timing::TaskWork::TensorAllGather: return EventKind::TensorAllReduce;  // the tensor group's collectives
-    case timing::TaskWork::ContextRing: return EventKind::TensorAllReduce;      // and the context group's ring
+    case timing::TaskWork::ContextRing:  // and the context group's ring, and the expert group's all-to-alls
+    case timing::TaskWork::ExpertDispatch:
+    case timing::TaskWork::ExpertCombine: return EventKind::TensorAllReduce;
     case timing::TaskWork::StepEnd: break;
   }
   BURST_ASSERT(false, "a step's end has no event");

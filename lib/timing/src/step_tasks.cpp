@@ -331,6 +331,10 @@ class Lowering {
       case OpKind::ContextRing:
         cursor.waits.push_back(join_collective(context_ring(rank, op, cursor), cursor));
         break;
+      case OpKind::ExpertDispatch:
+      case OpKind::ExpertCombine:
+        cursor.waits.push_back(join_collective(expert_exchange(op), cursor));
+        break;
       case OpKind::AllReduce:
       case OpKind::ReduceScatter:
         join_collective(bucket_reduction(op), cursor);
@@ -357,7 +361,7 @@ class Lowering {
   // A layer's F, B (or a split backward's B or W) or RECOMPUTE on its shard.
   void lower_compute(int rank, const program::Op& op, RankCursor& cursor) {
     const int64_t shard = shard_size(rank, op.segment, cursor);
-    const cost::LayerTime& time = times_.at(op.layer, shard, kind_[static_cast<size_t>(rank)]);
+    const cost::LayerTime time = times_.at(op.layer, shard, kind_[static_cast<size_t>(rank)]) * imbalance(op.layer);
     const double bound = compute_bound(rank, op.layer, shard);
     if (op.kind == OpKind::Recompute) {
       add_compute(rank, op.layer, time.forward * recomputed_share(op.layer), bound, TaskWork::Recompute, cursor);
@@ -420,6 +424,13 @@ class Lowering {
     index = add(task);
     messages_.push_back(index);
     return index;
+  }
+
+  // Expert parallelism: a moe layer's time on the busiest expert rank, its experts' share
+  // of the work at ProgramOptions::moe_imbalance times the mean tokens.
+  double imbalance(graph::LayerId id) const {
+    if (program_.splits[static_cast<size_t>(id)].experts <= 1) return 1.0;
+    return 1.0 + (options_.program.moe_imbalance - 1.0) * cost::expert_compute_share(context_.graph, id);
   }
 
   // What of a layer's backward a B or W runs: all of it, but a split backward's B the input
@@ -522,6 +533,25 @@ class Lowering {
     task.group = op.group;
     task.bytes = bytes * (c - 1) * (op.backward ? 2 : 1);
     task.duration_s = seconds;
+    const int32_t index = add(task);
+    collectives_.push_back(index);
+    layer_task_.emplace(key, index);
+    return index;
+  }
+  // A moe layer's all-to-all over its expert group (network.h, all_to_all).
+  int32_t expert_exchange(const program::Op& op) {
+    // (the dispatch and the combine of one direction: TaskWork's two values keep them apart)
+    const TaskWork work = op.kind == OpKind::ExpertDispatch ? TaskWork::ExpertDispatch : TaskWork::ExpertCombine;
+    const auto key = std::make_tuple(op.layer, op.backward, op.micro, op.group, work);
+    const auto found = layer_task_.find(key);
+    if (found != layer_task_.end()) return found->second;
+    Task task;
+    task.kind = TaskKind::Collective;
+    task.work = work;
+    task.layer = op.layer;
+    task.group = op.group;
+    task.bytes = static_cast<double>(op.bytes);
+    task.duration_s = context_.network.all_to_all(step_.groups[static_cast<size_t>(op.group)], Bytes(task.bytes)).s();
     const int32_t index = add(task);
     collectives_.push_back(index);
     layer_task_.emplace(key, index);

@@ -19,6 +19,7 @@ struct LayerTime {
 inline LayerTime operator+(const LayerTime& a, const LayerTime& b) {
   return LayerTime{a.forward + b.forward, a.backward + b.backward};
 }
+inline LayerTime operator*(const LayerTime& a, double factor) { return LayerTime{a.forward * factor, a.backward * factor}; }
 
 // Where a time came from, for reports ("measured" profile data or the "analytic" model).
 enum class CostSource { Measured, Interpolated, Analytic };

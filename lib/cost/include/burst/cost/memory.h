@@ -78,6 +78,9 @@ double attention_core_forward_share(const graph::Graph& graph, graph::LayerId id
 // layer with weights and no FLOPs (an embedding's backward is its weights' scatter-add), 0
 // without weights.
 double weight_gradient_share(const graph::Graph& graph, graph::LayerId id);
+// The share of a moe layer's forward FLOPs its experts compute (top_k x 2 x tokens x each
+// expert's 3 D F_e weights, over the layer's); 0 for other layers.
+double expert_compute_share(const graph::Graph& graph, graph::LayerId id);
 // A self_attention layer's keys and values per sample, fp32 bytes: T x KV x (hd + vd) values
 // (0 for other layers). Ring attention passes a rank's share of them around its context group.
 Bytes keys_values_per_sample(const graph::Graph& graph, graph::LayerId id);

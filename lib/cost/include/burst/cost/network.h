@@ -57,6 +57,11 @@ class NetworkModel {
   // 0 for a single rank.
   Seconds reduce_scatter(const std::vector<int>& ranks, Bytes size) const;
   Seconds all_gather(const std::vector<int>& ranks, Bytes size) const { return reduce_scatter(ranks, size); }
+  // All-to-all of `size` bytes a rank among `ranks` (each sends size / n to every other):
+  // each rank sends its n - 1 pieces one after another (as reshard's transfers: latency +
+  // bytes / bandwidth of the link to each peer) while it receives its own; done when the
+  // busiest rank is. 0 for a single rank.
+  Seconds all_to_all(const std::vector<int>& ranks, Bytes size) const;
 
   // Both algorithms for one group. Within one node: a ring over the intra-node link.
   // Across nodes:

@@ -37,6 +37,12 @@
 // tokens (a self_attention layer its 1/c of the causal score blocks, balanced as ring
 // attention with two chunks a rank), so its compute, its activations and its messages are
 // 1/c of the layer's at the same samples (docs/step-program.md, "Context parallelism").
+//
+// Expert parallelism (`experts` = e > 1, moe layers only) spreads a moe layer's experts over
+// e sample groups: each rank holds E / e of them (and the router and shared experts whole),
+// and computes on average what it would hold them all (its tokens' top-k copies, dispatched
+// to the experts' ranks and combined back by all-to-alls; docs/step-program.md, "Expert
+// parallelism"). part_params counts its E / e experts.
 // No libtorch.
 #include <cstdint>
 #include <string>
@@ -55,12 +61,13 @@ struct TensorSplit {
   SplitKind kind = SplitKind::Samples;
   int32_t parts = 1;    // ranks per sample group; 1 for samples
   int32_t context = 1;  // ranks sharing each sample's tokens (context parallelism); 1 without
+  int32_t experts = 1;  // moe layers: sample groups sharing its experts (expert parallelism); 1 without
 
   bool splits() const { return parts > 1; }
   // What a rank computes of the layer at the same samples: 1 / (parts dividing it x context).
   bool divides_tokens() const { return context > 1; }
   bool operator==(const TensorSplit& other) const {
-    return kind == other.kind && parts == other.parts && context == other.context;
+    return kind == other.kind && parts == other.parts && context == other.context && experts == other.experts;
   }
   bool operator!=(const TensorSplit& other) const { return !(*this == other); }
 };

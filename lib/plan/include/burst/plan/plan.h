@@ -99,6 +99,12 @@ struct Plan {
   // context_device(r, k), k = 0..C-1, which hold the same samples and parts, each its 1/C
   // of the tokens (docs/step-program.md, "Context parallelism").
   int context_parallel = 1;
+  // E, expert parallelism (strategy "3d"): every moe layer's experts spread over E
+  // consecutive sample groups of its stage (an expert group), E / E_model of them a rank,
+  // tokens dispatched to their experts' ranks and combined back by all-to-alls; expert
+  // gradients reduced over the sample groups holding the same experts (docs/step-program.md,
+  // "Expert parallelism"). Not with tensor-split moe layers or context parallelism.
+  int expert_parallel = 1;
 
   int64_t micro_batch() const { return global_batch / pipeline.micro_batches; }
   int stage_count() const { return static_cast<int>(pipeline.stage_starts.size()) + 1; }
@@ -114,8 +120,9 @@ struct Plan {
   // consecutive devices, its C context copies next to it ((group / t) x C x t + k x t +
   // group % t); `group` itself without context parallelism.
   int context_device(int group, int k) const;
-  // Layer `id`'s split as a rank runs it: the placement's, with the plan's context.
-  cost::TensorSplit layer_split(graph::LayerId id) const;
+  // Layer `id`'s split as a rank runs it: the placement's, with the plan's context (and, for
+  // a moe layer, its expert parallelism).
+  cost::TensorSplit layer_split(const graph::Graph& graph, graph::LayerId id) const;
 };
 
 // Stage s's micro-batch order under `schedule` with `stages` stages: (backward, j) pairs.

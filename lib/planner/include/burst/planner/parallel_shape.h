@@ -28,13 +28,14 @@ struct ParallelShape {
   bool sequence_parallel = false;  // SP: the tensor groups' norms and element-wise layers on token slices (t > 1)
   int virtual_stages = 1;          // V: model chunks a stage's ranks hold (the interleaved schedule; 1 otherwise)
   int context = 1;                 // C: devices sharing each sample's tokens (context parallelism, ring attention)
+  int experts = 1;                 // E: sample groups sharing each moe layer's experts (expert parallelism)
   int devices() const { return tensor * context * pipeline * data; }
   // Micro-batches of the step: the global batch / (d x b).
   int64_t micro_batches(int64_t global_batch) const { return global_batch / (static_cast<int64_t>(data) * micro_batch); }
 };
 
 // "TP 8 x PP 4 x DP 32, micro-batch 2, 1f1b"; "TP 8 + SP x ..." with sequence parallelism,
-// "... x CP 4 x PP ..." with context parallelism.
+// "... x CP 4 x PP ..." with context parallelism, "... x DP 32 (EP 8) ..." with expert parallelism.
 std::string shape_text(const ParallelShape& shape);
 
 // UserError naming the values for a shape the model, the cluster or the batch cannot take:

@@ -18,6 +18,7 @@ struct PlanDimensions {
   int tensor = 1;                  // the most parts of any layer's tensor split
   bool sequence_parallel = false;  // some layer takes a sequence split
   int context = 1;                 // devices sharing each sample's tokens (context parallelism)
+  int experts = 1;                 // sample groups sharing each moe layer's experts (expert parallelism)
   int pipeline = 1;                // stages the ranks hold (physical)
   int virtual_stages = 1;          // model chunks each of them holds (interleaving)
   int data = 1;                    // the most sample groups of a layer split `tensor` ways

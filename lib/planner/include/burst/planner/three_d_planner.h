@@ -47,6 +47,7 @@ struct ShapePins {
   std::optional<bool> sequence_parallel;  // none: on where t > 1
   std::optional<int> virtual_stages;      // V under --schedule interleaved (none: searched)
   std::optional<int> context_parallel;    // C (none: searched where a sample holds 16K tokens or more)
+  std::optional<int> expert_parallel;     // E (none: searched for moe models without tensor groups)
 };
 
 // SearchOptions: the step (its recompute and ZeRO stage are searched unless pinned), the

@@ -50,6 +50,9 @@ struct ProgramOptions {
   // clock whose power is within it (cost/power.h). Between the device kind's idle power and
   // its board maximum; 0: none.
   double power_cap_w = 0;
+  // Expert parallelism's token imbalance: the busiest expert rank's routed tokens over the
+  // mean (--moe-imbalance; 1: balanced). Its moe layers' expert work is timed at this share.
+  double moe_imbalance = 1.0;
 };
 inline constexpr int kMaxZeroStage = 3;
 

@@ -110,6 +110,11 @@ enum class OpKind : uint8_t {
   TensorAllGather,      // sequence parallelism: the blocking all-gather over tokens of a
                         // sequence split's output (forward) or of the output gradient a
                         // sequence split hands back to a whole layer (backward)
+  ExpertDispatch,       // expert parallelism (plan::Plan::expert_parallel): a moe layer's
+                        // all-to-all of its tokens to their experts over its expert group,
+                        // right before its F (and of their gradients back, right after its B)
+  ExpertCombine,        // the all-to-all of the experts' outputs back, right after its F (and
+                        // of their gradients to the experts, right before its B)
   BackwardWeight,       // ZB-H1 (StepProgram::split_backward): one layer's weight gradients (W),
                         // after its B (which then computes the input gradients only)
   ContextRing,          // context parallelism (plan::Plan::context_parallel): ring attention's
@@ -172,7 +177,8 @@ struct Op {
   int32_t micro = 0;          // F, B, RECOMPUTE, SYNC_BN, TP_*, messages: the micro-batch
   // TP_ALLREDUCE, TP_REDUCE_SCATTER, TP_ALL_GATHER: the whole tensor (the group's samples x
   // tokens x features); ALL_GATHER: the whole weights gathered; CP_RING: the keys and values
-  // one rank holds (one pass of the ring); at the step's precision.
+  // one rank holds (one pass of the ring); EP_DISPATCH, EP_COMBINE: the rank's tokens' top-k copies
+  // (samples x tokens x top_k x D); at the step's precision.
   int64_t bytes = 0;
   // REDUCE_SCATTER under HSDP (ProgramOptions::fsdp_shard): `group` is the rank's shard
   // group, and its shard is then all-reduced over this replica group; -1 otherwise.

@@ -71,6 +71,8 @@ enum class TaskWork : uint8_t {
   TensorReduceScatter,  // sequence parallelism: a tensor group's reduce-scatter over tokens
   TensorAllGather,      // sequence parallelism: a tensor group's all-gather over tokens
   ContextRing,          // context parallelism: what ring attention's passes leave exposed
+  ExpertDispatch,       // expert parallelism: a moe layer's all-to-all of its tokens
+  ExpertCombine,        // and of the experts' outputs back
 };
 
 struct Task {
