@@ -223,7 +223,7 @@ PlanEvaluations evaluate_with_baselines(const plan::Plan& plan, const plan::Plan
   plan_options.timelines = timelines;
   plan_options.program = program;  // the 3-D search's recompute and ZeRO stage
   evaluations.evaluation = timing::evaluate_plan(plan, context, plan_options);
-  if (plan.strategy == "3d") evaluations.terms = planner::step_terms(plan, context, program);
+  if (plan.strategy == "3d") evaluations.terms = planner::step_terms(plan, context, program, evaluations.evaluation);
   return evaluations;
 }
 

@@ -2,13 +2,11 @@
 #include "burst/planner/step_terms.h"
 
 #include <algorithm>
-#include <map>
 
 #include <fmt/format.h>
 
 #include "burst/cost/network.h"
 #include "burst/timing/evaluate.h"
-#include "burst/timing/task_timer.h"
 
 namespace burst::planner {
 namespace {
@@ -27,33 +25,19 @@ cluster::Cluster free_links(const cluster::Cluster& cluster) {
   return cluster::Cluster(spec);
 }
 
-// Per rank that stands for others: its compute and recompute seconds; the busiest's.
-std::pair<double, double> busiest_compute(const timing::StepTasks& step) {
-  std::map<int32_t, std::pair<double, double>> by_rank;
-  for (const timing::Task& task : step.tasks) {
-    if (task.kind != timing::TaskKind::Compute) continue;
-    auto& [compute, recompute] = by_rank[task.rank];
-    (task.work == timing::TaskWork::Recompute ? recompute : compute) += task.duration_s;
-  }
-  std::pair<double, double> busiest{0, 0};
-  for (const auto& [rank, seconds] : by_rank) {
-    if (seconds.first + seconds.second > busiest.first + busiest.second) busiest = seconds;
-  }
-  return busiest;
-}
-
 }  // namespace
 
-StepTerms step_terms(const plan::Plan& plan, const plan::PlanContext& context, const program::ProgramOptions& program) {
+StepTerms step_terms(const plan::Plan& plan, const plan::PlanContext& context, const program::ProgramOptions& program,
+                     const timing::PlanEvaluation& evaluated) {
   timing::EvaluateOptions options;
   options.program = program;
-  const timing::EvaluationTasks tasks = timing::evaluation_tasks(plan, context, options);
   const cost::NetworkModel free(free_links(context.network.cluster()));
   const plan::PlanContext without_links{context.graph, context.cost, free, context.kind_costs, context.kind_power};
   StepTerms terms;
-  terms.iteration = timing::evaluate_plan(plan, context, options).iteration_time.s();
+  terms.iteration = evaluated.iteration_time.s();
+  terms.compute = evaluated.busiest_compute.s();
+  terms.recompute = evaluated.busiest_recompute.s();
   const double linked_free = timing::evaluate_plan(plan, without_links, options).iteration_time.s();
-  std::tie(terms.compute, terms.recompute) = busiest_compute(tasks.step);
   terms.communication = std::max(0.0, terms.iteration - linked_free);
   terms.bubble = std::max(0.0, linked_free - terms.compute - terms.recompute);
   return terms;

@@ -188,17 +188,18 @@ TEST(StepTerms, AddUpToTheStepAndNameWhatTheyCount) {
   const plan::Plan plan = plan_shape(gpt.context(), 16, ParallelShape{2, 2, 4, 1, plan::Schedule::OneFOneB});
   program::ProgramOptions program;
   program.recompute = cost::Recompute::Full;
-  const StepTerms terms = step_terms(plan, gpt.context(), program);
   timing::EvaluateOptions options;
   options.program = program;
-  EXPECT_DOUBLE_EQ(terms.iteration, timing::evaluate_plan(plan, gpt.context(), options).iteration_time.s());
+  const timing::PlanEvaluation evaluated = timing::evaluate_plan(plan, gpt.context(), options);
+  const StepTerms terms = step_terms(plan, gpt.context(), program, evaluated);
+  EXPECT_DOUBLE_EQ(terms.iteration, evaluated.iteration_time.s());
   EXPECT_NEAR(terms.compute + terms.recompute + terms.bubble + terms.communication, terms.iteration,
               1e-12 * terms.iteration);
   EXPECT_GT(terms.recompute, 0);
   EXPECT_GT(terms.bubble, 0);         // 2 stages, 2 micro-batches
   EXPECT_GT(terms.communication, 0);  // tensor all-reduces on NVLink
-  program.recompute = cost::Recompute::None;
-  EXPECT_EQ(step_terms(plan, gpt.context(), program).recompute, 0);
+  options.program.recompute = program.recompute = cost::Recompute::None;
+  EXPECT_EQ(step_terms(plan, gpt.context(), program, timing::evaluate_plan(plan, gpt.context(), options)).recompute, 0);
 }
 
 TEST(StepTerms, MarksDimensionsNoCheckedRunCovers) {

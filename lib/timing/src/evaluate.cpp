@@ -127,12 +127,15 @@ void add_collective(const program::StepProgram& program, const StepTasks& step, 
 void fill_from_tasks(const program::StepProgram& program, const StepTasks& step, const std::vector<double>& start_s,
                      PlanEvaluation& result, Timelines& timelines) {
   for (LayerTiming& timing : result.layers) timing.sync_end_s = -1;  // no bucket yet
+  std::vector<std::pair<double, double>> by_rank(step.class_size.size(), {0.0, 0.0});  // compute, recompute
   for (size_t t = 0; t < step.tasks.size(); ++t) {
     const Task& task = step.tasks[t];
     const double start = start_s[t], end = start + task.duration_s;
     switch (task.kind) {
       case TaskKind::Compute:  // on every rank of its rank's class
         result.device_seconds += Seconds(task.duration_s * step.class_size[static_cast<size_t>(task.rank)]);
+        (task.work == TaskWork::Recompute ? by_rank[static_cast<size_t>(task.rank)].second
+                                          : by_rank[static_cast<size_t>(task.rank)].first) += task.duration_s;
         // A recomputation is device time (above), not the layer's forward or backward.
         if (task.layer >= 0 && task.work != TaskWork::Recompute) {
           add_compute(task, start, end, result.layers[static_cast<size_t>(task.layer)]);
@@ -152,6 +155,12 @@ void fill_from_tasks(const program::StepProgram& program, const StepTasks& step,
       case TaskKind::StepEnd:
         result.iteration_time = Seconds(end);
         break;
+    }
+  }
+  for (const auto& [compute, recompute] : by_rank) {
+    if (compute + recompute > (result.busiest_compute + result.busiest_recompute).s()) {
+      result.busiest_compute = Seconds(compute);
+      result.busiest_recompute = Seconds(recompute);
     }
   }
   for (LayerTiming& timing : result.layers) {

@@ -8,6 +8,7 @@
 #include "burst/plan/plan_context.h"
 #include "burst/planner/plan_dimensions.h"
 #include "burst/program/program_options.h"
+#include "burst/timing/evaluate.h"
 
 namespace burst::planner {
 
@@ -27,8 +28,10 @@ struct StepTerms {
   double communication = 0;
 };
 
-// Times `plan` twice (on the context's network and on the same cluster with free links).
-StepTerms step_terms(const plan::Plan& plan, const plan::PlanContext& context, const program::ProgramOptions& program);
+// `evaluated`: `plan`'s evaluation at `program` (its time and busiest rank); the plan is
+// timed once more, on the same cluster with free links.
+StepTerms step_terms(const plan::Plan& plan, const plan::PlanContext& context, const program::ProgramOptions& program,
+                     const timing::PlanEvaluation& evaluated);
 
 // The dimensions of a plan that no published run burst checks (docs/published-runs.md,
 // docs/llm.md) has exercised within 15%: its predictions lean on terms nobody has measured

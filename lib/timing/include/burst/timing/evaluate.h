@@ -74,6 +74,9 @@ struct PlanEvaluation {
   // Every layer at the whole global batch on one device, and one update of every layer, no
   // communication.
   Seconds one_device_compute;
+  // The busiest rank's compute (forwards, backwards, updates) and recomputation.
+  Seconds busiest_compute;
+  Seconds busiest_recompute;
   std::vector<LayerTiming> layers;  // by layer id
   // Per rank, in start order; filled only when asked for (it holds ranks x layers entries).
   // Transfers are the messages a rank receives (layer: the one received into); BatchNorm
