@@ -32,6 +32,7 @@
 #include "burst/plan/plan.h"
 #include "burst/program/step_memory.h"
 #include "burst/job/resume.h"
+#include "burst/job/unrun_dimensions.h"
 #include "burst/job/training_data.h"
 #include "burst/util/error.h"
 #include "enum_option.h"
@@ -251,6 +252,7 @@ job::TrainJob resolve_job(const TrainArgs& args, int world_size, const std::stri
     job.plan = plan::plan_data_parallel(graph, world_size, checked_global_batch(args));
     job.plan_source = "dp";
   }
+  job::refuse_unrun_dimensions(graph, job.plan, job.config.program);  // before any worker starts
   const auto resumed = job::checkpoint_to_resume(job.config, graph, job.plan.global_batch, job.config.steps);
   if (resumed) job.resume_from = *resumed;
   return job;
