@@ -70,6 +70,7 @@ json memory_json(const PlanReport& report) {
                        {"gradients", device.use.gradients.value()},
                        {"optimizer_state", device.use.optimizer_state.value()},
                        {"activations", device.use.activations.value()},
+                       {"communication_buffers", device.use.buffers.value()},
                        {"total", device.use.total().value()}});
   }
   const program::DeviceMemory& peak = program::peak_memory(*report.memory);

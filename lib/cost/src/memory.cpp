@@ -29,6 +29,7 @@ LayerMemory& LayerMemory::operator+=(const LayerMemory& other) {
   gradients += other.gradients;
   optimizer_state += other.optimizer_state;
   activations += other.activations;
+  buffers += other.buffers;
   return *this;
 }
 

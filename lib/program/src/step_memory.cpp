@@ -19,6 +19,7 @@ namespace {
 struct RecomputeWorkingSet {
   std::vector<std::vector<double>> by_rank_unit;  // full: [rank][unit] activation bytes
   std::vector<double> by_rank;                    // selective: the largest attention core
+  std::vector<double> ring_by_rank;               // context parallelism: the largest ring's blocks
 };
 
 class MemoryCounter {
@@ -40,6 +41,7 @@ class MemoryCounter {
       if (counted(rank)) working_.by_rank_unit[rank].assign(units_.count(), 0.0);
     }
     working_.by_rank.assign(static_cast<size_t>(plan.devices), 0.0);
+    working_.ring_by_rank.assign(static_cast<size_t>(plan.devices), 0.0);
     gathered_.assign(static_cast<size_t>(plan.devices), {0.0, 0.0});
   }
 
@@ -80,6 +82,7 @@ class MemoryCounter {
     double unit_working = 0;  // full recomputation: its activations of one micro-batch
     double core = 0;          // selective: its attention probabilities of one micro-batch
     double gathered = 0;      // ZeRO 3: its whole weights, gathered while it runs
+    double ring = 0;          // context parallelism: ring attention's key and value blocks
   };
 
   ShardMemory shard_memory(graph::LayerId id, const plan::LayerPlacement& placement, int64_t samples, int64_t held) const {
@@ -104,8 +107,8 @@ class MemoryCounter {
     }
     // Ring attention's blocks while the layer runs: the keys and values it computes on, the
     // pair arriving, and (backward) their two gradients.
-    shard.core += 4 * cost::keys_values_per_sample(graph_, id).value() * value_scale() / heads(placement) / context() *
-                  static_cast<double>(samples) * (plan_.context_parallel > 1 ? 1 : 0);
+    shard.ring = 4 * cost::keys_values_per_sample(graph_, id).value() * value_scale() / heads(placement) / context() *
+                 static_cast<double>(samples) * (plan_.context_parallel > 1 ? 1 : 0);
     if (options_.zero_stage == 3 && sharded > 1) {
       shard.gathered = cost::layer_memory(graph_, id, 0, memory_, placement.split).weights.value();
     }
@@ -137,6 +140,7 @@ class MemoryCounter {
         working_.by_rank_unit[rank][static_cast<size_t>(units_.unit_of[static_cast<size_t>(id)])] += shard.unit_working;
       }
       working_.by_rank[rank] = std::max(working_.by_rank[rank], shard.core);
+      working_.ring_by_rank[rank] = std::max(working_.ring_by_rank[rank], shard.ring);
       if (shard.gathered > 0) note_gathered(rank, shard.gathered);
       DeviceMemory& device = devices_[rank];
       device.use += shard.use;
@@ -191,7 +195,7 @@ class MemoryCounter {
       const double unit = units.empty() ? 0 : *std::max_element(units.begin(), units.end());
       device.use.activations += Bytes(unit + working_.by_rank[r]);
       const auto& gathered = gathered_[r];
-      device.use.weights += Bytes(gathered.first + gathered.second);
+      device.use.buffers += Bytes(gathered.first + gathered.second + working_.ring_by_rank[r]);
     }
   }
 
@@ -280,10 +284,12 @@ std::string memory_text(const DeviceMemory& peak, const graph::Graph& graph, con
   const auto bytes_text = [](Bytes bytes) { return bytes_decimal(bytes.value()); };
   const cost::LayerMemory& use = peak.use;
   return fmt::format(
-      "rank {} needs {} (weights {}, gradients {}, optimizer state {}, activations {}; layer '{}' the most, {}) "
+      "rank {} needs {} (weights {}, gradients {}, optimizer state {}, activations {}{}; layer '{}' the most, {}) "
       "of {} per {}",
       peak.rank, bytes_text(use.total()), bytes_text(use.weights), bytes_text(use.gradients),
-      bytes_text(use.optimizer_state), bytes_text(use.activations), graph.layer(peak.largest_layer).name,
+      bytes_text(use.optimizer_state), bytes_text(use.activations),
+      use.buffers.value() > 0 ? ", communication buffers " + bytes_text(use.buffers) : std::string(),
+      graph.layer(peak.largest_layer).name,
       bytes_text(peak.largest_layer_bytes), bytes_text(capacity.of(peak.rank)), capacity.device_of(peak.rank));
 }
 

@@ -23,7 +23,7 @@ graph::Graph zero_paper_model() {
 double model_states_gb(const graph::Graph& graph, int replicas, const ProgramOptions& options) {
   const auto memory = plan_memory(plan::plan_data_parallel(graph, replicas, replicas), graph, cost::Optimizer::Adam, options);
   const cost::LayerMemory& use = memory.front().use;
-  return (use.weights + use.gradients + use.optimizer_state).value() / 1e9;
+  return (use.weights + use.gradients + use.optimizer_state + use.buffers).value() / 1e9;
 }
 
 TEST(ScaleMemory, MixedPrecisionAdamBytesPerParameterUnderEachZeroStage) {

@@ -55,7 +55,10 @@ struct LayerMemory {
   // (the ZeRO paper's K: 12 bytes a parameter for Adam).
   Bytes optimizer_state;
   Bytes activations;      // kept for backward: (output + saved_inside_per_sample) bytes x batch
-  Bytes total() const { return weights + gradients + optimizer_state + activations; }
+  // Communication buffers while a layer runs (step_memory.h): ZeRO 3's gathered weights, ring
+  // attention's key and value blocks.
+  Bytes buffers;
+  Bytes total() const { return weights + gradients + optimizer_state + activations + buffers; }
   LayerMemory& operator+=(const LayerMemory& other);
 };
 // What a layer keeps for its backward beyond its output, per sample, in fp32 bytes:

@@ -25,9 +25,12 @@ struct DeviceMemory {
 // One entry per rank of the plan's cluster (plan.devices), rank order; a rank that holds
 // no layer needs nothing. What the step's options change:
 //  - precision: value_bytes per weight, gradient and activation, and the fp32 master copy;
-//  - zero_stage: cost::shard_state over each layer's sample groups; stage 3 adds the
-//    gathered weights of the two largest layers a rank holds (the one computing and the one
-//    being gathered ahead, as FSDP's prefetch);
+//  - zero_stage: cost::shard_state over each layer's sample groups; stage 3 adds, as
+//    communication buffers (LayerMemory::buffers), the gathered weights of the two largest
+//    layers a rank holds (the one computing and the one being gathered ahead, as FSDP's
+//    prefetch);
+//  - context parallelism: each rank's token share, and the largest attention's four ring
+//    blocks of keys and values as communication buffers;
 //  - recompute: selective keeps no attention probabilities, and holds one attention's for
 //    one micro-batch while it is recomputed; full keeps only what enters each recompute unit
 //    (recompute_units.h) for every micro-batch in flight, and holds the largest unit's
