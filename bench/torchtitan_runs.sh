@@ -98,22 +98,5 @@ done
 # the dimensions of the own plan no checked published run covers.
 printf '\n| row | own plan | claimed gain | compute | recompute | bubble | communication | unchecked |\n|---|---|---|---|---|---|---|---|\n'
 for i in "${!names[@]}"; do
-  python3 - "${names[$i]}" "$work/$(printf '%02d' "$i")-pinned.json" "$work/$(printf '%02d' "$i")-own.json" <<'PY'
-import json, os, sys
-name, pinned_path, own_path = sys.argv[1:]
-if not (os.path.exists(pinned_path) and os.path.exists(own_path)):
-    print("| %s | - | - | - | - | - | - | - |" % name)
-    sys.exit()
-a, b = json.load(open(pinned_path)), json.load(open(own_path))
-p = b["parallelism"]
-shape = "TP %d%s x CP %d x PP %d%s x DP %d, mbs %d, %s, %s, ZeRO %d" % (
-    p["tensor"], " + SP" if p["sequence_parallel"] else "", p["context"], p["pipeline"],
-    " (V %d)" % p["virtual_stages"] if p["virtual_stages"] > 1 else "", p["data"], p["micro_batch"], p["schedule"],
-    p["recompute"], p["zero"])
-ta, tb = a.get("step_terms"), b.get("step_terms")
-keys = ("compute_ms", "recompute_ms", "bubble_ms", "exposed_communication_ms")
-terms = ["%+.0f" % (ta[k] - tb[k]) if ta and tb else "-" for k in keys]
-print("| %s | %s | %.2fx | %s | %s |" % (name, shape, a["iteration_time_ms"] / b["iteration_time_ms"],
-                                        " | ".join(terms), "; ".join(b.get("unchecked", [])) or "-"))
-PY
+  python3 "$(dirname "$0")/own_plan_gain.py" "${names[$i]}" "$work/$(printf '%02d' "$i")-pinned.json" "$work/$(printf '%02d' "$i")-own.json"
 done

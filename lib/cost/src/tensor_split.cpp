@@ -97,6 +97,11 @@ DividedUnits divided_units(const graph::Graph& graph, graph::LayerId layer, Spli
   }
 }
 
+int64_t expert_params(const graph::Graph& graph, graph::LayerId layer) {
+  const auto* moe = std::get_if<graph::MoeAttrs>(&graph.layer(layer).attrs);
+  return moe == nullptr ? 0 : moe->experts * 3 * output_features(graph, layer) * moe->expert_ffn;
+}
+
 int64_t part_params(const graph::Graph& graph, graph::LayerId layer, const TensorSplit& split) {
   const int64_t params = graph.info(layer).params;
   const int64_t k = split.parts;
@@ -116,9 +121,8 @@ int64_t part_params(const graph::Graph& graph, graph::LayerId layer, const Tenso
     }
     case SplitKind::Samples: {
       if (split.experts <= 1) return params;
-      const auto& moe = std::get<graph::MoeAttrs>(graph.layer(layer).attrs);
-      const int64_t per_expert = 3 * output_features(graph, layer) * moe.expert_ffn;  // SwiGLU: gate, up, down
-      return params - moe.experts * per_expert + moe.experts / split.experts * per_expert;
+      const int64_t experts = expert_params(graph, layer);
+      return params - experts + experts / split.experts;
     }
     default: return params;
   }

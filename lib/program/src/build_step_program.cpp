@@ -582,26 +582,16 @@ class ProgramBuilder {
   std::vector<std::pair<int32_t, int64_t>> gradient_shares(graph::LayerId id) const {
     std::vector<std::pair<int32_t, int64_t>> shares;
     const auto replicas = expert_replicas_.find(id);
-    const int64_t params = cost::part_params(graph_, id, placement(id).split);
-    int64_t experts = 0;  // (a rank's share of the experts)
-    if (replicas != expert_replicas_.end()) {
-      cost::TensorSplit split = placement(id).split;
-      split.experts = plan_.expert_parallel;
-      experts = cost::part_params(graph_, id, split) - (params - expert_params(id));
-    }
+    const int64_t experts = replicas == expert_replicas_.end() ? 0 : cost::expert_params(graph_, id);
+    const int64_t dense = cost::part_params(graph_, id, placement(id).split) - experts;
     for (const int32_t group : layer_groups_[static_cast<size_t>(id)]) {
-      if (group >= 0) shares.emplace_back(group, params - (replicas != expert_replicas_.end() ? expert_params(id) : 0));
+      if (group >= 0) shares.emplace_back(group, dense);
     }
     if (replicas == expert_replicas_.end()) return shares;
     for (const int32_t group : replicas->second) {
-      if (group >= 0) shares.emplace_back(group, experts);
+      if (group >= 0) shares.emplace_back(group, experts / plan_.expert_parallel);  // a rank's E-th of them
     }
     return shares;
-  }
-  // All of a moe layer's experts' parameters (SwiGLU: 3 x D x expert_ffn each).
-  int64_t expert_params(graph::LayerId id) const {
-    const auto& moe = std::get<graph::MoeAttrs>(graph_.layer(id).attrs);
-    return moe.experts * 3 * cost::output_features(graph_, id) * moe.expert_ffn;
   }
 
   Bucket& open_bucket(int32_t& index, int32_t group) {

@@ -120,5 +120,8 @@ DividedUnits divided_units(const graph::Graph& graph, graph::LayerId layer, Spli
 // bias, a row split the weight (each part keeps the bias), a heads split the Q/K/V
 // projection and the output projection's weight (each keeps its bias); all otherwise.
 int64_t part_params(const graph::Graph& graph, graph::LayerId layer, const TensorSplit& split);
+// A moe layer's experts' parameters, all of them (SwiGLU: 3 x D x expert_ffn each); 0 for
+// other layers. Expert parallelism divides these among its sample groups.
+int64_t expert_params(const graph::Graph& graph, graph::LayerId layer);
 
 }  // namespace burst::cost
